@@ -1,0 +1,137 @@
+//! The agent plug-in interface.
+//!
+//! An agent runs one turn: it gets the user's message and the session so far, reports
+//! progress as [`AgentEvent`]s, and ends with a [`TurnEnd`]. The context actor turns
+//! those into task state, storage writes and (later) stream and push events, so an agent
+//! never touches a task directly and cannot break the state machine.
+
+use a2ad_protocol::{Artifact, Message, TaskState};
+use futures_util::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What an agent is given for one turn.
+#[derive(Debug, Clone)]
+pub struct TurnInput {
+    pub task_id: String,
+    pub context_id: String,
+    /// The skill id the context is bound to.
+    pub skill: String,
+    /// The message that started (or resumed) this turn, with its ids filled in.
+    pub message: Message,
+    /// The context's history before `message`, oldest first.
+    pub history: Vec<Message>,
+    /// Cancelled when the client cancels the task or the node shuts down. Agents that
+    /// hold outside resources watch it to clean up; the turn future is also dropped.
+    pub cancel: CancellationToken,
+}
+
+/// Progress reported during a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// Agent text, shown as a WORKING status message.
+    Text(String),
+    /// A new artifact, or more parts of an earlier one when `append` is set.
+    Artifact {
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+}
+
+/// How a turn ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEnd {
+    /// Completed, input-required, auth-required, rejected or failed.
+    pub state: TaskState,
+    /// The status message of the final state.
+    pub message: Option<Message>,
+}
+
+/// A failure inside an agent. Its text reaches the client, so agents keep it free of
+/// paths and secrets.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct AgentError(pub String);
+
+/// Where an agent sends its events. Sending waits when the actor is behind, which is the
+/// back-pressure an agent that streams fast needs.
+#[derive(Clone)]
+pub struct EventSink {
+    tx: mpsc::Sender<TurnSignal>,
+    turn: u64,
+}
+
+impl EventSink {
+    pub(crate) fn new(tx: mpsc::Sender<TurnSignal>, turn: u64) -> Self {
+        EventSink { tx, turn }
+    }
+
+    /// Reports an event. Fails only when the turn is over (cancelled), which tells the
+    /// agent to stop.
+    pub async fn send(&self, event: AgentEvent) -> Result<(), AgentError> {
+        let signal = TurnSignal {
+            turn: self.turn,
+            kind: SignalKind::Event(event),
+        };
+        self.tx
+            .send(signal)
+            .await
+            .map_err(|_| AgentError("the turn was stopped".into()))
+    }
+}
+
+/// What flows from a running turn to its context actor, in order: events, then the end.
+pub(crate) struct TurnSignal {
+    pub turn: u64,
+    pub kind: SignalKind,
+}
+
+pub(crate) enum SignalKind {
+    Event(AgentEvent),
+    Finished(Result<TurnEnd, AgentError>),
+}
+
+/// A pluggable agent.
+pub trait Agent: Send + Sync + 'static {
+    /// Runs one turn to its end.
+    fn run(
+        &self,
+        input: TurnInput,
+        events: EventSink,
+    ) -> BoxFuture<'static, Result<TurnEnd, AgentError>>;
+}
+
+/// The node's agents by skill id, in configuration order: the first is the default.
+#[derive(Clone, Default)]
+pub struct AgentRegistry {
+    order: Vec<String>,
+    by_skill: HashMap<String, Arc<dyn Agent>>,
+}
+
+impl AgentRegistry {
+    /// Adds an agent under its skill id. A repeated id replaces the earlier agent.
+    pub fn register(&mut self, skill: impl Into<String>, agent: Arc<dyn Agent>) {
+        let skill = skill.into();
+        if self.by_skill.insert(skill.clone(), agent).is_none() {
+            self.order.push(skill);
+        }
+    }
+
+    /// The agent for `skill`.
+    pub fn get(&self, skill: &str) -> Option<Arc<dyn Agent>> {
+        self.by_skill.get(skill).cloned()
+    }
+
+    /// The skill id of the default (first) agent.
+    pub fn default_skill(&self) -> Option<&str> {
+        self.order.first().map(String::as_str)
+    }
+
+    /// Skill ids in configuration order.
+    pub fn skills(&self) -> &[String] {
+        &self.order
+    }
+}

@@ -1,0 +1,147 @@
+//! The context actor's state and its session bookkeeping.
+
+use crate::agent::TurnSignal;
+use crate::{Runtime, RuntimeError};
+use a2ad_protocol::{A2aError, Message, Task};
+use a2ad_storage::{ContextKey, SessionRecord, TaskRecord};
+use actix::prelude::*;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+/// Owns one context's session and runs its turns, one at a time.
+pub struct ContextActor {
+    pub(super) key: ContextKey,
+    pub(super) rt: Arc<Runtime>,
+    /// Loaded from the store on the first message, so that a rebuilt actor picks up
+    /// where the evicted one stopped.
+    pub(super) session: Option<SessionRecord>,
+    pub(super) turn: Option<RunningTurn>,
+    pub(super) turns_started: u64,
+    /// When the actor last started, ended or cancelled something; eviction waits for
+    /// the idle timeout to pass since then.
+    pub(super) last_active: Instant,
+}
+
+/// The turn in progress.
+pub(super) struct RunningTurn {
+    pub id: u64,
+    pub record: TaskRecord,
+    pub cancel: CancellationToken,
+    pub join: tokio::task::JoinHandle<()>,
+    pub waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
+}
+
+impl Actor for ContextActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Requests are few per context (a busy context refuses at once), so a small
+        // bounded mailbox suffices; senders wait rather than queue without limit.
+        ctx.set_mailbox_capacity(64);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        if let Some(turn) = self.turn.take() {
+            turn.cancel.cancel();
+            turn.join.abort();
+        }
+    }
+}
+
+impl ContextActor {
+    pub fn new(key: ContextKey, rt: Arc<Runtime>) -> Self {
+        ContextActor {
+            key,
+            rt,
+            session: None,
+            turn: None,
+            turns_started: 0,
+            last_active: Instant::now(),
+        }
+    }
+
+    /// Loads the session, or creates it bound to the agent the message asks for.
+    pub(super) fn ensure_session(
+        &mut self,
+        skill: Option<&str>,
+    ) -> Result<&mut SessionRecord, RuntimeError> {
+        if self.session.is_none() {
+            self.session = self.rt.store.get_session(&self.key)?;
+        }
+        let agents = &self.rt.agents;
+        if let Some(asked) = skill {
+            if agents.get(asked).is_none() {
+                return Err(RuntimeError::UnknownSkill(asked.to_owned()));
+            }
+        }
+        let session = match self.session.take() {
+            Some(session) => session,
+            None => {
+                let bound = skill
+                    .or(agents.default_skill())
+                    .ok_or_else(|| RuntimeError::UnknownSkill(String::new()))?;
+                SessionRecord {
+                    key: self.key.clone(),
+                    agent: bound.to_owned(),
+                    history: Vec::new(),
+                    last_task_id: None,
+                }
+            }
+        };
+        if let Some(asked) = skill.filter(|asked| *asked != session.agent) {
+            let bound = session.agent.clone();
+            self.session = Some(session);
+            return Err(RuntimeError::SkillMismatch {
+                bound,
+                asked: asked.to_owned(),
+            });
+        }
+        Ok(self.session.insert(session))
+    }
+
+    /// Appends messages to the session history, keeping at most the configured number.
+    pub(super) fn remember(&mut self, messages: impl IntoIterator<Item = Message>) {
+        let limit = self.rt.settings.session_history_limit;
+        if let Some(session) = self.session.as_mut() {
+            session.history.extend(messages);
+            let excess = session.history.len().saturating_sub(limit);
+            session.history.drain(..excess);
+        }
+    }
+
+    /// Writes the task (and the session) to the store. Durability comes from the group
+    /// commit that callers await before answering.
+    pub(super) fn save(&self, record: &TaskRecord) -> Result<(), RuntimeError> {
+        self.rt.store.put_task(record)?;
+        if let Some(session) = &self.session {
+            self.rt.store.put_session(session)?;
+        }
+        Ok(())
+    }
+
+    /// Makes what was saved durable, then hands `task` to every waiter.
+    pub(super) fn notify_when_durable(
+        &self,
+        waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
+        task: Task,
+    ) {
+        let commit = self.rt.commit.clone();
+        actix::spawn(async move {
+            let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
+            for waiter in waiters {
+                let _ = waiter.send(result.clone());
+            }
+        });
+    }
+}
+
+impl StreamHandler<TurnSignal> for ContextActor {
+    fn handle(&mut self, signal: TurnSignal, ctx: &mut Self::Context) {
+        self.on_turn_signal(signal, ctx);
+    }
+
+    /// A turn's channel closes after its last signal; the actor lives on.
+    fn finished(&mut self, _ctx: &mut Self::Context) {}
+}

@@ -1,0 +1,79 @@
+//! The messages a context actor answers.
+
+use super::actor::ContextActor;
+use crate::messages::{CancelTask, Shutdown, StartTurn, TryEvict, TurnTicket};
+use crate::RuntimeError;
+use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
+use actix::prelude::*;
+use std::time::Instant;
+
+impl Handler<StartTurn> for ContextActor {
+    type Result = Result<TurnTicket, A2aError>;
+
+    fn handle(&mut self, msg: StartTurn, ctx: &mut Self::Context) -> Self::Result {
+        self.last_active = Instant::now();
+        self.start_turn(msg, ctx)
+    }
+}
+
+impl Handler<CancelTask> for ContextActor {
+    type Result = Result<Task, A2aError>;
+
+    /// The running task is stopped and marked CANCELED; an interrupted one is marked
+    /// CANCELED; a terminal one cannot be canceled.
+    fn handle(&mut self, msg: CancelTask, _ctx: &mut Self::Context) -> Self::Result {
+        self.last_active = Instant::now();
+        let running = self
+            .turn
+            .as_ref()
+            .map(|t| (t.record.task.id == msg.task_id, t.record.owner == msg.owner));
+        match running {
+            Some((true, true)) => return self.end_turn(TaskState::Canceled, None),
+            Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
+            _ => {}
+        }
+        let mut record = self
+            .rt
+            .store
+            .get_task(&msg.task_id)
+            .map_err(RuntimeError::from)?
+            .filter(|r| r.owner == msg.owner && r.task.context_id == self.key.context_id)
+            .ok_or_else(|| RuntimeError::TaskNotFound(msg.task_id.clone()))?;
+        if record.state().is_terminal() {
+            return Err(RuntimeError::NotCancelable(msg.task_id, record.state()).into());
+        }
+        record.task.status = TaskStatus::now(TaskState::Canceled, None);
+        self.rt
+            .store
+            .put_task(&record)
+            .map_err(RuntimeError::from)?;
+        Ok(record.task)
+    }
+}
+
+impl Handler<TryEvict> for ContextActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: TryEvict, ctx: &mut Self::Context) -> bool {
+        if self.turn.is_some() || self.last_active.elapsed() < msg.min_idle {
+            return false;
+        }
+        ctx.stop();
+        true
+    }
+}
+
+impl Handler<Shutdown> for ContextActor {
+    type Result = ();
+
+    /// Ends a running turn honestly (FAILED, saying why) and stops.
+    fn handle(&mut self, _msg: Shutdown, ctx: &mut Self::Context) {
+        if self.turn.is_some() {
+            let message = self.agent_message("The node shut down while this task was running.");
+            if let Err(e) = self.end_turn(TaskState::Failed, Some(message)) {
+                tracing::error!(context_id = %self.key.context_id, error = %e, "could not record a shutdown");
+            }
+        }
+        ctx.stop();
+    }
+}

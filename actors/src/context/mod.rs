@@ -1,0 +1,11 @@
+//! The context actor: one per (owner, `contextId`), one turn at a time.
+//!
+//! * [`actor`]: its state, and how a session is loaded and saved.
+//! * [`handlers`]: the messages it answers ([`crate::messages`]).
+//! * [`turn`]: how a turn runs and how agent events become task state.
+
+mod actor;
+mod handlers;
+mod turn;
+
+pub use actor::ContextActor;

@@ -1,0 +1,253 @@
+//! How a turn starts, progresses and ends.
+//!
+//! A turn runs as its own task on the actor's arbiter. The agent's events and, last, its
+//! result flow back through one bounded channel that the actor consumes as a stream, so
+//! the actor sees them in order and applies each to the task before the next. Cancelling
+//! aborts the turn's task, which drops the agent future: the turn really stops.
+
+use super::actor::{ContextActor, RunningTurn};
+use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
+use crate::messages::{StartTurn, TurnTicket};
+use crate::RuntimeError;
+use a2ad_protocol::{ids, A2aError, Message, Role, Task, TaskState, TaskStatus};
+use a2ad_storage::{Owner, TaskRecord};
+use actix::prelude::*;
+use futures_util::stream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// How many agent events may wait for the actor before the agent is slowed down.
+const TURN_CHANNEL_CAPACITY: usize = 64;
+
+impl ContextActor {
+    /// Handles [`StartTurn`]: checks, stores the task, starts the agent.
+    pub(super) fn start_turn(
+        &mut self,
+        msg: StartTurn,
+        ctx: &mut Context<Self>,
+    ) -> Result<TurnTicket, A2aError> {
+        if self.turn.is_some() {
+            return Err(RuntimeError::AlreadyWorking.into());
+        }
+        let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
+        let agent = self
+            .rt
+            .agents
+            .get(&skill)
+            .ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
+        let mut record = match &msg.task_id {
+            Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
+            None => self.new_task(&msg.owner, &skill),
+        };
+        let mut message = msg.message;
+        message.context_id = Some(self.key.context_id.clone());
+        message.task_id = Some(record.task.id.clone());
+        record.task.history.push(message.clone());
+        let history = self
+            .session
+            .as_ref()
+            .map(|s| s.history.clone())
+            .unwrap_or_default();
+        self.remember([message.clone()]);
+        if let Some(session) = self.session.as_mut() {
+            session.last_task_id = Some(record.task.id.clone());
+        }
+        self.save(&record)?;
+        let snapshot = record.task.clone();
+
+        self.turns_started += 1;
+        let turn_id = self.turns_started;
+        let cancel = CancellationToken::new();
+        let input = TurnInput {
+            task_id: record.task.id.clone(),
+            context_id: self.key.context_id.clone(),
+            skill,
+            message,
+            history,
+            cancel: cancel.clone(),
+        };
+        let (tx, rx) = mpsc::channel(TURN_CHANNEL_CAPACITY);
+        let run = agent.run(input, EventSink::new(tx.clone(), turn_id));
+        let join = actix::spawn(async move {
+            let result = run.await;
+            let _ = tx
+                .send(TurnSignal {
+                    turn: turn_id,
+                    kind: SignalKind::Finished(result),
+                })
+                .await;
+        });
+        ctx.add_stream(stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|s| (s, rx))
+        }));
+
+        let (done_tx, done) = oneshot::channel();
+        self.turn = Some(RunningTurn {
+            id: turn_id,
+            record,
+            cancel,
+            join,
+            waiters: vec![done_tx],
+        });
+        self.set_status(TaskStatus::now(TaskState::Working, None));
+        Ok(TurnTicket {
+            task: snapshot,
+            done,
+        })
+    }
+
+    fn new_task(&self, owner: &Owner, skill: &str) -> TaskRecord {
+        TaskRecord {
+            owner: owner.clone(),
+            agent: skill.to_owned(),
+            task: Task {
+                id: ids::new_id(),
+                context_id: self.key.context_id.clone(),
+                status: TaskStatus::now(TaskState::Submitted, None),
+                artifacts: Vec::new(),
+                history: Vec::new(),
+                metadata: None,
+            },
+        }
+    }
+
+    /// The context's interrupted task `task_id`, ready to continue.
+    fn resumable_task(&self, task_id: &str, owner: &Owner) -> Result<TaskRecord, RuntimeError> {
+        let record = self
+            .rt
+            .store
+            .get_task(task_id)?
+            .filter(|r| &r.owner == owner && r.task.context_id == self.key.context_id)
+            .ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))?;
+        let state = record.state();
+        if state.is_terminal() {
+            return Err(RuntimeError::TaskTerminal(task_id.to_owned(), state));
+        }
+        if state.is_active() {
+            // Only the running turn may be active, and that case was refused above.
+            return Err(RuntimeError::AlreadyWorking);
+        }
+        Ok(record)
+    }
+
+    pub(super) fn on_turn_signal(&mut self, signal: TurnSignal, _ctx: &mut Context<Self>) {
+        if self.turn.as_ref().map(|t| t.id) != Some(signal.turn) {
+            return; // A cancelled turn's leftovers.
+        }
+        match signal.kind {
+            SignalKind::Event(event) => self.apply_event(event),
+            SignalKind::Finished(result) => self.finish_turn(result),
+        }
+    }
+
+    fn apply_event(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Text(text) => {
+                let message = self.agent_message(&text);
+                self.remember([message.clone()]);
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.record.task.history.push(message.clone());
+                }
+                self.set_status(TaskStatus::now(TaskState::Working, Some(message)));
+            }
+            AgentEvent::Artifact {
+                artifact, append, ..
+            } => {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.record.task.apply_artifact(artifact, append);
+                    let record = turn.record.clone();
+                    self.save_or_log(&record);
+                }
+            }
+        }
+    }
+
+    /// Sets the running task's status and writes it (not durably: progress may be lost in
+    /// a crash, and start-up recovery marks such a task failed).
+    fn set_status(&mut self, status: TaskStatus) {
+        if let Some(turn) = self.turn.as_mut() {
+            turn.record.task.status = status;
+            let record = turn.record.clone();
+            self.save_or_log(&record);
+        }
+    }
+
+    fn save_or_log(&self, record: &TaskRecord) {
+        if let Err(e) = self.save(record) {
+            tracing::error!(task_id = %record.task.id, error = %e, "could not save task progress");
+        }
+    }
+
+    /// Ends the running turn in the state the agent chose (or FAILED), durably, and
+    /// answers everyone waiting for it.
+    fn finish_turn(&mut self, result: Result<TurnEnd, AgentError>) {
+        let end = match result {
+            Ok(end) if end.state.ends_turn() => end,
+            Ok(end) => TurnEnd {
+                state: TaskState::Failed,
+                message: Some(
+                    self.agent_message(&format!("The agent ended its turn in state {}", end.state)),
+                ),
+            },
+            Err(e) => TurnEnd {
+                state: TaskState::Failed,
+                message: Some(self.agent_message(&format!("Agent failed: {e}"))),
+            },
+        };
+        if let Err(e) = self.end_turn(end.state, end.message) {
+            tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
+        }
+    }
+
+    /// Moves the running turn's task to `state` and releases the context. Everyone waiting
+    /// for the turn gets the task once it is durable.
+    pub(super) fn end_turn(
+        &mut self,
+        state: TaskState,
+        message: Option<Message>,
+    ) -> Result<Task, A2aError> {
+        let Some(mut turn) = self.turn.take() else {
+            return Err(RuntimeError::ContextUnavailable.into());
+        };
+        self.last_active = std::time::Instant::now();
+        turn.cancel.cancel();
+        turn.join.abort();
+        let message = message.map(|m| self.own_message(m, &turn.record.task.id));
+        if let Some(m) = &message {
+            turn.record.task.history.push(m.clone());
+            self.remember([m.clone()]);
+        }
+        turn.record.task.status = TaskStatus::now(state, message);
+        let task = turn.record.task.clone();
+        match self.save(&turn.record) {
+            Ok(()) => {
+                self.notify_when_durable(turn.waiters, task.clone());
+                Ok(task)
+            }
+            Err(e) => {
+                let error = A2aError::from(e);
+                for waiter in turn.waiters {
+                    let _ = waiter.send(Err(error.clone()));
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// An agent message of this context and its running task.
+    pub(super) fn agent_message(&self, text: &str) -> Message {
+        let task_id = self.turn.as_ref().map(|t| t.record.task.id.as_str());
+        Message::agent_text(ids::new_id(), &self.key.context_id, task_id, text)
+    }
+
+    /// Fills in the ids and role of a message an agent produced.
+    fn own_message(&self, mut message: Message, task_id: &str) -> Message {
+        message.role = Role::Agent;
+        message.context_id = Some(self.key.context_id.clone());
+        message.task_id = Some(task_id.to_owned());
+        if message.message_id.is_empty() {
+            message.message_id = ids::new_id();
+        }
+        message
+    }
+}

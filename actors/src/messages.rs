@@ -1,0 +1,80 @@
+//! Every message the actors exchange, in one place.
+
+use crate::context::ContextActor;
+use a2ad_protocol::{A2aError, Message, Task};
+use a2ad_storage::{ContextKey, Owner};
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+/// Starts a turn in a context: a new task, or the continuation of the context's
+/// interrupted task named by `task_id`. Answered at once; the turn runs on.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<TurnTicket, A2aError>")]
+pub struct StartTurn {
+    pub owner: Owner,
+    /// The user's message, validated, with `contextId` filled in.
+    pub message: Message,
+    /// `message.metadata.skill`, if the client named one.
+    pub skill: Option<String>,
+    /// The task to continue, if any (already checked to belong to this context).
+    pub task_id: Option<String>,
+}
+
+/// What [`StartTurn`] gives back.
+pub struct TurnTicket {
+    /// The task as stored when the turn started. Not yet durable: callers that answer
+    /// the client first await `Runtime::commit`.
+    pub task: Task,
+    /// Resolves with the task once the turn ends (terminal or interrupted) and that end
+    /// is durable.
+    pub done: oneshot::Receiver<Result<Task, A2aError>>,
+}
+
+/// Cancels a task of this context. Answered with the task as stored (not yet durable).
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Task, A2aError>")]
+pub struct CancelTask {
+    pub owner: Owner,
+    pub task_id: String,
+}
+
+/// Asks a context actor to stop if it has been idle (no turn, no message) for at least
+/// `min_idle`. Answers whether it stopped.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct TryEvict {
+    pub min_idle: std::time::Duration,
+}
+
+/// Cancels whatever turn runs and stops the actor (node shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+/// Finds or starts the actor of a context.
+#[derive(Message)]
+#[rtype(result = "Result<Addr<ContextActor>, A2aError>")]
+pub struct Route {
+    pub key: ContextKey,
+}
+
+/// The supervisor's counters.
+#[derive(Message)]
+#[rtype(result = "SupervisorStats")]
+pub struct GetStats;
+
+/// What [`GetStats`] answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SupervisorStats {
+    /// Context actors alive now.
+    pub live_contexts: usize,
+    /// Context actors stopped for being idle, since start.
+    pub evicted_total: u64,
+    /// Context actors started (including rebuilds), since start.
+    pub started_total: u64,
+}
+
+/// Stops every context actor, cancelling running turns, and refuses new routes.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopAll;

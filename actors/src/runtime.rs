@@ -1,0 +1,41 @@
+//! What every actor shares: the store, group commit, the agents and the settings.
+
+use crate::agent::AgentRegistry;
+use a2ad_storage::{GroupCommit, TaskStore};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tunables of the actor runtime (from the node's config).
+#[derive(Debug, Clone)]
+pub struct RuntimeSettings {
+    /// A context actor with no turn running is evicted after this long.
+    pub idle_timeout: Duration,
+    /// How often the supervisor looks for idle contexts.
+    pub sweep_interval: Duration,
+    /// The most context actors alive at once; past it, new contexts are refused.
+    pub max_contexts: usize,
+    /// The most messages a context keeps in its session history.
+    pub session_history_limit: usize,
+    /// Arbiters (threads) the context actors are spread over.
+    pub worker_threads: usize,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        RuntimeSettings {
+            idle_timeout: Duration::from_secs(300),
+            sweep_interval: Duration::from_secs(5),
+            max_contexts: 1_000_000,
+            session_history_limit: 200,
+            worker_threads: 2,
+        }
+    }
+}
+
+/// Shared, immutable dependencies of the actors.
+pub struct Runtime {
+    pub store: Arc<dyn TaskStore>,
+    pub commit: GroupCommit,
+    pub agents: AgentRegistry,
+    pub settings: RuntimeSettings,
+}

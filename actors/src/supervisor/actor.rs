@@ -1,0 +1,94 @@
+//! The supervisor's state.
+
+use crate::context::ContextActor;
+use crate::messages::{SupervisorStats, TryEvict};
+use crate::Runtime;
+use a2ad_storage::ContextKey;
+use actix::prelude::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Keeps the live context actors. There is one per node; every request for a context
+/// goes through it to find (or start) the context's actor.
+pub struct Supervisor {
+    pub(super) rt: Arc<Runtime>,
+    /// Context actors run on these threads, round-robin, so that contexts run in
+    /// parallel while each context stays single-threaded.
+    pub(super) arbiters: Vec<Arbiter>,
+    pub(super) next_arbiter: usize,
+    pub(super) contexts: HashMap<ContextKey, LiveContext>,
+    pub(super) stats: SupervisorStats,
+    pub(super) stopping: bool,
+}
+
+pub(super) struct LiveContext {
+    pub addr: Addr<ContextActor>,
+    pub last_routed: Instant,
+}
+
+impl Supervisor {
+    /// A supervisor with `settings.worker_threads` arbiters of its own.
+    pub fn new(rt: Arc<Runtime>) -> Self {
+        let threads = rt.settings.worker_threads.max(1);
+        Supervisor {
+            arbiters: (0..threads).map(|_| Arbiter::new()).collect(),
+            rt,
+            next_arbiter: 0,
+            contexts: HashMap::new(),
+            stats: SupervisorStats::default(),
+            stopping: false,
+        }
+    }
+
+    /// Starts a context actor on the next arbiter.
+    pub(super) fn spawn_context(&mut self, key: ContextKey) -> Addr<ContextActor> {
+        let arbiter = &self.arbiters[self.next_arbiter % self.arbiters.len()];
+        self.next_arbiter = self.next_arbiter.wrapping_add(1);
+        let rt = Arc::clone(&self.rt);
+        self.stats.started_total += 1;
+        ContextActor::start_in_arbiter(&arbiter.handle(), move |_| ContextActor::new(key, rt))
+    }
+
+    /// Asks every context that has not been routed to for the idle timeout to stop, and
+    /// forgets those that did (or that are already gone).
+    fn sweep(&mut self, ctx: &mut Context<Self>) {
+        let timeout = self.rt.settings.idle_timeout;
+        self.contexts.retain(|_, live| live.addr.connected());
+        let candidates: Vec<(ContextKey, Addr<ContextActor>)> = self
+            .contexts
+            .iter()
+            .filter(|(_, live)| live.last_routed.elapsed() >= timeout)
+            .map(|(key, live)| (key.clone(), live.addr.clone()))
+            .collect();
+        for (key, addr) in candidates {
+            let ask = addr.send(TryEvict { min_idle: timeout });
+            ctx.spawn(ask.into_actor(self).map(move |stopped, act, _| {
+                if matches!(stopped, Ok(true) | Err(_)) {
+                    let same = act.contexts.get(&key).is_some_and(|live| live.addr == addr);
+                    if same {
+                        act.contexts.remove(&key);
+                        act.stats.evicted_total += 1;
+                    }
+                }
+            }));
+        }
+        self.stats.live_contexts = self.contexts.len();
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Every request passes through here: a roomy mailbox, still bounded.
+        ctx.set_mailbox_capacity(4096);
+        ctx.run_interval(self.rt.settings.sweep_interval, Self::sweep);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        for arbiter in &self.arbiters {
+            arbiter.stop();
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The messages the supervisor answers.
+
+use super::actor::{LiveContext, Supervisor};
+use crate::context::ContextActor;
+use crate::messages::{GetStats, Route, Shutdown, StopAll};
+use crate::RuntimeError;
+use a2ad_protocol::A2aError;
+use actix::prelude::*;
+use std::time::Instant;
+
+impl Handler<Route> for Supervisor {
+    type Result = Result<Addr<ContextActor>, A2aError>;
+
+    fn handle(&mut self, msg: Route, _ctx: &mut Self::Context) -> Self::Result {
+        if self.stopping {
+            return Err(RuntimeError::ShuttingDown.into());
+        }
+        if let Some(live) = self.contexts.get_mut(&msg.key) {
+            if live.addr.connected() {
+                live.last_routed = Instant::now();
+                return Ok(live.addr.clone());
+            }
+        }
+        let live_now = self.contexts.len();
+        if live_now >= self.rt.settings.max_contexts {
+            return Err(RuntimeError::NodeFull(live_now).into());
+        }
+        let addr = self.spawn_context(msg.key.clone());
+        self.contexts.insert(
+            msg.key,
+            LiveContext {
+                addr: addr.clone(),
+                last_routed: Instant::now(),
+            },
+        );
+        self.stats.live_contexts = self.contexts.len();
+        Ok(addr)
+    }
+}
+
+impl Handler<GetStats> for Supervisor {
+    type Result = MessageResult<GetStats>;
+
+    fn handle(&mut self, _msg: GetStats, _ctx: &mut Self::Context) -> Self::Result {
+        self.stats.live_contexts = self.contexts.len();
+        MessageResult(self.stats)
+    }
+}
+
+impl Handler<StopAll> for Supervisor {
+    type Result = ResponseFuture<()>;
+
+    /// Refuses new routes, ends every running turn honestly and stops every context.
+    fn handle(&mut self, _msg: StopAll, _ctx: &mut Self::Context) -> Self::Result {
+        self.stopping = true;
+        let addrs: Vec<Addr<ContextActor>> =
+            self.contexts.drain().map(|(_, live)| live.addr).collect();
+        self.stats.live_contexts = 0;
+        Box::pin(async move {
+            futures_util::future::join_all(addrs.iter().map(|addr| addr.send(Shutdown))).await;
+        })
+    }
+}

@@ -1,0 +1,280 @@
+//! The node's configuration: one struct, read from YAML, then `A2AD_*` environment
+//! variables, then command-line flags, each overriding the one before.
+//!
+//! Keys are kebab-case. An unknown key or a bad value stops start-up with a message that
+//! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
+
+mod agents;
+pub mod units;
+
+pub use agents::{AgentConfig, AgentKind};
+
+use serde::Deserialize;
+use serde_yaml_ng::{Mapping, Value};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Top-level keys that an `A2AD_<KEY>` environment variable may set (`A2AD_DATA_DIR` sets
+/// `data-dir`). Other `A2AD_*` variables belong to other features and are left alone.
+pub const ENV_KEYS: &[&str] = &[
+    "listen",
+    "public-url",
+    "data-dir",
+    "idle-timeout",
+    "body-limit",
+    "max-contexts",
+    "workers",
+    "session-history-limit",
+];
+
+/// Everything a node needs to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Where the HTTP server listens (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// The base URL clients use, as written in the card; defaults to `http://<listen>`.
+    pub public_url: Option<String>,
+    /// Where the sled store lives.
+    pub data_dir: PathBuf,
+    /// A context with no turn is evicted from memory after this long.
+    pub idle_timeout: Duration,
+    /// The largest request body accepted.
+    pub body_limit: usize,
+    /// The most context actors alive at once.
+    pub max_contexts: usize,
+    /// HTTP workers and context arbiters; 0 means one per CPU.
+    pub workers: usize,
+    /// The most messages a context keeps in its session.
+    pub session_history_limit: usize,
+    pub card: CardConfig,
+    /// The agents, the first being the default; never empty.
+    pub agents: Vec<AgentConfig>,
+}
+
+/// What the card says about the node.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct CardConfig {
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    pub provider: Option<ProviderConfig>,
+    pub documentation_url: Option<String>,
+    pub icon_url: Option<String>,
+}
+
+impl Default for CardConfig {
+    fn default() -> Self {
+        CardConfig {
+            name: "a2ad".into(),
+            description: "An A2A 1.0 task orchestration node.".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            provider: None,
+            documentation_url: None,
+            icon_url: None,
+        }
+    }
+}
+
+/// `card.provider`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub organization: String,
+    pub url: String,
+}
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+struct ConfigFile {
+    listen: SocketAddr,
+    public_url: Option<String>,
+    data_dir: PathBuf,
+    #[serde(deserialize_with = "units::duration")]
+    idle_timeout: Duration,
+    #[serde(deserialize_with = "units::byte_size")]
+    body_limit: usize,
+    max_contexts: usize,
+    workers: usize,
+    session_history_limit: usize,
+    card: CardConfig,
+    agents: Option<Vec<agents::AgentEntry>>,
+}
+
+impl Default for ConfigFile {
+    fn default() -> Self {
+        ConfigFile {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_url: None,
+            data_dir: PathBuf::from("a2ad-data"),
+            idle_timeout: Duration::from_secs(300),
+            body_limit: 1024 * 1024,
+            max_contexts: 1_000_000,
+            workers: 0,
+            session_history_limit: 200,
+            card: CardConfig::default(),
+            agents: None,
+        }
+    }
+}
+
+/// Why the config was refused. Every variant names the key (or the file) at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid YAML: {message}")]
+    Syntax { path: String, message: String },
+    #[error("config key `{key}`: {message}")]
+    Invalid { key: String, message: String },
+}
+
+impl ConfigError {
+    fn invalid(key: &str, message: impl Into<String>) -> Self {
+        ConfigError::Invalid {
+            key: key.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl Config {
+    /// The defaults: the echo agent on sled in `./a2ad-data`.
+    pub fn default_node() -> Self {
+        Self::from_value(Value::Mapping(Mapping::new())).expect("the defaults are valid")
+    }
+
+    /// Reads `path` (if any), then applies `overrides` (key, raw value) in order.
+    pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+        let mut root = match path {
+            None => Value::Mapping(Mapping::new()),
+            Some(path) => read_yaml(path)?,
+        };
+        if root.is_null() {
+            root = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(map) = &mut root else {
+            return Err(ConfigError::invalid(
+                ".",
+                "the config file must be a mapping of keys to values",
+            ));
+        };
+        for (key, raw) in overrides {
+            let value = serde_yaml_ng::from_str::<Value>(raw)
+                .unwrap_or_else(|_| Value::String(raw.clone()));
+            map.insert(Value::String(key.clone()), value);
+        }
+        Self::from_value(root)
+    }
+
+    /// The `(key, value)` overrides found in `A2AD_*` environment variables.
+    pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = vars
+            .filter_map(|(name, value)| {
+                let key = name
+                    .strip_prefix("A2AD_")?
+                    .to_ascii_lowercase()
+                    .replace('_', "-");
+                ENV_KEYS.contains(&key.as_str()).then_some((key, value))
+            })
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn from_value(root: Value) -> Result<Self, ConfigError> {
+        let file: ConfigFile = serde_path_to_error::deserialize(root).map_err(|e| {
+            let key = e.path().to_string();
+            ConfigError::Invalid {
+                key,
+                message: e.into_inner().to_string(),
+            }
+        })?;
+        file.validate()
+    }
+}
+
+impl ConfigFile {
+    fn validate(self) -> Result<Config, ConfigError> {
+        if let Some(url) = &self.public_url {
+            if !(url.starts_with("http://") || url.starts_with("https://"))
+                || url.contains(char::is_whitespace)
+            {
+                return Err(ConfigError::invalid(
+                    "public-url",
+                    "must be an http:// or https:// URL",
+                ));
+            }
+        }
+        if self.idle_timeout.is_zero() {
+            return Err(ConfigError::invalid(
+                "idle-timeout",
+                "must be more than zero",
+            ));
+        }
+        if self.body_limit < 1024 {
+            return Err(ConfigError::invalid("body-limit", "must be at least 1KiB"));
+        }
+        if self.max_contexts == 0 {
+            return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
+        }
+        let agents = match self.agents {
+            None => vec![AgentConfig::default_echo()],
+            Some(entries) if entries.is_empty() => {
+                return Err(ConfigError::invalid(
+                    "agents",
+                    "at least one agent is required",
+                ));
+            }
+            Some(entries) => entries
+                .into_iter()
+                .enumerate()
+                .map(|(i, entry)| {
+                    entry
+                        .into_config(i)
+                        .map_err(|(key, msg)| ConfigError::Invalid { key, message: msg })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        for (i, agent) in agents.iter().enumerate() {
+            if agents[..i].iter().any(|earlier| earlier.id == agent.id) {
+                return Err(ConfigError::invalid(
+                    &format!("agents[{i}].id"),
+                    format!("`{}` is used twice", agent.id),
+                ));
+            }
+        }
+        Ok(Config {
+            listen: self.listen,
+            public_url: self.public_url.map(|u| u.trim_end_matches('/').to_owned()),
+            data_dir: self.data_dir,
+            idle_timeout: self.idle_timeout,
+            body_limit: self.body_limit,
+            max_contexts: self.max_contexts,
+            workers: self.workers,
+            session_history_limit: self.session_history_limit,
+            card: self.card,
+            agents,
+        })
+    }
+}
+
+fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Syntax {
+        path: shown,
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

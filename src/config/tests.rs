@@ -1,0 +1,92 @@
+use super::*;
+use std::io::Write;
+
+fn load_text(yaml: &str, overrides: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(yaml.as_bytes()).unwrap();
+    let overrides: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::load(Some(file.path()), &overrides)
+}
+
+#[test]
+fn defaults_serve_echo_in_the_working_directory() {
+    let c = Config::default_node();
+    assert_eq!(c.agents, vec![AgentConfig::default_echo()]);
+    assert_eq!(c.data_dir, PathBuf::from("a2ad-data"));
+    assert_eq!(c.listen.port(), 8080);
+}
+
+#[test]
+fn a_full_file_is_read() {
+    let c = load_text(
+        "listen: 127.0.0.1:9000\npublic-url: https://a2a.example.com/\nidle-timeout: 90s\nbody-limit: 2MiB\n\
+         card:\n  name: Node\n  provider: {organization: Acme, url: https://acme.example}\n\
+         agents:\n  - id: chat\n    kind: echo\n    tags: [t]\n    echo: {end-state: input-required, chunk-size: 4, chunk-delay: 10ms}\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.public_url.as_deref(), Some("https://a2a.example.com"));
+    assert_eq!(c.idle_timeout, Duration::from_secs(90));
+    assert_eq!(c.body_limit, 2 << 20);
+    assert_eq!(c.card.provider.unwrap().organization, "Acme");
+    let AgentKind::Echo(echo) = &c.agents[0].kind;
+    assert_eq!(
+        (echo.end_state, echo.chunk_size),
+        (a2ad_protocol::TaskState::InputRequired, 4)
+    );
+}
+
+#[test]
+fn unknown_keys_and_bad_values_name_the_key() {
+    let e = load_text("listen: 127.0.0.1:1\nlisten-port: 3\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("listen-port"), "{e}");
+    let e = load_text(
+        "agents:\n  - id: a\n    kind: echo\n    echo: {chunk-delay: 5 parsecs}\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("agents[0].echo.chunk-delay"), "{e}");
+    let e = load_text("agents:\n  - id: a\n    kind: robot\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("agents[0].kind") && e.contains("robot"), "{e}");
+    let e = load_text("body-limit: lots\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("body-limit"), "{e}");
+    let e = load_text("agents: []\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("`agents`"), "{e}");
+    let e = load_text(
+        "agents:\n  - {id: a, kind: echo}\n  - {id: a, kind: echo}\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("agents[1].id"), "{e}");
+}
+
+#[test]
+fn environment_overrides_the_file_and_flags_override_both() {
+    let env = Config::env_overrides(
+        [
+            ("A2AD_DATA_DIR", "/srv/a2ad"),
+            ("A2AD_IDLE_TIMEOUT", "2m"),
+            ("A2AD_HTTP_TOKEN", "x"),
+            ("HOME", "/root"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    assert_eq!(env.len(), 2, "only known keys are taken: {env:?}");
+    let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    all.push(("idle-timeout", "3s"));
+    let c = load_text("data-dir: here\nidle-timeout: 1s\n", &all).unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/srv/a2ad"));
+    assert_eq!(c.idle_timeout, Duration::from_secs(3));
+}

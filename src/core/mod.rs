@@ -1,0 +1,91 @@
+//! The one request handler behind every binding.
+//!
+//! Each A2A method is a file here: it validates its request, applies it (through the
+//! store for reads, through the context's actor for anything that changes a task) and
+//! returns the wire result. Bindings only decode, call, and encode.
+
+mod cancel_task;
+mod get_task;
+mod list_tasks;
+mod send_message;
+
+use a2ad_actors::context::ContextActor;
+use a2ad_actors::messages::Route;
+use a2ad_actors::supervisor::Supervisor;
+use a2ad_actors::{Runtime, RuntimeError};
+use a2ad_protocol::{A2aError, ErrorCode, Task};
+use a2ad_storage::{ContextKey, Owner, TaskRecord};
+use actix::prelude::*;
+use std::sync::Arc;
+
+/// Shared by every request.
+pub struct Core {
+    pub rt: Arc<Runtime>,
+    pub supervisor: Addr<Supervisor>,
+}
+
+impl Core {
+    /// Sends `msg` to the actor of `key`, starting it if needed. An actor evicted between
+    /// routing and delivery is routed again once.
+    async fn call<M>(&self, key: &ContextKey, msg: M) -> Result<M::Result, A2aError>
+    where
+        M: Message + Send + Clone + 'static,
+        M::Result: Send,
+        ContextActor: Handler<M>,
+    {
+        for _ in 0..2 {
+            let route = Route { key: key.clone() };
+            let addr = self
+                .supervisor
+                .send(route)
+                .await
+                .map_err(|_| A2aError::from(RuntimeError::ShuttingDown))??;
+            match addr.send(msg.clone()).await {
+                Ok(result) => return Ok(result),
+                Err(MailboxError::Closed) => continue,
+                Err(MailboxError::Timeout) => break,
+            }
+        }
+        Err(RuntimeError::ContextUnavailable.into())
+    }
+
+    /// The caller's task, or TaskNotFound: another owner's task is never revealed.
+    fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
+        self.rt
+            .store
+            .get_task(task_id)?
+            .filter(|record| &record.owner == owner)
+            .ok_or_else(|| A2aError::task_not_found(task_id))
+    }
+
+    /// The answer to the streaming methods while `capabilities.streaming` is false.
+    pub fn streaming_unsupported() -> A2aError {
+        A2aError::unsupported(
+            "Streaming is not supported by this node (capabilities.streaming is false)",
+        )
+    }
+
+    /// The answer to the push-config methods while `capabilities.pushNotifications` is false.
+    pub fn push_unsupported() -> A2aError {
+        A2aError::of(ErrorCode::PushNotificationNotSupported)
+    }
+
+    /// The answer to `GetExtendedAgentCard` while `capabilities.extendedAgentCard` is false.
+    pub fn extended_card_unsupported() -> A2aError {
+        A2aError::unsupported("This node does not offer an extended agent card (capabilities.extendedAgentCard is false)")
+    }
+}
+
+/// Checks a `historyLength`: absent, or zero or more.
+fn check_history_length(field: &str, value: Option<i32>) -> Result<(), A2aError> {
+    match value {
+        Some(n) if n < 0 => Err(A2aError::invalid_field(field, "must not be negative")),
+        _ => Ok(()),
+    }
+}
+
+/// A task as a response carries it, with `historyLength` applied.
+fn present(mut task: Task, history_length: Option<i32>) -> Task {
+    task.truncate_history(history_length);
+    task
+}

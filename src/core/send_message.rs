@@ -1,0 +1,113 @@
+//! `SendMessage`: start a task, or continue an interrupted one.
+//!
+//! Validation here, before anything is stored:
+//! * ids the client chose (`messageId`, `contextId`, `taskId`, `referenceTaskIds`) are
+//!   1-128 characters of `A-Z a-z 0-9 _ . : -`;
+//! * the message has a role and at least one part; `historyLength` is not negative;
+//! * a `taskId` must name one of the caller's tasks (else TaskNotFound), and a
+//!   `contextId` sent with it must be that task's context (else InvalidParams).
+//!
+//! The context's actor then refuses a busy context (`Task is already working.`) or a
+//! terminal task (UnsupportedOperation). The new task is durable before we answer; a
+//! blocking call (`returnImmediately` false) answers when the turn has ended durably.
+
+use super::{check_history_length, present, Core};
+use a2ad_actors::messages::StartTurn;
+use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageRequest, SendMessageResponse};
+use a2ad_storage::{ContextKey, Owner};
+
+impl Core {
+    pub async fn send_message(
+        &self,
+        owner: &Owner,
+        req: SendMessageRequest,
+    ) -> Result<SendMessageResponse, A2aError> {
+        let config = req.configuration.unwrap_or_default();
+        check_history_length("configuration.historyLength", config.history_length)?;
+        validate_message(&req.message)?;
+        let skill = requested_skill(&req.message)?;
+        let mut message = req.message;
+        let (context_id, task_id) = match message.task_id.clone() {
+            Some(task_id) => {
+                let record = self.owned_task(owner, &task_id)?;
+                if message
+                    .context_id
+                    .as_ref()
+                    .is_some_and(|c| *c != record.task.context_id)
+                {
+                    return Err(A2aError::invalid_field(
+                        "message.contextId",
+                        "does not match the task's context",
+                    )
+                    .with_meta("taskId", task_id));
+                }
+                (record.task.context_id, Some(task_id))
+            }
+            None => (message.context_id.clone().unwrap_or_else(ids::new_id), None),
+        };
+        message.context_id = Some(context_id.clone());
+        let key = ContextKey::new(owner.clone(), context_id);
+        let ticket = self
+            .call(
+                &key,
+                StartTurn {
+                    owner: owner.clone(),
+                    message,
+                    skill,
+                    task_id,
+                },
+            )
+            .await??;
+        self.rt.commit.commit().await?;
+        let task = if config.return_immediately {
+            ticket.task
+        } else {
+            ticket
+                .done
+                .await
+                .map_err(|_| A2aError::internal("The turn ended without a result"))??
+        };
+        Ok(SendMessageResponse::Task(present(
+            task,
+            config.history_length,
+        )))
+    }
+}
+
+fn validate_message(message: &Message) -> Result<(), A2aError> {
+    ids::validate_id("message.messageId", &message.message_id)?;
+    if let Some(context_id) = &message.context_id {
+        ids::validate_id("message.contextId", context_id)?;
+    }
+    if let Some(task_id) = &message.task_id {
+        ids::validate_id("message.taskId", task_id)?;
+    }
+    for reference in &message.reference_task_ids {
+        ids::validate_id("message.referenceTaskIds", reference)?;
+    }
+    if message.role == Role::Unspecified {
+        return Err(A2aError::invalid_field(
+            "message.role",
+            "must be ROLE_USER or ROLE_AGENT",
+        ));
+    }
+    if message.parts.is_empty() {
+        return Err(A2aError::invalid_field(
+            "message.parts",
+            "must have at least one part",
+        ));
+    }
+    Ok(())
+}
+
+/// `message.metadata.skill`, which routes a new context to an agent.
+fn requested_skill(message: &Message) -> Result<Option<String>, A2aError> {
+    match message.metadata.as_ref().and_then(|m| m.get("skill")) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(skill)) => Ok(Some(skill.clone())),
+        Some(_) => Err(A2aError::invalid_field(
+            "message.metadata.skill",
+            "must be a string (a skill id)",
+        )),
+    }
+}

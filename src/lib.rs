@@ -1,0 +1,17 @@
+//! # a2ad
+//!
+//! An A2A 1.0 task orchestration server. The binary (`src/main.rs`) is a thin CLI over
+//! this library, and the tests start the same [`startup::Application`] on port 0.
+//!
+//! * [`config`]: the one config struct (YAML, `A2AD_*` env, flags).
+//! * [`startup`]: opens the store, recovers, starts the actors and the HTTP server.
+//! * [`core`]: the request handler every binding calls.
+//! * [`http`]: the HTTP surface (JSON-RPC, the card, health).
+//! * [`agents`]: the built-in agents.
+
+pub mod agents;
+pub mod card;
+pub mod config;
+pub mod core;
+pub mod http;
+pub mod startup;

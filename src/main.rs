@@ -1,0 +1,102 @@
+//! The `a2ad` command line.
+
+use a2ad::config::Config;
+use a2ad::startup::Application;
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "a2ad", version, about = "An A2A 1.0 task orchestration server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a node.
+    Serve(ServeArgs),
+}
+
+/// Flags override `A2AD_*` variables, which override the config file.
+#[derive(Args)]
+struct ServeArgs {
+    /// YAML config file (kebab-case keys).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Listen address, e.g. 127.0.0.1:8080 (port 0 picks a free port).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Base URL clients use, as written in the agent card.
+    #[arg(long)]
+    public_url: Option<String>,
+    /// Directory of the task store.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Evict a context actor after this long without a turn, e.g. 5m.
+    #[arg(long)]
+    idle_timeout: Option<String>,
+    /// Largest request body, e.g. 1MiB.
+    #[arg(long)]
+    body_limit: Option<String>,
+    /// HTTP workers and context threads (0: one per CPU).
+    #[arg(long)]
+    workers: Option<String>,
+}
+
+impl ServeArgs {
+    fn overrides(&self) -> Vec<(String, String)> {
+        let mut pairs = Config::env_overrides(std::env::vars());
+        let flags = [
+            ("listen", self.listen.clone()),
+            ("public-url", self.public_url.clone()),
+            (
+                "data-dir",
+                self.data_dir.as_ref().map(|p| p.display().to_string()),
+            ),
+            ("idle-timeout", self.idle_timeout.clone()),
+            ("body-limit", self.body_limit.clone()),
+            ("workers", self.workers.clone()),
+        ];
+        pairs.extend(
+            flags
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))),
+        );
+        pairs
+    }
+}
+
+#[actix_web::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config =
+        Config::load(args.config.as_deref(), &args.overrides()).context("invalid configuration")?;
+    let data_dir = config.data_dir.display().to_string();
+    let app = Application::build(config).await?;
+    if app.recovered_tasks() > 0 {
+        tracing::warn!(
+            tasks = app.recovered_tasks(),
+            "marked tasks that were running at the last stop as failed"
+        );
+    }
+    // Scripts and tests read this line to find the port.
+    println!(
+        "a2ad listening on {} (data dir {data_dir})",
+        app.public_url()
+    );
+    app.run_until_stopped().await?;
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! Storage failures, and how they reach a caller.
+
+use a2ad_protocol::{A2aError, ErrorCode};
+
+/// What can go wrong in a store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage engine error: {0}")]
+    Engine(#[from] sled::Error),
+    #[error("a stored record is unreadable: {0}")]
+    Corrupt(String),
+    #[error("the store is shutting down")]
+    Closed,
+}
+
+impl From<sled::transaction::TransactionError<StoreError>> for StoreError {
+    fn from(e: sled::transaction::TransactionError<StoreError>) -> Self {
+        match e {
+            sled::transaction::TransactionError::Abort(inner) => inner,
+            sled::transaction::TransactionError::Storage(inner) => StoreError::Engine(inner),
+        }
+    }
+}
+
+/// Callers see a generic internal error: the details (paths, engine messages) go to the
+/// log, never into a response.
+impl From<StoreError> for A2aError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "task store failure");
+        A2aError::new(ErrorCode::Internal, "Internal error: the task store failed")
+    }
+}

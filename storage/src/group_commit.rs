@@ -1,0 +1,131 @@
+//! Group commit: many writers, one `fsync`.
+//!
+//! A request that must be durable before it is answered calls [`GroupCommit::commit`]
+//! after its write. The call parks the caller (asynchronously) and wakes a dedicated
+//! flusher thread. The flusher takes every waiter queued so far, flushes once, and wakes
+//! them all; callers that arrive during a flush ride the next one. Under load the cost of
+//! a flush is shared by a whole batch, and no actor or HTTP worker thread ever blocks on
+//! the disk.
+
+use crate::{StoreError, TaskStore};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use tokio::sync::oneshot;
+
+type Waiter = oneshot::Sender<Result<(), String>>;
+
+#[derive(Default)]
+struct Queue {
+    waiters: Vec<Waiter>,
+    closed: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+/// A handle to the flusher thread. Cloning is cheap; the thread stops when the last handle
+/// is dropped or [`GroupCommit::close`] is called, after serving every queued waiter.
+#[derive(Clone)]
+pub struct GroupCommit {
+    shared: Arc<Shared>,
+    _owner: Arc<FlusherOwner>,
+}
+
+/// Held only by handles (never by the thread), so that dropping the last handle stops the
+/// thread and releases the store.
+struct FlusherOwner {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
+}
+
+impl FlusherOwner {
+    fn close_and_join(&self) {
+        self.shared
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .closed = true;
+        self.shared.wake.notify_one();
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for FlusherOwner {
+    fn drop(&mut self) {
+        self.close_and_join();
+    }
+}
+
+impl GroupCommit {
+    /// Starts the flusher thread for `store`.
+    pub fn start(store: Arc<dyn TaskStore>) -> Result<Self, StoreError> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+        });
+        let thread_shared = Arc::clone(&shared);
+        let thread = thread::Builder::new()
+            .name("a2ad-flusher".into())
+            .spawn(move || flusher_loop(&thread_shared, store))
+            .map_err(|_| StoreError::Closed)?;
+        let owner = FlusherOwner {
+            shared: Arc::clone(&shared),
+            thread: Mutex::new(Some(thread)),
+        };
+        Ok(GroupCommit {
+            shared,
+            _owner: Arc::new(owner),
+        })
+    }
+
+    /// Resolves once everything written before the call is on disk.
+    pub async fn commit(&self) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            if queue.closed {
+                return Err(StoreError::Closed);
+            }
+            queue.waiters.push(tx);
+        }
+        self.shared.wake.notify_one();
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(msg)) => Err(StoreError::Corrupt(msg)),
+            Err(_) => Err(StoreError::Closed),
+        }
+    }
+
+    /// Flushes what is queued, stops the thread and waits for it, which releases the
+    /// thread's hold on the store. Later commits fail with `Closed`. Blocks.
+    pub fn close(&self) {
+        self._owner.close_and_join();
+    }
+}
+
+fn flusher_loop(shared: &Shared, store: Arc<dyn TaskStore>) {
+    loop {
+        let (batch, closed) = {
+            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            while queue.waiters.is_empty() && !queue.closed {
+                queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
+            }
+            (std::mem::take(&mut queue.waiters), queue.closed)
+        };
+        let result = store.flush().map_err(|e| {
+            tracing::error!(error = %e, "flush failed");
+            "flush failed".to_owned()
+        });
+        for waiter in batch {
+            let _ = waiter.send(result.clone());
+        }
+        if closed {
+            return;
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! # a2ad-storage
+//!
+//! Where tasks and sessions live. [`TaskStore`] is the trait the rest of a2ad codes
+//! against; [`SledStore`] is the embedded default (a Redis store can implement the same
+//! trait later). Writes are cheap and go to the OS page cache; [`GroupCommit`] makes them
+//! durable, batching every caller that is waiting into one `fsync`, so that "flushed
+//! before the response" costs one flush per batch rather than per request.
+
+mod error;
+mod group_commit;
+mod model;
+mod page_token;
+mod sled_store;
+
+pub use error::StoreError;
+pub use group_commit::GroupCommit;
+pub use model::{ContextKey, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecord};
+pub use page_token::{decode_page_token, encode_page_token, Cursor};
+pub use sled_store::SledStore;
+
+use a2ad_protocol::TaskState;
+
+/// The task store. Implementations are shared between threads; every method may block
+/// briefly on I/O, and [`TaskStore::flush`] may block for an `fsync`, so async callers
+/// run them on a blocking thread (see [`GroupCommit`]).
+pub trait TaskStore: Send + Sync + 'static {
+    /// Creates or replaces a task, keeping every index in step, atomically.
+    fn put_task(&self, record: &TaskRecord) -> Result<(), StoreError>;
+
+    /// Reads a task by id, whoever owns it (callers check the owner).
+    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// One page of an owner's tasks, newest status first.
+    fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+
+    /// Every task in one of `states`, across owners (start-up recovery).
+    fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Reads a context's session.
+    fn get_session(&self, key: &ContextKey) -> Result<Option<SessionRecord>, StoreError>;
+
+    /// Creates or replaces a context's session.
+    fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError>;
+
+    /// Makes everything written so far durable. Blocks.
+    fn flush(&self) -> Result<(), StoreError>;
+
+    /// Bytes the store occupies on disk.
+    fn size_on_disk(&self) -> Result<u64, StoreError>;
+}

@@ -1,0 +1,120 @@
+//! What the store keeps: tasks with their owner, and sessions.
+
+use a2ad_protocol::{Message, Task, TaskState};
+use serde::{Deserialize, Serialize};
+
+/// Who owns a task or context. With authentication off, everything belongs to
+/// [`Owner::anonymous`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Owner {
+    pub tenant: String,
+    pub principal: String,
+}
+
+impl Owner {
+    /// The single owner of a node without authentication.
+    pub fn anonymous() -> Self {
+        Owner::default()
+    }
+
+    /// A length-prefixed key prefix, so that no tenant or principal can forge another's.
+    pub(crate) fn key_prefix(&self) -> Vec<u8> {
+        let mut key = Vec::with_capacity(4 + self.tenant.len() + self.principal.len());
+        push_segment(&mut key, &self.tenant);
+        push_segment(&mut key, &self.principal);
+        key
+    }
+}
+
+/// Appends a `u16`-length-prefixed segment.
+pub(crate) fn push_segment(key: &mut Vec<u8>, segment: &str) {
+    let len = u16::try_from(segment.len()).unwrap_or(u16::MAX);
+    key.extend_from_slice(&len.to_be_bytes());
+    key.extend_from_slice(&segment.as_bytes()[..usize::from(len)]);
+}
+
+/// A context is identified by its owner and its id: two tenants may pick the same id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ContextKey {
+    pub owner: Owner,
+    pub context_id: String,
+}
+
+impl ContextKey {
+    pub fn new(owner: Owner, context_id: impl Into<String>) -> Self {
+        ContextKey {
+            owner,
+            context_id: context_id.into(),
+        }
+    }
+
+    pub(crate) fn storage_key(&self) -> Vec<u8> {
+        let mut key = self.owner.key_prefix();
+        push_segment(&mut key, &self.context_id);
+        key
+    }
+}
+
+/// A task as stored: the wire task plus who owns it and which agent runs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub owner: Owner,
+    /// The skill id of the agent bound to the task's context.
+    pub agent: String,
+    pub task: Task,
+}
+
+impl TaskRecord {
+    pub fn state(&self) -> TaskState {
+        self.task.status.state
+    }
+
+    /// The status time in milliseconds, the sort key of `ListTasks`.
+    pub fn status_millis(&self) -> i64 {
+        self.task
+            .status
+            .timestamp
+            .map(|t| t.timestamp_millis())
+            .unwrap_or(0)
+    }
+
+    pub fn context_key(&self) -> ContextKey {
+        ContextKey::new(self.owner.clone(), self.task.context_id.clone())
+    }
+}
+
+/// A context's conversation, as its actor rebuilds it after eviction or restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub key: ContextKey,
+    /// The skill id of the agent the context is bound to (its first agent).
+    pub agent: String,
+    /// Every message of the context, oldest first, capped by the actor.
+    pub history: Vec<Message>,
+    /// The context's most recent task, which a follow-up without `taskId` may not reuse
+    /// but which the actor needs to find its interrupted task after a rebuild.
+    pub last_task_id: Option<String>,
+}
+
+/// A `ListTasks` query over one owner's tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskQuery {
+    pub owner: Owner,
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    /// Keeps tasks whose status time is at or after this many milliseconds.
+    pub status_after_millis: Option<i64>,
+    pub page_size: usize,
+    /// Start strictly after this (status time, task id), in descending order.
+    pub cursor: Option<crate::Cursor>,
+}
+
+/// One page of tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    pub records: Vec<TaskRecord>,
+    /// Where the next page starts; `None` on the last page.
+    pub next_cursor: Option<crate::Cursor>,
+    /// How many tasks match the filters, across all pages.
+    pub total: usize,
+}

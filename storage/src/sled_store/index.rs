@@ -1,0 +1,93 @@
+//! Key layout and scans of the two ordered task indexes.
+
+use crate::model::push_segment;
+use crate::{Cursor, Owner, StoreError, TaskQuery, TaskRecord};
+use a2ad_protocol::TaskState;
+
+/// owner ‖ ms ‖ id.
+pub(super) fn time_key(record: &TaskRecord) -> Vec<u8> {
+    let mut key = record.owner.key_prefix();
+    push_time_and_id(&mut key, record.status_millis(), &record.task.id);
+    key
+}
+
+/// owner ‖ context ‖ ms ‖ id.
+pub(super) fn context_key(record: &TaskRecord) -> Vec<u8> {
+    let mut key = context_prefix(&record.owner, &record.task.context_id);
+    push_time_and_id(&mut key, record.status_millis(), &record.task.id);
+    key
+}
+
+/// owner ‖ context: the prefix of one context's tasks.
+pub(super) fn context_prefix(owner: &Owner, context_id: &str) -> Vec<u8> {
+    let mut key = owner.key_prefix();
+    push_segment(&mut key, context_id);
+    key
+}
+
+fn push_time_and_id(key: &mut Vec<u8>, millis: i64, id: &str) {
+    // Timestamps before 1970 do not occur; clamping keeps the big-endian order total.
+    key.extend_from_slice(&u64::try_from(millis).unwrap_or(0).to_be_bytes());
+    key.extend_from_slice(id.as_bytes());
+}
+
+/// What a scan found: the ids of one page, where the next begins, and the total.
+pub(super) struct Scan {
+    pub ids: Vec<String>,
+    pub next_cursor: Option<Cursor>,
+    pub total: usize,
+}
+
+/// Walks `prefix` newest first, counting every entry that passes the filters and keeping
+/// the first `page_size` after the cursor. The scan reads only index entries.
+pub(super) fn scan(
+    tree: &sled::Tree,
+    prefix: &[u8],
+    query: &TaskQuery,
+) -> Result<Scan, StoreError> {
+    let mut out = Scan {
+        ids: Vec::new(),
+        next_cursor: None,
+        total: 0,
+    };
+    let mut last_in_page: Option<Cursor> = None;
+    for entry in tree.scan_prefix(prefix).rev() {
+        let (key, value) = entry?;
+        let (millis, id) = split_time_and_id(&key[prefix.len()..])?;
+        if query
+            .status_after_millis
+            .is_some_and(|after| millis < after)
+        {
+            break; // Descending order: everything further is older still.
+        }
+        let state = value
+            .first()
+            .and_then(|n| TaskState::from_number(i64::from(*n)));
+        if query.state.is_some_and(|wanted| state != Some(wanted)) {
+            continue;
+        }
+        out.total += 1;
+        let position = Cursor { ts: millis, id };
+        if query.cursor.as_ref().is_some_and(|c| position >= *c) {
+            continue; // At or before the cursor: an earlier page had it.
+        }
+        if out.ids.len() < query.page_size {
+            out.ids.push(position.id.clone());
+            last_in_page = Some(position);
+        } else if out.next_cursor.is_none() {
+            out.next_cursor = last_in_page.clone();
+        }
+    }
+    Ok(out)
+}
+
+fn split_time_and_id(rest: &[u8]) -> Result<(i64, String), StoreError> {
+    if rest.len() < 8 {
+        return Err(StoreError::Corrupt("short index key".into()));
+    }
+    let (ts, id) = rest.split_at(8);
+    let millis = u64::from_be_bytes(ts.try_into().expect("8 bytes"));
+    let id = String::from_utf8(id.to_vec())
+        .map_err(|_| StoreError::Corrupt("index key is not UTF-8".into()))?;
+    Ok((i64::try_from(millis).unwrap_or(i64::MAX), id))
+}

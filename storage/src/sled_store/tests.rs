@@ -1,0 +1,123 @@
+use super::*;
+use crate::{encode_page_token, Cursor, GroupCommit, Owner};
+use a2ad_protocol::{timestamp, Task, TaskStatus};
+use std::sync::Arc;
+
+fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> TaskRecord {
+    TaskRecord {
+        owner: owner.clone(),
+        agent: "echo".into(),
+        task: Task {
+            id: id.into(),
+            context_id: ctx.into(),
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: Some(timestamp::from_millis(ms)),
+            },
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        },
+    }
+}
+
+fn query(owner: &Owner) -> TaskQuery {
+    TaskQuery {
+        owner: owner.clone(),
+        context_id: None,
+        state: None,
+        status_after_millis: None,
+        page_size: 2,
+        cursor: None,
+    }
+}
+
+fn ids(page: &TaskPage) -> Vec<&str> {
+    page.records.iter().map(|r| r.task.id.as_str()).collect()
+}
+
+#[test]
+fn lists_newest_first_with_cursor_filters_and_owner_scoping() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let alice = Owner {
+        tenant: "t".into(),
+        principal: "alice".into(),
+    };
+    let bob = Owner {
+        tenant: "t".into(),
+        principal: "bob".into(),
+    };
+    store
+        .put_task(&record(&alice, "a1", "c1", TaskState::Completed, 1000))
+        .unwrap();
+    store
+        .put_task(&record(&alice, "a2", "c2", TaskState::Working, 2000))
+        .unwrap();
+    store
+        .put_task(&record(&alice, "a3", "c1", TaskState::Completed, 3000))
+        .unwrap();
+    store
+        .put_task(&record(&bob, "b1", "c1", TaskState::Completed, 4000))
+        .unwrap();
+
+    let first = store.list_tasks(&query(&alice)).unwrap();
+    assert_eq!((ids(&first), first.total), (vec!["a3", "a2"], 3));
+    let mut next = query(&alice);
+    next.cursor = first.next_cursor.clone();
+    let second = store.list_tasks(&next).unwrap();
+    assert_eq!(ids(&second), vec!["a1"]);
+    assert_eq!(second.next_cursor, None);
+
+    let mut by_ctx = query(&alice);
+    by_ctx.context_id = Some("c1".into());
+    assert_eq!(ids(&store.list_tasks(&by_ctx).unwrap()), vec!["a3", "a1"]);
+    let mut by_state = query(&alice);
+    by_state.state = Some(TaskState::Working);
+    assert_eq!(ids(&store.list_tasks(&by_state).unwrap()), vec!["a2"]);
+    let mut recent = query(&alice);
+    recent.status_after_millis = Some(2000);
+    assert_eq!(store.list_tasks(&recent).unwrap().total, 2);
+    assert!(!encode_page_token(&Cursor {
+        ts: 1,
+        id: "x".into()
+    })
+    .is_empty());
+}
+
+#[test]
+fn status_changes_move_index_entries_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let owner = Owner::anonymous();
+    {
+        let store = Arc::new(SledStore::open(dir.path()).unwrap());
+        store
+            .put_task(&record(&owner, "t1", "c", TaskState::Working, 1000))
+            .unwrap();
+        assert_eq!(
+            store.tasks_in_states(&[TaskState::Working]).unwrap().len(),
+            1
+        );
+        store
+            .put_task(&record(&owner, "t1", "c", TaskState::Completed, 5000))
+            .unwrap();
+        let commit = GroupCommit::start(store.clone()).unwrap();
+        futures_block_on(commit.commit()).unwrap();
+    }
+    let store = SledStore::open(dir.path()).unwrap();
+    let page = store.list_tasks(&query(&owner)).unwrap();
+    assert_eq!(page.total, 1, "the old index entry was removed");
+    assert_eq!(page.records[0].state(), TaskState::Completed);
+    assert!(store
+        .tasks_in_states(&[TaskState::Working])
+        .unwrap()
+        .is_empty());
+}
+
+fn futures_block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}

@@ -35,7 +35,7 @@ pub enum StartupError {
 /// A node that is bound and ready to run.
 pub struct Application {
     server: Server,
-    port: u16,
+    local: std::net::SocketAddr,
     public_url: String,
     supervisor: Addr<Supervisor>,
     commit: GroupCommit,
@@ -122,7 +122,7 @@ impl Application {
             .run();
         Ok(Application {
             server,
-            port: local.port(),
+            local,
             public_url,
             supervisor,
             commit,
@@ -131,11 +131,17 @@ impl Application {
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.local.port()
     }
 
+    /// The base URL clients are told to use (the card's).
     pub fn public_url(&self) -> &str {
         &self.public_url
+    }
+
+    /// The loopback URL the server is bound on, whatever the public URL says.
+    pub fn local_url(&self) -> String {
+        format!("http://{}", self.local)
     }
 
     /// How many tasks start-up recovery marked FAILED.

@@ -1,0 +1,13 @@
+//! End-to-end tests of a node over real HTTP on loopback.
+//!
+//! Most tests start the app in-process on port 0 with a temp data dir ([`support::spawn_app`]);
+//! restart and start-up tests run the real binary ([`support::NodeProcess`]).
+
+mod support;
+
+mod actors;
+mod binary;
+mod card;
+mod errors;
+mod list;
+mod tasks;

@@ -1,0 +1,259 @@
+//! Test harness: an app on port 0, JSON-RPC helpers, and the real binary.
+
+use a2ad::agents::echo::EchoSettings;
+use a2ad::config::{AgentConfig, AgentKind, Config};
+use a2ad::startup::{Application, StatsProbe};
+use a2ad_protocol::TaskState;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running in-process node.
+pub struct TestApp {
+    pub url: String,
+    pub client: reqwest::Client,
+    pub probe: StatsProbe,
+    pub _dir: tempfile::TempDir,
+}
+
+/// Starts a node on 127.0.0.1:0 with a fresh data dir; `tweak` edits the config first.
+pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = Config::default_node();
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.data_dir = dir.path().join("data");
+    config.workers = 2;
+    tweak(&mut config);
+    let app = Application::build(config).await.expect("the app starts");
+    let url = app.local_url();
+    let probe = app.stats_probe();
+    actix_web::rt::spawn(app.run_until_stopped());
+    TestApp {
+        url,
+        client: reqwest::Client::new(),
+        probe,
+        _dir: dir,
+    }
+}
+
+/// An echo agent with the given settings.
+pub fn echo_agent(
+    id: &str,
+    end_state: TaskState,
+    chunk_size: usize,
+    chunk_delay: Duration,
+) -> AgentConfig {
+    let mut agent = AgentConfig::default_echo();
+    agent.id = id.to_owned();
+    agent.name = format!("Echo {id}");
+    agent.kind = AgentKind::Echo(EchoSettings {
+        end_state,
+        chunk_size,
+        chunk_delay,
+    });
+    agent
+}
+
+/// A node whose only agent is a slow echo (one chunk per character, `delay` each).
+pub fn slow_echo(delay: Duration) -> impl FnOnce(&mut Config) {
+    move |c| c.agents = vec![echo_agent("slow", TaskState::Completed, 1, delay)]
+}
+
+impl TestApp {
+    /// Calls a JSON-RPC method and returns the whole response object.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.rpc_with_id(json!(1), method, params).await
+    }
+
+    pub async fn rpc_with_id(&self, id: Value, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let response = self
+            .client
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), 200, "JSON-RPC answers with HTTP 200");
+        response.json().await.expect("a JSON body")
+    }
+
+    /// Calls a method that must succeed and returns its `result`.
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        let response = self.rpc(method, params).await;
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
+        response["result"].clone()
+    }
+
+    /// Calls a method that must fail and returns its `error`.
+    pub async fn err(&self, method: &str, params: Value) -> Value {
+        let response = self.rpc(method, params).await;
+        assert!(
+            response.get("result").is_none(),
+            "{method} should fail: {response}"
+        );
+        response["error"].clone()
+    }
+
+    /// Sends a text message and returns the `task` of the result.
+    pub async fn send_text(&self, text: &str, extra: Value) -> Value {
+        let result = self.ok("SendMessage", send_params(text, extra)).await;
+        result["task"].clone()
+    }
+
+    pub async fn post_raw(
+        &self,
+        body: impl Into<reqwest::Body>,
+        content_type: &str,
+    ) -> reqwest::Response {
+        self.client
+            .post(&self.url)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+}
+
+/// SendMessage params for a user text message; `extra` is merged into the message
+/// (`contextId`, `taskId`, `metadata`) or, under `"configuration"`, into the params.
+pub fn send_params(text: &str, extra: Value) -> Value {
+    let mut message = json!({
+        "messageId": a2ad_protocol::ids::new_id(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    });
+    let mut params = json!({});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            if k == "configuration" {
+                params["configuration"] = v;
+            } else {
+                message[k] = v;
+            }
+        }
+    }
+    params["message"] = message;
+    params
+}
+
+/// The `ErrorInfo.reason` of a JSON-RPC error.
+pub fn reason(error: &Value) -> &str {
+    error["data"][0]["reason"].as_str().unwrap_or("")
+}
+
+/// Polls `check` every 25 ms until it returns true, at most `tries` times.
+pub async fn eventually<F, Fut>(tries: usize, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..tries {
+        if check().await {
+            return true;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(25)).await;
+    }
+    false
+}
+
+/// The real binary, running `a2ad serve` on port 0. Killed on drop.
+pub struct NodeProcess {
+    pub child: Child,
+    pub url: String,
+}
+
+impl NodeProcess {
+    /// Starts `a2ad serve --listen 127.0.0.1:0 <args>` in `cwd` and waits for its
+    /// "listening on" line.
+    pub fn start(cwd: &Path, args: &[&str]) -> NodeProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+            .arg("serve")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("a line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        NodeProcess { child, url }
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        signal(&self.child, "TERM");
+        self.child.wait().expect("the node exits")
+    }
+
+    /// Kills the process outright (SIGKILL), as a crash would.
+    pub fn crash(mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("the node exits");
+    }
+
+    /// A client bound to this node.
+    pub fn app_view(&self) -> RemoteNode {
+        RemoteNode {
+            url: self.url.clone(),
+            client: reqwest::Client::new(),
+        }
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .args(["-s", name, &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+/// JSON-RPC against a node in another process.
+pub struct RemoteNode {
+    pub url: String,
+    pub client: reqwest::Client,
+}
+
+impl RemoteNode {
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response: Value = self
+            .client
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("json");
+        assert!(
+            response.get("error").is_none(),
+            "{method} failed: {response}"
+        );
+        response["result"].clone()
+    }
+}

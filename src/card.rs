@@ -24,17 +24,9 @@ impl CardDocument {
         let digest = ring::digest::digest(&ring::digest::SHA256, &body);
         let etag = format!("\"{}\"", hex(&digest.as_ref()[..16]));
         let now = SystemTime::now();
-        let secs = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let secs = now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let last_modified = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-        CardDocument {
-            card,
-            body,
-            etag,
-            last_modified,
-        }
+        CardDocument { card, body, etag, last_modified }
     }
 }
 
@@ -54,10 +46,11 @@ pub fn build_card(config: &Config, public_url: &str) -> AgentCard {
             tenant: None,
             protocol_version: "1.0".into(),
         }],
-        provider: config.card.provider.as_ref().map(|p| AgentProvider {
-            organization: p.organization.clone(),
-            url: p.url.clone(),
-        }),
+        provider: config
+            .card
+            .provider
+            .as_ref()
+            .map(|p| AgentProvider { organization: p.organization.clone(), url: p.url.clone() }),
         version: config.card.version.clone(),
         documentation_url: config.card.documentation_url.clone(),
         capabilities: AgentCapabilities {

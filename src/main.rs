@@ -51,19 +51,12 @@ impl ServeArgs {
         let flags = [
             ("listen", self.listen.clone()),
             ("public-url", self.public_url.clone()),
-            (
-                "data-dir",
-                self.data_dir.as_ref().map(|p| p.display().to_string()),
-            ),
+            ("data-dir", self.data_dir.as_ref().map(|p| p.display().to_string())),
             ("idle-timeout", self.idle_timeout.clone()),
             ("body-limit", self.body_limit.clone()),
             ("workers", self.workers.clone()),
         ];
-        pairs.extend(
-            flags
-                .into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))),
-        );
+        pairs.extend(flags.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))));
         pairs
     }
 }
@@ -71,9 +64,7 @@ impl ServeArgs {
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
@@ -82,21 +73,14 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let config =
-        Config::load(args.config.as_deref(), &args.overrides()).context("invalid configuration")?;
+    let config = Config::load(args.config.as_deref(), &args.overrides()).context("invalid configuration")?;
     let data_dir = config.data_dir.display().to_string();
     let app = Application::build(config).await?;
     if app.recovered_tasks() > 0 {
-        tracing::warn!(
-            tasks = app.recovered_tasks(),
-            "marked tasks that were running at the last stop as failed"
-        );
+        tracing::warn!(tasks = app.recovered_tasks(), "marked tasks that were running at the last stop as failed");
     }
     // Scripts and tests read this line to find the port.
-    println!(
-        "a2ad listening on {} (data dir {data_dir})",
-        app.public_url()
-    );
+    println!("a2ad listening on {} (data dir {data_dir})", app.public_url());
     app.run_until_stopped().await?;
     Ok(())
 }

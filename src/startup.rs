@@ -19,17 +19,11 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("cannot create the data dir {path}: {source}")]
-    DataDir {
-        path: String,
-        source: std::io::Error,
-    },
+    DataDir { path: String, source: std::io::Error },
     #[error("cannot open the task store in {path}: {source} (is another a2ad using it?)")]
     Store { path: String, source: StoreError },
     #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: String,
-        source: std::io::Error,
-    },
+    Bind { addr: String, source: std::io::Error },
 }
 
 /// A node that is bound and ready to run.
@@ -47,87 +41,47 @@ impl Application {
     /// Must run inside an actix system.
     pub async fn build(config: Config) -> Result<Self, StartupError> {
         let shown = config.data_dir.display().to_string();
-        std::fs::create_dir_all(&config.data_dir).map_err(|source| StartupError::DataDir {
-            path: shown.clone(),
-            source,
-        })?;
-        let store: Arc<dyn TaskStore> = Arc::new(SledStore::open(&config.data_dir).map_err(
-            |source| StartupError::Store {
-                path: shown.clone(),
-                source,
-            },
-        )?);
-        let store_error = |source| StartupError::Store {
-            path: shown.clone(),
-            source,
-        };
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|source| StartupError::DataDir { path: shown.clone(), source })?;
+        let store: Arc<dyn TaskStore> = Arc::new(
+            SledStore::open(&config.data_dir).map_err(|source| StartupError::Store { path: shown.clone(), source })?,
+        );
+        let store_error = |source| StartupError::Store { path: shown.clone(), source };
         let recovered = recovery::fail_interrupted_turns(store.as_ref()).map_err(store_error)?;
         store.flush().map_err(store_error)?;
         let commit = GroupCommit::start(Arc::clone(&store)).map_err(store_error)?;
 
         let workers = if config.workers == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
         } else {
             config.workers
         };
         let settings = RuntimeSettings {
             idle_timeout: config.idle_timeout,
-            sweep_interval: (config.idle_timeout / 4)
-                .clamp(Duration::from_millis(50), Duration::from_secs(5)),
+            sweep_interval: (config.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(5)),
             max_contexts: config.max_contexts,
             session_history_limit: config.session_history_limit,
             worker_threads: workers,
         };
         let agents = build_registry(&config.agents);
-        let rt = Arc::new(Runtime {
-            store,
-            commit: commit.clone(),
-            agents,
-            settings,
-        });
+        let rt = Arc::new(Runtime { store, commit: commit.clone(), agents, settings });
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
 
-        let listener = TcpListener::bind(config.listen).map_err(|source| StartupError::Bind {
-            addr: config.listen.to_string(),
-            source,
-        })?;
-        let local = listener.local_addr().map_err(|source| StartupError::Bind {
-            addr: config.listen.to_string(),
-            source,
-        })?;
-        let public_url = config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{local}"));
+        let listener = TcpListener::bind(config.listen)
+            .map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
+        let local =
+            listener.local_addr().map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
+        let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
         let card = Arc::new(CardDocument::new(build_card(&config, &public_url)));
-        let core = Arc::new(Core {
-            rt,
-            supervisor: supervisor.clone(),
-        });
-        let state = web::Data::new(AppState {
-            core,
-            card,
-            body_limit: config.body_limit,
-        });
+        let core = Arc::new(Core { rt, supervisor: supervisor.clone() });
+        let state = web::Data::new(AppState { core, card, body_limit: config.body_limit });
         let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(routes))
             .workers(workers)
             .shutdown_timeout(10)
             .listen(listener)
-            .map_err(|source| StartupError::Bind {
-                addr: local.to_string(),
-                source,
-            })?
+            .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
             .run();
-        Ok(Application {
-            server,
-            local,
-            public_url,
-            supervisor,
-            commit,
-            recovered,
-        })
+        Ok(Application { server, local, public_url, supervisor, commit, recovered })
     }
 
     pub fn port(&self) -> u16 {
@@ -156,9 +110,7 @@ impl Application {
 
     /// A way to read the supervisor's counters (tests, metrics).
     pub fn stats_probe(&self) -> StatsProbe {
-        StatsProbe {
-            supervisor: self.supervisor.clone(),
-        }
+        StatsProbe { supervisor: self.supervisor.clone() }
     }
 
     /// Serves until the HTTP server stops (signal or handle), then ends every running

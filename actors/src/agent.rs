@@ -21,8 +21,8 @@ pub struct TurnInput {
     pub skill: String,
     /// The message that started (or resumed) this turn, with its ids filled in.
     pub message: Message,
-    /// The context's history before `message`, oldest first.
-    pub history: Vec<Message>,
+    /// The context's history before `message`, oldest first (shared, not copied).
+    pub history: Arc<Vec<Message>>,
     /// Cancelled when the client cancels the task or the node shuts down. Agents that
     /// hold outside resources watch it to clean up; the turn future is also dropped.
     pub cancel: CancellationToken,
@@ -34,11 +34,7 @@ pub enum AgentEvent {
     /// Agent text, shown as a WORKING status message.
     Text(String),
     /// A new artifact, or more parts of an earlier one when `append` is set.
-    Artifact {
-        artifact: Artifact,
-        append: bool,
-        last_chunk: bool,
-    },
+    Artifact { artifact: Artifact, append: bool, last_chunk: bool },
 }
 
 /// How a turn ends.
@@ -72,14 +68,8 @@ impl EventSink {
     /// Reports an event. Fails only when the turn is over (cancelled), which tells the
     /// agent to stop.
     pub async fn send(&self, event: AgentEvent) -> Result<(), AgentError> {
-        let signal = TurnSignal {
-            turn: self.turn,
-            kind: SignalKind::Event(event),
-        };
-        self.tx
-            .send(signal)
-            .await
-            .map_err(|_| AgentError("the turn was stopped".into()))
+        let signal = TurnSignal { turn: self.turn, kind: SignalKind::Event(event) };
+        self.tx.send(signal).await.map_err(|_| AgentError("the turn was stopped".into()))
     }
 }
 
@@ -97,11 +87,7 @@ pub(crate) enum SignalKind {
 /// A pluggable agent.
 pub trait Agent: Send + Sync + 'static {
     /// Runs one turn to its end.
-    fn run(
-        &self,
-        input: TurnInput,
-        events: EventSink,
-    ) -> BoxFuture<'static, Result<TurnEnd, AgentError>>;
+    fn run(&self, input: TurnInput, events: EventSink) -> BoxFuture<'static, Result<TurnEnd, AgentError>>;
 }
 
 /// The node's agents by skill id, in configuration order: the first is the default.

@@ -40,15 +40,15 @@ impl From<RuntimeError> for A2aError {
                 A2aError::new(ErrorCode::TaskNotCancelable, message).with_meta("taskId", id)
             }
             RuntimeError::TaskNotFound(id) => A2aError::task_not_found(&id),
-            RuntimeError::UnknownSkill(skill) => A2aError::invalid_params(message)
-                .with_meta("field", "message.metadata.skill")
-                .with_meta("skill", skill),
+            RuntimeError::UnknownSkill(skill) => {
+                A2aError::invalid_params(message).with_meta("field", "message.metadata.skill").with_meta("skill", skill)
+            }
             RuntimeError::SkillMismatch { .. } => {
                 A2aError::invalid_params(message).with_meta("field", "message.metadata.skill")
             }
-            RuntimeError::NodeFull(_)
-            | RuntimeError::ShuttingDown
-            | RuntimeError::ContextUnavailable => A2aError::busy(message),
+            RuntimeError::NodeFull(_) | RuntimeError::ShuttingDown | RuntimeError::ContextUnavailable => {
+                A2aError::busy(message)
+            }
             RuntimeError::Store(inner) => inner.into(),
         }
     }

@@ -11,12 +11,8 @@ pub const RESTART_MESSAGE: &str = "The node restarted while this task was runnin
 pub fn fail_interrupted_turns(store: &dyn TaskStore) -> Result<usize, StoreError> {
     let stale = store.tasks_in_states(&[TaskState::Submitted, TaskState::Working])?;
     for mut record in stale.iter().cloned() {
-        let message = Message::agent_text(
-            ids::new_id(),
-            &record.task.context_id,
-            Some(&record.task.id),
-            RESTART_MESSAGE,
-        );
+        let message =
+            Message::agent_text(ids::new_id(), &record.task.context_id, Some(&record.task.id), RESTART_MESSAGE);
         record.task.history.push(message.clone());
         record.task.status = TaskStatus::now(TaskState::Failed, Some(message));
         store.put_task(&record)?;

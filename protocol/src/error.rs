@@ -91,43 +91,15 @@ impl ErrorCode {
     pub const fn info(self) -> CodeInfo {
         use GrpcStatus::*;
         let (jsonrpc, http, grpc, reason, title) = match self {
-            ErrorCode::ParseError => (
-                -32700,
-                400,
-                InvalidArgument,
-                "INVALID_REQUEST",
-                "Invalid JSON payload",
-            ),
-            ErrorCode::InvalidRequest => (
-                -32600,
-                400,
-                InvalidArgument,
-                "INVALID_REQUEST",
-                "Invalid request",
-            ),
-            ErrorCode::MethodNotFound => (
-                -32601,
-                404,
-                Unimplemented,
-                "METHOD_NOT_FOUND",
-                "Method not found",
-            ),
-            ErrorCode::InvalidParams => (
-                -32602,
-                400,
-                InvalidArgument,
-                "INVALID_PARAMS",
-                "Invalid params",
-            ),
+            ErrorCode::ParseError => (-32700, 400, InvalidArgument, "INVALID_REQUEST", "Invalid JSON payload"),
+            ErrorCode::InvalidRequest => (-32600, 400, InvalidArgument, "INVALID_REQUEST", "Invalid request"),
+            ErrorCode::MethodNotFound => (-32601, 404, Unimplemented, "METHOD_NOT_FOUND", "Method not found"),
+            ErrorCode::InvalidParams => (-32602, 400, InvalidArgument, "INVALID_PARAMS", "Invalid params"),
             ErrorCode::Internal => (-32603, 500, Internal, "INTERNAL_ERROR", "Internal error"),
             ErrorCode::TaskNotFound => (-32001, 404, NotFound, "TASK_NOT_FOUND", "Task not found"),
-            ErrorCode::TaskNotCancelable => (
-                -32002,
-                400,
-                FailedPrecondition,
-                "TASK_NOT_CANCELABLE",
-                "Task cannot be canceled",
-            ),
+            ErrorCode::TaskNotCancelable => {
+                (-32002, 400, FailedPrecondition, "TASK_NOT_CANCELABLE", "Task cannot be canceled")
+            }
             ErrorCode::PushNotificationNotSupported => (
                 -32003,
                 400,
@@ -135,27 +107,15 @@ impl ErrorCode {
                 "PUSH_NOTIFICATION_NOT_SUPPORTED",
                 "Push notifications are not supported",
             ),
-            ErrorCode::UnsupportedOperation => (
-                -32004,
-                400,
-                FailedPrecondition,
-                "UNSUPPORTED_OPERATION",
-                "This operation is not supported",
-            ),
-            ErrorCode::ContentTypeNotSupported => (
-                -32005,
-                400,
-                InvalidArgument,
-                "CONTENT_TYPE_NOT_SUPPORTED",
-                "Incompatible content types",
-            ),
-            ErrorCode::InvalidAgentResponse => (
-                -32006,
-                500,
-                Internal,
-                "INVALID_AGENT_RESPONSE",
-                "Invalid agent response",
-            ),
+            ErrorCode::UnsupportedOperation => {
+                (-32004, 400, FailedPrecondition, "UNSUPPORTED_OPERATION", "This operation is not supported")
+            }
+            ErrorCode::ContentTypeNotSupported => {
+                (-32005, 400, InvalidArgument, "CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types")
+            }
+            ErrorCode::InvalidAgentResponse => {
+                (-32006, 500, Internal, "INVALID_AGENT_RESPONSE", "Invalid agent response")
+            }
             ErrorCode::ExtendedAgentCardNotConfigured => (
                 -32007,
                 400,
@@ -170,35 +130,15 @@ impl ErrorCode {
                 "EXTENSION_SUPPORT_REQUIRED",
                 "A required extension was not activated",
             ),
-            ErrorCode::VersionNotSupported => (
-                -32009,
-                400,
-                FailedPrecondition,
-                "VERSION_NOT_SUPPORTED",
-                "Protocol version is not supported",
-            ),
-            ErrorCode::PayloadTooLarge => (
-                -32600,
-                413,
-                ResourceExhausted,
-                "PAYLOAD_TOO_LARGE",
-                "Request body is too large",
-            ),
-            ErrorCode::ServerBusy => (
-                -32050,
-                503,
-                Unavailable,
-                "SERVER_BUSY",
-                "The node is at capacity",
-            ),
+            ErrorCode::VersionNotSupported => {
+                (-32009, 400, FailedPrecondition, "VERSION_NOT_SUPPORTED", "Protocol version is not supported")
+            }
+            ErrorCode::PayloadTooLarge => {
+                (-32600, 413, ResourceExhausted, "PAYLOAD_TOO_LARGE", "Request body is too large")
+            }
+            ErrorCode::ServerBusy => (-32050, 503, Unavailable, "SERVER_BUSY", "The node is at capacity"),
         };
-        CodeInfo {
-            jsonrpc,
-            http,
-            grpc,
-            reason,
-            title,
-        }
+        CodeInfo { jsonrpc, http, grpc, reason, title }
     }
 
     /// Every code, for tests and docs.
@@ -235,11 +175,7 @@ pub struct A2aError {
 impl A2aError {
     /// An error with an explicit message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        A2aError {
-            code,
-            message: message.into(),
-            metadata: BTreeMap::new(),
-        }
+        A2aError { code, message: message.into(), metadata: BTreeMap::new() }
     }
 
     /// An error with the table's default message.
@@ -259,11 +195,7 @@ impl A2aError {
 
     /// InvalidParams that names the offending field.
     pub fn invalid_field(field: &str, problem: &str) -> Self {
-        Self::new(
-            ErrorCode::InvalidParams,
-            format!("Invalid params: `{field}` {problem}"),
-        )
-        .with_meta("field", field)
+        Self::new(ErrorCode::InvalidParams, format!("Invalid params: `{field}` {problem}")).with_meta("field", field)
     }
 
     pub fn task_not_found(task_id: &str) -> Self {
@@ -336,15 +268,9 @@ mod tests {
     #[test]
     fn a2a_codes_follow_spec_section_5_4() {
         let t = ErrorCode::TaskNotFound.info();
-        assert_eq!(
-            (t.jsonrpc, t.http, t.grpc, t.reason),
-            (-32001, 404, GrpcStatus::NotFound, "TASK_NOT_FOUND")
-        );
+        assert_eq!((t.jsonrpc, t.http, t.grpc, t.reason), (-32001, 404, GrpcStatus::NotFound, "TASK_NOT_FOUND"));
         let v = ErrorCode::VersionNotSupported.info();
-        assert_eq!(
-            (v.jsonrpc, v.http, v.grpc),
-            (-32009, 400, GrpcStatus::FailedPrecondition)
-        );
+        assert_eq!((v.jsonrpc, v.http, v.grpc), (-32009, 400, GrpcStatus::FailedPrecondition));
         assert_eq!(ErrorCode::InvalidAgentResponse.info().http, 500);
     }
 

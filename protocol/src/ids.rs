@@ -18,19 +18,10 @@ pub fn validate_id(field: &str, id: &str) -> Result<(), A2aError> {
         return Err(A2aError::invalid_field(field, "must not be empty"));
     }
     if id.len() > MAX_ID_LEN {
-        return Err(A2aError::invalid_field(
-            field,
-            &format!("must be at most {MAX_ID_LEN} characters"),
-        ));
+        return Err(A2aError::invalid_field(field, &format!("must be at most {MAX_ID_LEN} characters")));
     }
-    if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
-    {
-        return Err(A2aError::invalid_field(
-            field,
-            "may only contain A-Z a-z 0-9 _ . : -",
-        ));
+    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-')) {
+        return Err(A2aError::invalid_field(field, "may only contain A-Z a-z 0-9 _ . : -"));
     }
     Ok(())
 }

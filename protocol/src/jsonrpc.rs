@@ -27,12 +27,8 @@ impl JsonRpcRequest {
 
 /// Checks the envelope. On failure, returns the error with whatever id could be read.
 pub fn parse_request(body: Value) -> Result<JsonRpcRequest, (Value, A2aError)> {
-    let invalid = |id: Value, why: &str| {
-        (
-            id,
-            A2aError::new(ErrorCode::InvalidRequest, format!("Invalid request: {why}")),
-        )
-    };
+    let invalid =
+        |id: Value, why: &str| (id, A2aError::new(ErrorCode::InvalidRequest, format!("Invalid request: {why}")));
     let mut obj: Map<String, Value> = match body {
         Value::Object(o) => o,
         Value::Array(_) => return Err(invalid(Value::Null, "batch requests are not supported")),
@@ -42,12 +38,7 @@ pub fn parse_request(body: Value) -> Result<JsonRpcRequest, (Value, A2aError)> {
     let reply_id = match &id {
         None | Some(Value::Null) => Value::Null,
         Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
-        Some(_) => {
-            return Err(invalid(
-                Value::Null,
-                "`id` must be a string, a number or null",
-            ))
-        }
+        Some(_) => return Err(invalid(Value::Null, "`id` must be a string, a number or null")),
     };
     match obj.get("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
@@ -61,10 +52,7 @@ pub fn parse_request(body: Value) -> Result<JsonRpcRequest, (Value, A2aError)> {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(p @ Value::Object(_)) => p,
         Some(_) => {
-            return Err((
-                reply_id,
-                A2aError::invalid_field("params", "must be an object"),
-            ));
+            return Err((reply_id, A2aError::invalid_field("params", "must be an object")));
         }
     };
     Ok(JsonRpcRequest { id, method, params })
@@ -78,8 +66,7 @@ pub fn parse_params<T: DeserializeOwned>(params: Value) -> Result<T, A2aError> {
         if path == "." || path.is_empty() {
             A2aError::invalid_params(format!("Invalid params: {inner}"))
         } else {
-            A2aError::invalid_params(format!("Invalid params: `{path}`: {inner}"))
-                .with_meta("field", path)
+            A2aError::invalid_params(format!("Invalid params: `{path}`: {inner}")).with_meta("field", path)
         }
     })
 }
@@ -102,27 +89,14 @@ pub struct JsonRpcFailure<'a> {
 
 /// Encodes a successful response.
 pub fn success_body<T: Serialize>(id: &Value, result: T) -> Vec<u8> {
-    serde_json::to_vec(&JsonRpcSuccess {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
-    .unwrap_or_else(|e| {
-        error_body(
-            id,
-            &A2aError::internal(format!("failed to encode the result: {e}")),
-        )
-    })
+    serde_json::to_vec(&JsonRpcSuccess { jsonrpc: "2.0", id, result })
+        .unwrap_or_else(|e| error_body(id, &A2aError::internal(format!("failed to encode the result: {e}"))))
 }
 
 /// Encodes an error response.
 pub fn error_body(id: &Value, error: &A2aError) -> Vec<u8> {
-    serde_json::to_vec(&JsonRpcFailure {
-        jsonrpc: "2.0",
-        id,
-        error: error.to_jsonrpc(),
-    })
-    .expect("an error object always encodes")
+    serde_json::to_vec(&JsonRpcFailure { jsonrpc: "2.0", id, error: error.to_jsonrpc() })
+        .expect("an error object always encodes")
 }
 
 #[cfg(test)]
@@ -134,15 +108,11 @@ mod tests {
     fn envelope_rules() {
         assert!(parse_request(json!([])).is_err());
         assert!(parse_request(json!("x")).is_err());
-        let (id, e) =
-            parse_request(json!({"jsonrpc": "1.0", "id": 7, "method": "GetTask"})).unwrap_err();
+        let (id, e) = parse_request(json!({"jsonrpc": "1.0", "id": 7, "method": "GetTask"})).unwrap_err();
         assert_eq!((id, e.code), (json!(7), ErrorCode::InvalidRequest));
-        let (_, e) =
-            parse_request(json!({"jsonrpc": "2.0", "id": true, "method": "GetTask"})).unwrap_err();
+        let (_, e) = parse_request(json!({"jsonrpc": "2.0", "id": true, "method": "GetTask"})).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidRequest);
-        let (_, e) =
-            parse_request(json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": [1]}))
-                .unwrap_err();
+        let (_, e) = parse_request(json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": [1]})).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidParams);
         let ok = parse_request(json!({"jsonrpc": "2.0", "id": "a", "method": "GetTask"})).unwrap();
         assert_eq!(ok.params, json!({}));
@@ -152,8 +122,7 @@ mod tests {
     fn params_errors_name_the_field() {
         let e = parse_params::<crate::GetTaskRequest>(json!({})).unwrap_err();
         assert!(e.message.contains("`id`"), "{}", e.message);
-        let e = parse_params::<crate::GetTaskRequest>(json!({"id": "t", "historyLength": "x"}))
-            .unwrap_err();
+        let e = parse_params::<crate::GetTaskRequest>(json!({"id": "t", "historyLength": "x"})).unwrap_err();
         assert!(e.message.contains("historyLength"), "{}", e.message);
     }
 }

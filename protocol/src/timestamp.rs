@@ -59,9 +59,9 @@ pub mod optional {
         match Option::<String>::deserialize(d)? {
             None => Ok(None),
             Some(text) if text.is_empty() => Ok(None),
-            Some(text) => parse(&text)
-                .map(Some)
-                .map_err(|e| serde::de::Error::custom(format!("invalid timestamp: {e}"))),
+            Some(text) => {
+                parse(&text).map(Some).map_err(|e| serde::de::Error::custom(format!("invalid timestamp: {e}")))
+            }
         }
     }
 }

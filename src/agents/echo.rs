@@ -26,11 +26,7 @@ pub struct EchoSettings {
 
 impl Default for EchoSettings {
     fn default() -> Self {
-        EchoSettings {
-            end_state: TaskState::Completed,
-            chunk_size: 0,
-            chunk_delay: Duration::ZERO,
-        }
+        EchoSettings { end_state: TaskState::Completed, chunk_size: 0, chunk_delay: Duration::ZERO }
     }
 }
 
@@ -46,11 +42,7 @@ impl EchoAgent {
 }
 
 impl Agent for EchoAgent {
-    fn run(
-        &self,
-        input: TurnInput,
-        events: EventSink,
-    ) -> BoxFuture<'static, Result<TurnEnd, AgentError>> {
+    fn run(&self, input: TurnInput, events: EventSink) -> BoxFuture<'static, Result<TurnEnd, AgentError>> {
         let settings = self.settings.clone();
         Box::pin(async move {
             let text = input.message.text();
@@ -59,54 +51,28 @@ impl Agent for EchoAgent {
             } else {
                 tokio::time::sleep(settings.chunk_delay).await;
                 let artifact = echo_artifact(input.message.parts.clone());
-                events
-                    .send(AgentEvent::Artifact {
-                        artifact,
-                        append: false,
-                        last_chunk: true,
-                    })
-                    .await?;
+                events.send(AgentEvent::Artifact { artifact, append: false, last_chunk: true }).await?;
             }
-            let mut reply =
-                Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), "");
+            let mut reply = Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), "");
             reply.parts = input.message.parts.clone();
             reply.metadata = Some(
-                json!({"echo": {"sessionMessages": input.history.len()}})
-                    .as_object()
-                    .cloned()
-                    .unwrap_or_default(),
+                json!({"echo": {"sessionMessages": input.history.len()}}).as_object().cloned().unwrap_or_default(),
             );
-            Ok(TurnEnd {
-                state: settings.end_state,
-                message: Some(reply),
-            })
+            Ok(TurnEnd { state: settings.end_state, message: Some(reply) })
         })
     }
 }
 
 /// Sends `text` in chunks: each as agent text and as an append to the `echo` artifact.
-async fn stream_chunks(
-    text: &str,
-    settings: &EchoSettings,
-    events: &EventSink,
-) -> Result<(), AgentError> {
+async fn stream_chunks(text: &str, settings: &EchoSettings, events: &EventSink) -> Result<(), AgentError> {
     let chars: Vec<char> = text.chars().collect();
-    let chunks: Vec<String> = chars
-        .chunks(settings.chunk_size)
-        .map(|c| c.iter().collect())
-        .collect();
+    let chunks: Vec<String> = chars.chunks(settings.chunk_size).map(|c| c.iter().collect()).collect();
     let count = chunks.len();
     for (i, chunk) in chunks.into_iter().enumerate() {
         tokio::time::sleep(settings.chunk_delay).await;
         events.send(AgentEvent::Text(chunk.clone())).await?;
         let artifact = echo_artifact(vec![Part::text(chunk)]);
-        events
-            .send(AgentEvent::Artifact {
-                artifact,
-                append: i > 0,
-                last_chunk: i + 1 == count,
-            })
-            .await?;
+        events.send(AgentEvent::Artifact { artifact, append: i > 0, last_chunk: i + 1 == count }).await?;
     }
     Ok(())
 }

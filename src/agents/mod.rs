@@ -11,9 +11,7 @@ pub fn build_registry(agents: &[AgentConfig]) -> AgentRegistry {
     let mut registry = AgentRegistry::default();
     for agent in agents {
         match &agent.kind {
-            AgentKind::Echo(settings) => {
-                registry.register(&agent.id, Arc::new(echo::EchoAgent::new(settings.clone())))
-            }
+            AgentKind::Echo(settings) => registry.register(&agent.id, Arc::new(echo::EchoAgent::new(settings.clone()))),
         }
     }
     registry

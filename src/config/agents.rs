@@ -31,8 +31,7 @@ impl AgentConfig {
         AgentConfig {
             id: "echo".into(),
             name: "Echo".into(),
-            description: "Replies with the message it receives, as a message and as an artifact."
-                .into(),
+            description: "Replies with the message it receives, as a message and as an artifact.".into(),
             tags: vec!["echo".into(), "test".into()],
             examples: vec!["Hello, agent!".into()],
             input_modes: Vec::new(),
@@ -100,12 +99,8 @@ impl AgentEntry {
     /// Checks the entry; errors name the key below `agents[index]`.
     pub(super) fn into_config(self, index: usize) -> Result<AgentConfig, (String, String)> {
         let key = |k: &str| format!("agents[{index}].{k}");
-        ids::validate_id("id", &self.id).map_err(|_| {
-            (
-                key("id"),
-                "must be 1-128 characters of A-Z a-z 0-9 _ . : -".into(),
-            )
-        })?;
+        ids::validate_id("id", &self.id)
+            .map_err(|_| (key("id"), "must be 1-128 characters of A-Z a-z 0-9 _ . : -".into()))?;
         let kind = match self.kind.as_str() {
             "echo" => {
                 let e = self.echo.unwrap_or_default();
@@ -113,18 +108,9 @@ impl AgentEntry {
                     EchoEndState::Completed => TaskState::Completed,
                     EchoEndState::InputRequired => TaskState::InputRequired,
                 };
-                AgentKind::Echo(EchoSettings {
-                    end_state,
-                    chunk_size: e.chunk_size,
-                    chunk_delay: e.chunk_delay,
-                })
+                AgentKind::Echo(EchoSettings { end_state, chunk_size: e.chunk_size, chunk_delay: e.chunk_delay })
             }
-            other => {
-                return Err((
-                    key("kind"),
-                    format!("unknown agent kind `{other}` (known: echo)"),
-                ))
-            }
+            other => return Err((key("kind"), format!("unknown agent kind `{other}` (known: echo)"))),
         };
         Ok(AgentConfig {
             name: self.name.unwrap_or_else(|| self.id.clone()),

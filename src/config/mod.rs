@@ -124,10 +124,7 @@ impl Default for ConfigFile {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("config file {path} is not valid YAML: {message}")]
     Syntax { path: String, message: String },
     #[error("config key `{key}`: {message}")]
@@ -136,10 +133,7 @@ pub enum ConfigError {
 
 impl ConfigError {
     fn invalid(key: &str, message: impl Into<String>) -> Self {
-        ConfigError::Invalid {
-            key: key.to_owned(),
-            message: message.into(),
-        }
+        ConfigError::Invalid { key: key.to_owned(), message: message.into() }
     }
 }
 
@@ -159,14 +153,10 @@ impl Config {
             root = Value::Mapping(Mapping::new());
         }
         let Value::Mapping(map) = &mut root else {
-            return Err(ConfigError::invalid(
-                ".",
-                "the config file must be a mapping of keys to values",
-            ));
+            return Err(ConfigError::invalid(".", "the config file must be a mapping of keys to values"));
         };
         for (key, raw) in overrides {
-            let value = serde_yaml_ng::from_str::<Value>(raw)
-                .unwrap_or_else(|_| Value::String(raw.clone()));
+            let value = serde_yaml_ng::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.clone()));
             map.insert(Value::String(key.clone()), value);
         }
         Self::from_value(root)
@@ -176,10 +166,7 @@ impl Config {
     pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
         let mut found: Vec<(String, String)> = vars
             .filter_map(|(name, value)| {
-                let key = name
-                    .strip_prefix("A2AD_")?
-                    .to_ascii_lowercase()
-                    .replace('_', "-");
+                let key = name.strip_prefix("A2AD_")?.to_ascii_lowercase().replace('_', "-");
                 ENV_KEYS.contains(&key.as_str()).then_some((key, value))
             })
             .collect();
@@ -190,10 +177,7 @@ impl Config {
     fn from_value(root: Value) -> Result<Self, ConfigError> {
         let file: ConfigFile = serde_path_to_error::deserialize(root).map_err(|e| {
             let key = e.path().to_string();
-            ConfigError::Invalid {
-                key,
-                message: e.into_inner().to_string(),
-            }
+            ConfigError::Invalid { key, message: e.into_inner().to_string() }
         })?;
         file.validate()
     }
@@ -202,20 +186,12 @@ impl Config {
 impl ConfigFile {
     fn validate(self) -> Result<Config, ConfigError> {
         if let Some(url) = &self.public_url {
-            if !(url.starts_with("http://") || url.starts_with("https://"))
-                || url.contains(char::is_whitespace)
-            {
-                return Err(ConfigError::invalid(
-                    "public-url",
-                    "must be an http:// or https:// URL",
-                ));
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
+                return Err(ConfigError::invalid("public-url", "must be an http:// or https:// URL"));
             }
         }
         if self.idle_timeout.is_zero() {
-            return Err(ConfigError::invalid(
-                "idle-timeout",
-                "must be more than zero",
-            ));
+            return Err(ConfigError::invalid("idle-timeout", "must be more than zero"));
         }
         if self.body_limit < 1024 {
             return Err(ConfigError::invalid("body-limit", "must be at least 1KiB"));
@@ -226,27 +202,17 @@ impl ConfigFile {
         let agents = match self.agents {
             None => vec![AgentConfig::default_echo()],
             Some(entries) if entries.is_empty() => {
-                return Err(ConfigError::invalid(
-                    "agents",
-                    "at least one agent is required",
-                ));
+                return Err(ConfigError::invalid("agents", "at least one agent is required"));
             }
             Some(entries) => entries
                 .into_iter()
                 .enumerate()
-                .map(|(i, entry)| {
-                    entry
-                        .into_config(i)
-                        .map_err(|(key, msg)| ConfigError::Invalid { key, message: msg })
-                })
+                .map(|(i, entry)| entry.into_config(i).map_err(|(key, msg)| ConfigError::Invalid { key, message: msg }))
                 .collect::<Result<Vec<_>, _>>()?,
         };
         for (i, agent) in agents.iter().enumerate() {
             if agents[..i].iter().any(|earlier| earlier.id == agent.id) {
-                return Err(ConfigError::invalid(
-                    &format!("agents[{i}].id"),
-                    format!("`{}` is used twice", agent.id),
-                ));
+                return Err(ConfigError::invalid(&format!("agents[{i}].id"), format!("`{}` is used twice", agent.id)));
             }
         }
         Ok(Config {
@@ -266,14 +232,8 @@ impl ConfigFile {
 
 fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Syntax {
-        path: shown,
-        message: e.to_string(),
-    })
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+    serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Syntax { path: shown, message: e.to_string() })
 }
 
 #[cfg(test)]

@@ -4,10 +4,7 @@ use std::io::Write;
 fn load_text(yaml: &str, overrides: &[(&str, &str)]) -> Result<Config, ConfigError> {
     let mut file = tempfile::NamedTempFile::new().unwrap();
     file.write_all(yaml.as_bytes()).unwrap();
-    let overrides: Vec<(String, String)> = overrides
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     Config::load(Some(file.path()), &overrides)
 }
 
@@ -33,55 +30,33 @@ fn a_full_file_is_read() {
     assert_eq!(c.body_limit, 2 << 20);
     assert_eq!(c.card.provider.unwrap().organization, "Acme");
     let AgentKind::Echo(echo) = &c.agents[0].kind;
-    assert_eq!(
-        (echo.end_state, echo.chunk_size),
-        (a2ad_protocol::TaskState::InputRequired, 4)
-    );
+    assert_eq!((echo.end_state, echo.chunk_size), (a2ad_protocol::TaskState::InputRequired, 4));
 }
 
 #[test]
 fn unknown_keys_and_bad_values_name_the_key() {
-    let e = load_text("listen: 127.0.0.1:1\nlisten-port: 3\n", &[])
-        .unwrap_err()
-        .to_string();
+    let e = load_text("listen: 127.0.0.1:1\nlisten-port: 3\n", &[]).unwrap_err().to_string();
     assert!(e.contains("listen-port"), "{e}");
-    let e = load_text(
-        "agents:\n  - id: a\n    kind: echo\n    echo: {chunk-delay: 5 parsecs}\n",
-        &[],
-    )
-    .unwrap_err()
-    .to_string();
+    let e = load_text("agents:\n  - id: a\n    kind: echo\n    echo: {chunk-delay: 5 parsecs}\n", &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("agents[0].echo.chunk-delay"), "{e}");
-    let e = load_text("agents:\n  - id: a\n    kind: robot\n", &[])
-        .unwrap_err()
-        .to_string();
+    let e = load_text("agents:\n  - id: a\n    kind: robot\n", &[]).unwrap_err().to_string();
     assert!(e.contains("agents[0].kind") && e.contains("robot"), "{e}");
-    let e = load_text("body-limit: lots\n", &[])
-        .unwrap_err()
-        .to_string();
+    let e = load_text("body-limit: lots\n", &[]).unwrap_err().to_string();
     assert!(e.contains("body-limit"), "{e}");
     let e = load_text("agents: []\n", &[]).unwrap_err().to_string();
     assert!(e.contains("`agents`"), "{e}");
-    let e = load_text(
-        "agents:\n  - {id: a, kind: echo}\n  - {id: a, kind: echo}\n",
-        &[],
-    )
-    .unwrap_err()
-    .to_string();
+    let e = load_text("agents:\n  - {id: a, kind: echo}\n  - {id: a, kind: echo}\n", &[]).unwrap_err().to_string();
     assert!(e.contains("agents[1].id"), "{e}");
 }
 
 #[test]
 fn environment_overrides_the_file_and_flags_override_both() {
     let env = Config::env_overrides(
-        [
-            ("A2AD_DATA_DIR", "/srv/a2ad"),
-            ("A2AD_IDLE_TIMEOUT", "2m"),
-            ("A2AD_HTTP_TOKEN", "x"),
-            ("HOME", "/root"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string())),
+        [("A2AD_DATA_DIR", "/srv/a2ad"), ("A2AD_IDLE_TIMEOUT", "2m"), ("A2AD_HTTP_TOKEN", "x"), ("HOME", "/root")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
     );
     assert_eq!(env.len(), 2, "only known keys are taken: {env:?}");
     let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();

@@ -7,24 +7,16 @@ use std::time::Duration;
 /// Parses a duration such as `250ms`, `1.5s`, `5m`, `2h`, `1d` or `30` (seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration (try `30s` or `250ms`)"))?;
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration (try `30s` or `250ms`)"))?;
     let seconds = match unit.trim() {
         "" | "s" | "sec" | "secs" => value,
         "ms" => value / 1000.0,
         "m" | "min" | "mins" => value * 60.0,
         "h" => value * 3600.0,
         "d" => value * 86400.0,
-        other => {
-            return Err(format!(
-                "unknown duration unit `{other}` (use ms, s, m, h or d)"
-            ))
-        }
+        other => return Err(format!("unknown duration unit `{other}` (use ms, s, m, h or d)")),
     };
     if !seconds.is_finite() || !(0.0..=1e9).contains(&seconds) {
         return Err(format!("`{text}` is out of range"));
@@ -35,13 +27,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Parses a byte size such as `1MiB`, `512KiB`, `2MB`, `64k` or `1048576`.
 pub fn parse_byte_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size (try `1MiB`)"))?;
+    let value: u64 = number.parse().map_err(|_| format!("`{text}` is not a size (try `1MiB`)"))?;
     let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" => 1000,
@@ -50,16 +38,9 @@ pub fn parse_byte_size(text: &str) -> Result<usize, String> {
         "mib" => 1024 * 1024,
         "g" | "gb" => 1000 * 1000 * 1000,
         "gib" => 1024 * 1024 * 1024,
-        other => {
-            return Err(format!(
-                "unknown size unit `{other}` (use KiB, MiB, GiB, KB, MB or GB)"
-            ))
-        }
+        other => return Err(format!("unknown size unit `{other}` (use KiB, MiB, GiB, KB, MB or GB)")),
     };
-    value
-        .checked_mul(factor)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| format!("`{text}` is out of range"))
+    value.checked_mul(factor).and_then(|n| usize::try_from(n).ok()).ok_or_else(|| format!("`{text}` is out of range"))
 }
 
 /// A YAML scalar that may be written as a number or a string.
@@ -84,9 +65,7 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
 pub fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
     match Scalar::deserialize(d)? {
         Scalar::Int(n) => usize::try_from(n).map_err(|_| de::Error::custom("size out of range")),
-        Scalar::Float(_) => Err(de::Error::custom(
-            "a size must be a whole number of bytes or have a unit",
-        )),
+        Scalar::Float(_) => Err(de::Error::custom("a size must be a whole number of bytes or have a unit")),
         Scalar::Text(t) => parse_byte_size(&t).map_err(de::Error::custom),
     }
 }

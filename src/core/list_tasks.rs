@@ -10,11 +10,7 @@ pub const DEFAULT_PAGE_SIZE: i32 = 50;
 pub const MAX_PAGE_SIZE: i32 = 100;
 
 impl Core {
-    pub async fn list_tasks(
-        &self,
-        owner: &Owner,
-        req: ListTasksRequest,
-    ) -> Result<ListTasksResponse, A2aError> {
+    pub async fn list_tasks(&self, owner: &Owner, req: ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
         let query = build_query(owner, &req)?;
         let store = self.rt.store.clone();
         let page = actix_web::web::block(move || store.list_tasks(&query))
@@ -34,11 +30,7 @@ impl Core {
             .collect();
         Ok(ListTasksResponse {
             tasks,
-            next_page_token: page
-                .next_cursor
-                .as_ref()
-                .map(encode_page_token)
-                .unwrap_or_default(),
+            next_page_token: page.next_cursor.as_ref().map(encode_page_token).unwrap_or_default(),
             page_size: req.page_size.unwrap_or(DEFAULT_PAGE_SIZE),
             total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
         })
@@ -49,10 +41,7 @@ fn build_query(owner: &Owner, req: &ListTasksRequest) -> Result<TaskQuery, A2aEr
     check_history_length("historyLength", req.history_length)?;
     let page_size = req.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
-        return Err(A2aError::invalid_field(
-            "pageSize",
-            &format!("must be between 1 and {MAX_PAGE_SIZE}"),
-        ));
+        return Err(A2aError::invalid_field("pageSize", &format!("must be between 1 and {MAX_PAGE_SIZE}")));
     }
     if let Some(context_id) = &req.context_id {
         ids::validate_id("contextId", context_id)?;

@@ -35,11 +35,7 @@ impl Core {
     {
         for _ in 0..2 {
             let route = Route { key: key.clone() };
-            let addr = self
-                .supervisor
-                .send(route)
-                .await
-                .map_err(|_| A2aError::from(RuntimeError::ShuttingDown))??;
+            let addr = self.supervisor.send(route).await.map_err(|_| A2aError::from(RuntimeError::ShuttingDown))??;
             match addr.send(msg.clone()).await {
                 Ok(result) => return Ok(result),
                 Err(MailboxError::Closed) => continue,
@@ -60,9 +56,7 @@ impl Core {
 
     /// The answer to the streaming methods while `capabilities.streaming` is false.
     pub fn streaming_unsupported() -> A2aError {
-        A2aError::unsupported(
-            "Streaming is not supported by this node (capabilities.streaming is false)",
-        )
+        A2aError::unsupported("Streaming is not supported by this node (capabilities.streaming is false)")
     }
 
     /// The answer to the push-config methods while `capabilities.pushNotifications` is false.
@@ -72,7 +66,9 @@ impl Core {
 
     /// The answer to `GetExtendedAgentCard` while `capabilities.extendedAgentCard` is false.
     pub fn extended_card_unsupported() -> A2aError {
-        A2aError::unsupported("This node does not offer an extended agent card (capabilities.extendedAgentCard is false)")
+        A2aError::unsupported(
+            "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",
+        )
     }
 }
 

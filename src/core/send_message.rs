@@ -17,11 +17,7 @@ use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageRequest, SendMessag
 use a2ad_storage::{ContextKey, Owner};
 
 impl Core {
-    pub async fn send_message(
-        &self,
-        owner: &Owner,
-        req: SendMessageRequest,
-    ) -> Result<SendMessageResponse, A2aError> {
+    pub async fn send_message(&self, owner: &Owner, req: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
         let config = req.configuration.unwrap_or_default();
         check_history_length("configuration.historyLength", config.history_length)?;
         validate_message(&req.message)?;
@@ -30,16 +26,9 @@ impl Core {
         let (context_id, task_id) = match message.task_id.clone() {
             Some(task_id) => {
                 let record = self.owned_task(owner, &task_id)?;
-                if message
-                    .context_id
-                    .as_ref()
-                    .is_some_and(|c| *c != record.task.context_id)
-                {
-                    return Err(A2aError::invalid_field(
-                        "message.contextId",
-                        "does not match the task's context",
-                    )
-                    .with_meta("taskId", task_id));
+                if message.context_id.as_ref().is_some_and(|c| *c != record.task.context_id) {
+                    return Err(A2aError::invalid_field("message.contextId", "does not match the task's context")
+                        .with_meta("taskId", task_id));
                 }
                 (record.task.context_id, Some(task_id))
             }
@@ -47,30 +36,14 @@ impl Core {
         };
         message.context_id = Some(context_id.clone());
         let key = ContextKey::new(owner.clone(), context_id);
-        let ticket = self
-            .call(
-                &key,
-                StartTurn {
-                    owner: owner.clone(),
-                    message,
-                    skill,
-                    task_id,
-                },
-            )
-            .await??;
+        let ticket = self.call(&key, StartTurn { owner: owner.clone(), message, skill, task_id }).await??;
         self.rt.commit.commit().await?;
         let task = if config.return_immediately {
             ticket.task
         } else {
-            ticket
-                .done
-                .await
-                .map_err(|_| A2aError::internal("The turn ended without a result"))??
+            ticket.done.await.map_err(|_| A2aError::internal("The turn ended without a result"))??
         };
-        Ok(SendMessageResponse::Task(present(
-            task,
-            config.history_length,
-        )))
+        Ok(SendMessageResponse::Task(present(task, config.history_length)))
     }
 }
 
@@ -86,16 +59,10 @@ fn validate_message(message: &Message) -> Result<(), A2aError> {
         ids::validate_id("message.referenceTaskIds", reference)?;
     }
     if message.role == Role::Unspecified {
-        return Err(A2aError::invalid_field(
-            "message.role",
-            "must be ROLE_USER or ROLE_AGENT",
-        ));
+        return Err(A2aError::invalid_field("message.role", "must be ROLE_USER or ROLE_AGENT"));
     }
     if message.parts.is_empty() {
-        return Err(A2aError::invalid_field(
-            "message.parts",
-            "must have at least one part",
-        ));
+        return Err(A2aError::invalid_field("message.parts", "must have at least one part"));
     }
     Ok(())
 }
@@ -105,9 +72,6 @@ fn requested_skill(message: &Message) -> Result<Option<String>, A2aError> {
     match message.metadata.as_ref().and_then(|m| m.get("skill")) {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::String(skill)) => Ok(Some(skill.clone())),
-        Some(_) => Err(A2aError::invalid_field(
-            "message.metadata.skill",
-            "must be a string (a skill id)",
-        )),
+        Some(_) => Err(A2aError::invalid_field("message.metadata.skill", "must be a string (a skill id)")),
     }
 }

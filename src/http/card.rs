@@ -18,24 +18,15 @@ pub async fn public_card(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
             .and_then(|v| httpdate::parse_http_date(v).ok())
             .is_some_and(|since: SystemTime| doc.last_modified <= since),
     };
-    let mut response = if not_modified {
-        HttpResponse::NotModified()
-    } else {
-        HttpResponse::Ok()
-    };
+    let mut response = if not_modified { HttpResponse::NotModified() } else { HttpResponse::Ok() };
     response
         .insert_header((header::CACHE_CONTROL, "public, max-age=60"))
         .insert_header((header::ETAG, doc.etag.clone()))
-        .insert_header((
-            header::LAST_MODIFIED,
-            httpdate::fmt_http_date(doc.last_modified),
-        ));
+        .insert_header((header::LAST_MODIFIED, httpdate::fmt_http_date(doc.last_modified)));
     if not_modified {
         response.finish()
     } else {
-        response
-            .content_type("application/json")
-            .body(doc.body.clone())
+        response.content_type("application/json").body(doc.body.clone())
     }
 }
 

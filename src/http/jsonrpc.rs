@@ -14,11 +14,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 
-pub async fn handle(
-    req: HttpRequest,
-    payload: web::Payload,
-    state: web::Data<AppState>,
-) -> HttpResponse {
+pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
     let bytes = match body::read_limited(&req, payload, state.body_limit).await {
         Ok(bytes) => bytes,
         Err(e) => return error_response(&Value::Null, &e),
@@ -26,10 +22,7 @@ pub async fn handle(
     let decoded: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(_) if !body::declares_json(&req) => {
-            let e = A2aError::new(
-                ErrorCode::ContentTypeNotSupported,
-                "Request body must be JSON (application/json)",
-            );
+            let e = A2aError::new(ErrorCode::ContentTypeNotSupported, "Request body must be JSON (application/json)");
             return error_response(&Value::Null, &e);
         }
         Err(_) => return error_response(&Value::Null, &A2aError::of(ErrorCode::ParseError)),
@@ -51,13 +44,7 @@ pub async fn handle(
 }
 
 /// Runs one method and encodes its result.
-async fn dispatch(
-    core: &Core,
-    owner: &Owner,
-    id: &Value,
-    method: &str,
-    params: Value,
-) -> Result<Vec<u8>, A2aError> {
+async fn dispatch(core: &Core, owner: &Owner, id: &Value, method: &str, params: Value) -> Result<Vec<u8>, A2aError> {
     Ok(match method {
         "SendMessage" => success_body(id, core.send_message(owner, parse_params(params)?).await?),
         "GetTask" => success_body(id, core.get_task(owner, parse_params(params)?).await?),
@@ -71,10 +58,7 @@ async fn dispatch(
         "GetExtendedAgentCard" => return Err(Core::extended_card_unsupported()),
         other => {
             let shown: String = other.chars().filter(|c| !c.is_control()).take(64).collect();
-            return Err(A2aError::new(
-                ErrorCode::MethodNotFound,
-                format!("Method not found: {shown}"),
-            ));
+            return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {shown}")));
         }
     })
 }
@@ -90,7 +74,5 @@ fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
 }
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
-    HttpResponse::build(status)
-        .content_type("application/json")
-        .body(body)
+    HttpResponse::build(status).content_type("application/json").body(body)
 }

@@ -20,16 +20,11 @@ pub struct AppState {
 /// Mounts every route.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::post().to(jsonrpc::handle))
-        .route(
-            "/.well-known/agent-card.json",
-            web::get().to(card::public_card),
-        )
+        .route("/.well-known/agent-card.json", web::get().to(card::public_card))
         .route("/health", web::get().to(health));
 }
 
 /// Liveness: answers as long as the HTTP server runs.
 async fn health() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(r#"{"status":"healthy"}"#)
+    HttpResponse::Ok().content_type("application/json").body(r#"{"status":"healthy"}"#)
 }

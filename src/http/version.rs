@@ -12,20 +12,14 @@ use actix_web::HttpRequest;
 pub const SUPPORTED: &str = "1.0";
 
 pub fn check(req: &HttpRequest) -> Result<(), A2aError> {
-    let from_header = req
-        .headers()
-        .get("A2A-Version")
-        .map(|v| v.to_str().unwrap_or("?").trim().to_owned());
+    let from_header = req.headers().get("A2A-Version").map(|v| v.to_str().unwrap_or("?").trim().to_owned());
     let requested = from_header.or_else(|| query_version(req.query_string()));
     match requested.as_deref() {
         None | Some("") => Ok(()),
         Some(v) if major(v) == Some(1) => Ok(()),
         Some(v) => Err(A2aError::new(
             ErrorCode::VersionNotSupported,
-            format!(
-                "A2A-Version {} is not supported; this interface serves {SUPPORTED}",
-                sanitize(v)
-            ),
+            format!("A2A-Version {} is not supported; this interface serves {SUPPORTED}", sanitize(v)),
         )
         .with_meta("supportedVersions", SUPPORTED)),
     }
@@ -51,10 +45,7 @@ fn query_version(query: &str) -> Option<String> {
 /// Echoes a client's version back only as far as it is harmless (no control characters,
 /// bounded length).
 fn sanitize(v: &str) -> String {
-    v.chars()
-        .filter(|c| c.is_ascii_graphic())
-        .take(16)
-        .collect()
+    v.chars().filter(|c| c.is_ascii_graphic()).take(16).collect()
 }
 
 #[cfg(test)]

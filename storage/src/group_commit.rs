@@ -42,11 +42,7 @@ struct FlusherOwner {
 
 impl FlusherOwner {
     fn close_and_join(&self) {
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .closed = true;
+        self.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
         self.shared.wake.notify_one();
         let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(handle) = handle {
@@ -64,23 +60,14 @@ impl Drop for FlusherOwner {
 impl GroupCommit {
     /// Starts the flusher thread for `store`.
     pub fn start(store: Arc<dyn TaskStore>) -> Result<Self, StoreError> {
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue::default()),
-            wake: Condvar::new(),
-        });
+        let shared = Arc::new(Shared { queue: Mutex::new(Queue::default()), wake: Condvar::new() });
         let thread_shared = Arc::clone(&shared);
         let thread = thread::Builder::new()
             .name("a2ad-flusher".into())
             .spawn(move || flusher_loop(&thread_shared, store))
             .map_err(|_| StoreError::Closed)?;
-        let owner = FlusherOwner {
-            shared: Arc::clone(&shared),
-            thread: Mutex::new(Some(thread)),
-        };
-        Ok(GroupCommit {
-            shared,
-            _owner: Arc::new(owner),
-        })
+        let owner = FlusherOwner { shared: Arc::clone(&shared), thread: Mutex::new(Some(thread)) };
+        Ok(GroupCommit { shared, _owner: Arc::new(owner) })
     }
 
     /// Resolves once everything written before the call is on disk.

@@ -18,7 +18,7 @@ pub use model::{ContextKey, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecor
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use sled_store::SledStore;
 
-use a2ad_protocol::TaskState;
+use a2ad_protocol::{Message, TaskState};
 
 /// The task store. Implementations are shared between threads; every method may block
 /// briefly on I/O, and [`TaskStore::flush`] may block for an `fsync`, so async callers
@@ -36,11 +36,18 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Every task in one of `states`, across owners (start-up recovery).
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError>;
 
-    /// Reads a context's session.
-    fn get_session(&self, key: &ContextKey) -> Result<Option<SessionRecord>, StoreError>;
+    /// Reads a context's session with its last `history_limit` messages.
+    fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError>;
 
-    /// Creates or replaces a context's session.
-    fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError>;
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`.
+    fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError>;
 
     /// Makes everything written so far durable. Blocks.
     fn flush(&self) -> Result<(), StoreError>;

@@ -2,6 +2,7 @@
 
 use a2ad_protocol::{Message, Task, TaskState};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Who owns a task or context. With authentication off, everything belongs to
 /// [`Owner::anonymous`].
@@ -42,10 +43,7 @@ pub struct ContextKey {
 
 impl ContextKey {
     pub fn new(owner: Owner, context_id: impl Into<String>) -> Self {
-        ContextKey {
-            owner,
-            context_id: context_id.into(),
-        }
+        ContextKey { owner, context_id: context_id.into() }
     }
 
     pub(crate) fn storage_key(&self) -> Vec<u8> {
@@ -71,11 +69,7 @@ impl TaskRecord {
 
     /// The status time in milliseconds, the sort key of `ListTasks`.
     pub fn status_millis(&self) -> i64 {
-        self.task
-            .status
-            .timestamp
-            .map(|t| t.timestamp_millis())
-            .unwrap_or(0)
+        self.task.status.timestamp.map(|t| t.timestamp_millis()).unwrap_or(0)
     }
 
     pub fn context_key(&self) -> ContextKey {
@@ -84,16 +78,38 @@ impl TaskRecord {
 }
 
 /// A context's conversation, as its actor rebuilds it after eviction or restart.
+///
+/// The metadata is one small record; the messages are stored one key each, so that a
+/// turn appends its few messages instead of rewriting the whole conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {
     pub key: ContextKey,
     /// The skill id of the agent the context is bound to (its first agent).
     pub agent: String,
-    /// Every message of the context, oldest first, capped by the actor.
-    pub history: Vec<Message>,
-    /// The context's most recent task, which a follow-up without `taskId` may not reuse
-    /// but which the actor needs to find its interrupted task after a rebuild.
+    /// The context's most recent task.
     pub last_task_id: Option<String>,
+    /// How many messages were ever appended: the sequence number of the next one.
+    pub message_count: u64,
+    /// The most recent messages, oldest first. Shared with the running turn's agent
+    /// without copying; not part of the metadata record.
+    #[serde(skip)]
+    pub history: Arc<Vec<Message>>,
+}
+
+impl SessionRecord {
+    /// A new, empty session bound to `agent`.
+    pub fn new(key: ContextKey, agent: impl Into<String>) -> Self {
+        SessionRecord { key, agent: agent.into(), last_task_id: None, message_count: 0, history: Arc::default() }
+    }
+
+    /// Appends messages, keeping at most `limit` in memory.
+    pub fn append(&mut self, messages: &[Message], limit: usize) {
+        let history = Arc::make_mut(&mut self.history);
+        history.extend_from_slice(messages);
+        let excess = history.len().saturating_sub(limit);
+        history.drain(..excess);
+        self.message_count += messages.len() as u64;
+    }
 }
 
 /// A `ListTasks` query over one owner's tasks.

@@ -29,10 +29,7 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_reject_garbage() {
-        let c = Cursor {
-            ts: 1_700_000_000_123,
-            id: "0190-abc".into(),
-        };
+        let c = Cursor { ts: 1_700_000_000_123, id: "0190-abc".into() };
         assert_eq!(decode_page_token(&encode_page_token(&c)), Some(c));
         assert_eq!(decode_page_token("not a token"), None);
         assert_eq!(decode_page_token("e30"), None); // "{}"

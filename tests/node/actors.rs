@@ -8,69 +8,35 @@ fn send_in_background(app: &TestApp, params: Value) -> actix_web::rt::task::Join
     let (url, client) = (app.url.clone(), app.client.clone());
     actix_web::rt::spawn(async move {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
-        client
-            .post(url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
+        client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
     })
 }
 
 #[actix_web::test]
 async fn a_busy_context_refuses_a_second_message() {
     let app = spawn_app(slow_echo(Duration::from_millis(30))).await;
-    let first = send_in_background(
-        &app,
-        send_params("0123456789", json!({"contextId": "busy"})),
-    );
-    let second = send_in_background(
-        &app,
-        send_params("0123456789", json!({"contextId": "busy"})),
-    );
+    let first = send_in_background(&app, send_params("0123456789", json!({"contextId": "busy"})));
+    let second = send_in_background(&app, send_params("0123456789", json!({"contextId": "busy"})));
     let (first, second) = (first.await.unwrap(), second.await.unwrap());
-    let refused: Vec<&Value> = [&first, &second]
-        .into_iter()
-        .filter(|r| r.get("error").is_some())
-        .collect();
-    assert_eq!(
-        refused.len(),
-        1,
-        "exactly one is refused: {first} / {second}"
-    );
+    let refused: Vec<&Value> = [&first, &second].into_iter().filter(|r| r.get("error").is_some()).collect();
+    assert_eq!(refused.len(), 1, "exactly one is refused: {first} / {second}");
     assert_eq!(refused[0]["error"]["code"], -32004);
     assert_eq!(refused[0]["error"]["message"], "Task is already working.");
     let listed = app.ok("ListTasks", json!({"contextId": "busy"})).await;
-    assert_eq!(
-        listed["totalSize"], 1,
-        "the refused message created no task"
-    );
+    assert_eq!(listed["totalSize"], 1, "the refused message created no task");
 }
 
 #[actix_web::test]
 async fn fifty_contexts_run_in_parallel() {
     let app = spawn_app(slow_echo(Duration::from_millis(20))).await;
     let calls: Vec<_> = (0..50)
-        .map(|i| {
-            send_in_background(
-                &app,
-                send_params("abcde", json!({"contextId": format!("par-{i}")})),
-            )
-        })
+        .map(|i| send_in_background(&app, send_params("abcde", json!({"contextId": format!("par-{i}")}))))
         .collect();
     for call in calls {
         let response = call.await.unwrap();
-        assert_eq!(
-            response["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
-            "{response}"
-        );
+        assert_eq!(response["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{response}");
     }
-    let listed = app
-        .ok("ListTasks", json!({"status": "TASK_STATE_COMPLETED"}))
-        .await;
+    let listed = app.ok("ListTasks", json!({"status": "TASK_STATE_COMPLETED"})).await;
     assert_eq!(listed["totalSize"], 50);
     let stats = app.probe.stats().await.unwrap();
     assert_eq!(stats.live_contexts, 50);
@@ -79,27 +45,16 @@ async fn fifty_contexts_run_in_parallel() {
 #[actix_web::test]
 async fn an_evicted_context_is_rebuilt_with_its_history() {
     let app = spawn_app(|c| c.idle_timeout = Duration::from_millis(150)).await;
-    let first = app
-        .send_text("remember me", json!({"contextId": "evict-me"}))
-        .await;
-    assert_eq!(
-        first["status"]["message"]["metadata"]["echo"]["sessionMessages"],
-        0
-    );
+    let first = app.send_text("remember me", json!({"contextId": "evict-me"})).await;
+    assert_eq!(first["status"]["message"]["metadata"]["echo"]["sessionMessages"], 0);
     let evicted = eventually(200, || async {
         let stats = app.probe.stats().await.unwrap();
         stats.evicted_total >= 1 && stats.live_contexts == 0
     })
     .await;
-    assert!(
-        evicted,
-        "the idle context was evicted: {:?}",
-        app.probe.stats().await
-    );
+    assert!(evicted, "the idle context was evicted: {:?}", app.probe.stats().await);
 
-    let second = app
-        .send_text("again", json!({"contextId": "evict-me"}))
-        .await;
+    let second = app.send_text("again", json!({"contextId": "evict-me"})).await;
     assert_eq!(
         second["status"]["message"]["metadata"]["echo"]["sessionMessages"], 2,
         "the rebuilt actor saw the earlier user message and reply"
@@ -115,24 +70,11 @@ async fn a_full_node_says_so() {
     })
     .await;
     let running: Vec<_> = (0..2)
-        .map(|i| {
-            send_in_background(
-                &app,
-                send_params("0123456789", json!({"contextId": format!("cap-{i}")})),
-            )
-        })
+        .map(|i| send_in_background(&app, send_params("0123456789", json!({"contextId": format!("cap-{i}")}))))
         .collect();
-    let filled = eventually(200, || async {
-        app.probe.stats().await.unwrap().live_contexts == 2
-    })
-    .await;
+    let filled = eventually(200, || async { app.probe.stats().await.unwrap().live_contexts == 2 }).await;
     assert!(filled);
-    let error = app
-        .err(
-            "SendMessage",
-            send_params("x", json!({"contextId": "cap-extra"})),
-        )
-        .await;
+    let error = app.err("SendMessage", send_params("x", json!({"contextId": "cap-extra"}))).await;
     assert_eq!(error["code"], -32050);
     assert_eq!(error["data"][0]["reason"], "SERVER_BUSY");
     assert!(error["message"].as_str().unwrap().contains("capacity"));

@@ -9,14 +9,9 @@ async fn with_no_config_it_serves_echo_in_the_working_directory() {
     let cwd = tempfile::tempdir().unwrap();
     let node = NodeProcess::start(cwd.path(), &[]);
     let remote = node.app_view();
-    let task = remote
-        .ok("SendMessage", send_params("hello", json!({})))
-        .await;
+    let task = remote.ok("SendMessage", send_params("hello", json!({}))).await;
     assert_eq!(task["task"]["status"]["state"], "TASK_STATE_COMPLETED");
-    assert!(
-        cwd.path().join("a2ad-data").is_dir(),
-        "the default data dir is under the working directory"
-    );
+    assert!(cwd.path().join("a2ad-data").is_dir(), "the default data dir is under the working directory");
     assert!(node.terminate().success(), "SIGTERM is a clean exit");
 }
 
@@ -29,60 +24,34 @@ async fn tasks_survive_a_restart() {
     let remote = node.app_view();
     let mut ids = Vec::new();
     for i in 0..5 {
-        let result = remote
-            .ok(
-                "SendMessage",
-                send_params(&format!("m{i}"), json!({"contextId": "ctx-r"})),
-            )
-            .await;
+        let result = remote.ok("SendMessage", send_params(&format!("m{i}"), json!({"contextId": "ctx-r"}))).await;
         ids.push(result["task"]["id"].as_str().unwrap().to_owned());
     }
-    let before = remote
-        .ok("ListTasks", json!({"includeArtifacts": true}))
-        .await;
+    let before = remote.ok("ListTasks", json!({"includeArtifacts": true})).await;
     assert!(node.terminate().success());
 
     let node = NodeProcess::start(cwd.path(), &["--data-dir", data_arg]);
     let remote = node.app_view();
-    let after = remote
-        .ok("ListTasks", json!({"includeArtifacts": true}))
-        .await;
-    assert_eq!(
-        after, before,
-        "ListTasks returns everything after the restart"
-    );
+    let after = remote.ok("ListTasks", json!({"includeArtifacts": true})).await;
+    assert_eq!(after, before, "ListTasks returns everything after the restart");
     for id in &ids {
         let task = remote.ok("GetTask", json!({"id": id})).await;
         assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     }
-    let next = remote
-        .ok(
-            "SendMessage",
-            send_params("after", json!({"contextId": "ctx-r"})),
-        )
-        .await;
-    assert_eq!(
-        next["task"]["status"]["message"]["metadata"]["echo"]["sessionMessages"], 10,
-        "the session survived"
-    );
+    let next = remote.ok("SendMessage", send_params("after", json!({"contextId": "ctx-r"}))).await;
+    assert_eq!(next["task"]["status"]["message"]["metadata"]["echo"]["sessionMessages"], 10, "the session survived");
 }
 
 #[actix_web::test]
 async fn a_task_running_at_a_crash_is_marked_failed_at_start_up() {
     let cwd = tempfile::tempdir().unwrap();
     let config = cwd.path().join("a2ad.yml");
-    std::fs::write(
-        &config,
-        "agents:\n  - id: slow\n    kind: echo\n    echo: {chunk-size: 1, chunk-delay: 2s}\n",
-    )
-    .unwrap();
+    std::fs::write(&config, "agents:\n  - id: slow\n    kind: echo\n    echo: {chunk-size: 1, chunk-delay: 2s}\n")
+        .unwrap();
     let args = ["--config", config.to_str().unwrap()];
     let node = NodeProcess::start(cwd.path(), &args);
     let remote = node.app_view();
-    let params = send_params(
-        "abcdef",
-        json!({"configuration": {"returnImmediately": true}}),
-    );
+    let params = send_params("abcdef", json!({"configuration": {"returnImmediately": true}}));
     let started = remote.ok("SendMessage", params).await;
     let id = started["task"]["id"].as_str().unwrap().to_owned();
     node.crash();
@@ -90,20 +59,14 @@ async fn a_task_running_at_a_crash_is_marked_failed_at_start_up() {
     let node = NodeProcess::start(cwd.path(), &args);
     let task = node.app_view().ok("GetTask", json!({"id": id})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
-    let text = task["status"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap();
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("restarted"), "{text}");
 }
 
 #[test]
 fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     let cwd = tempfile::tempdir().unwrap();
-    std::fs::write(
-        cwd.path().join("bad.yml"),
-        "listen: 127.0.0.1:0\nidle-timout: 5s\n",
-    )
-    .unwrap();
+    std::fs::write(cwd.path().join("bad.yml"), "listen: 127.0.0.1:0\nidle-timout: 5s\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
         .args(["serve", "--config", "bad.yml"])
         .current_dir(cwd.path())
@@ -125,8 +88,5 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("body-limit"), "{stderr}");
-    assert!(
-        !cwd.path().join("a2ad-data").exists(),
-        "nothing was created"
-    );
+    assert!(!cwd.path().join("a2ad-data").exists(), "nothing was created");
 }

@@ -15,22 +15,10 @@ async fn card_has_required_fields_interfaces_and_skills() {
         ];
     })
     .await;
-    let response = app
-        .client
-        .get(format!("{}/.well-known/agent-card.json", app.url))
-        .send()
-        .await
-        .unwrap();
+    let response = app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let card: Value = response.json().await.unwrap();
-    for field in [
-        "name",
-        "description",
-        "version",
-        "capabilities",
-        "defaultInputModes",
-        "defaultOutputModes",
-    ] {
+    for field in ["name", "description", "version", "capabilities", "defaultInputModes", "defaultOutputModes"] {
         assert!(card.get(field).is_some(), "missing {field}: {card}");
     }
     let iface = &card["supportedInterfaces"][0];
@@ -38,18 +26,10 @@ async fn card_has_required_fields_interfaces_and_skills() {
     assert_eq!(iface["protocolBinding"], "JSONRPC");
     assert_eq!(iface["protocolVersion"], "1.0");
     assert_eq!(card["capabilities"]["streaming"], false);
-    let skills: Vec<&str> = card["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let skills: Vec<&str> = card["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(skills, ["first", "second"]);
     assert!(card["skills"][0]["tags"].is_array());
-    assert!(
-        card.get("url").is_none(),
-        "no 0.3 fields in the 1.0 card yet"
-    );
+    assert!(card.get("url").is_none(), "no 0.3 fields in the 1.0 card yet");
 }
 
 #[actix_web::test]
@@ -60,69 +40,29 @@ async fn card_is_cacheable_and_answers_conditional_requests() {
     let headers = first.headers().clone();
     assert_eq!(headers["cache-control"], "public, max-age=60");
     let etag = headers["etag"].to_str().unwrap().to_owned();
-    assert!(
-        etag.starts_with('"') && etag.ends_with('"'),
-        "a strong ETag: {etag}"
-    );
+    assert!(etag.starts_with('"') && etag.ends_with('"'), "a strong ETag: {etag}");
     let last_modified = headers["last-modified"].to_str().unwrap().to_owned();
 
-    let by_etag = app
-        .client
-        .get(&card_url)
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let by_etag = app.client.get(&card_url).header("If-None-Match", &etag).send().await.unwrap();
     assert_eq!(by_etag.status(), 304);
     assert_eq!(by_etag.headers()["etag"].to_str().unwrap(), etag);
     assert!(by_etag.bytes().await.unwrap().is_empty());
-    let weak = app
-        .client
-        .get(&card_url)
-        .header("If-None-Match", format!("W/{etag}"))
-        .send()
-        .await
-        .unwrap();
+    let weak = app.client.get(&card_url).header("If-None-Match", format!("W/{etag}")).send().await.unwrap();
     assert_eq!(weak.status(), 304);
-    let other = app
-        .client
-        .get(&card_url)
-        .header("If-None-Match", "\"stale\"")
-        .send()
-        .await
-        .unwrap();
+    let other = app.client.get(&card_url).header("If-None-Match", "\"stale\"").send().await.unwrap();
     assert_eq!(other.status(), 200);
 
-    let by_date = app
-        .client
-        .get(&card_url)
-        .header("If-Modified-Since", &last_modified)
-        .send()
-        .await
-        .unwrap();
+    let by_date = app.client.get(&card_url).header("If-Modified-Since", &last_modified).send().await.unwrap();
     assert_eq!(by_date.status(), 304);
-    let old = app
-        .client
-        .get(&card_url)
-        .header("If-Modified-Since", "Mon, 01 Jan 2001 00:00:00 GMT")
-        .send()
-        .await
-        .unwrap();
+    let old =
+        app.client.get(&card_url).header("If-Modified-Since", "Mon, 01 Jan 2001 00:00:00 GMT").send().await.unwrap();
     assert_eq!(old.status(), 200);
 }
 
 #[actix_web::test]
 async fn health_is_public_and_plain() {
     let app = spawn_app(|_| {}).await;
-    let response = app
-        .client
-        .get(format!("{}/health", app.url))
-        .send()
-        .await
-        .unwrap();
+    let response = app.client.get(format!("{}/health", app.url)).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.json::<Value>().await.unwrap(),
-        serde_json::json!({"status": "healthy"})
-    );
+    assert_eq!(response.json::<Value>().await.unwrap(), serde_json::json!({"status": "healthy"}));
 }

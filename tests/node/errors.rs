@@ -6,12 +6,7 @@ use serde_json::{json, Value};
 #[actix_web::test]
 async fn malformed_json_is_a_parse_error_with_null_id() {
     let app = spawn_app(|_| {}).await;
-    let response = app
-        .post_raw(
-            r#"{"jsonrpc": "2.0", "id": 5, "method": "#,
-            "application/json",
-        )
-        .await;
+    let response = app.post_raw(r#"{"jsonrpc": "2.0", "id": 5, "method": "#, "application/json").await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["id"], Value::Null);
@@ -23,29 +18,15 @@ async fn malformed_json_is_a_parse_error_with_null_id() {
 async fn bad_envelopes_are_invalid_requests() {
     let app = spawn_app(|_| {}).await;
     for (body, id) in [
-        (
-            json!([{"jsonrpc": "2.0", "id": 1, "method": "GetTask"}]),
-            Value::Null,
-        ),
+        (json!([{"jsonrpc": "2.0", "id": 1, "method": "GetTask"}]), Value::Null),
         (json!(42), Value::Null),
         (json!("text"), Value::Null),
-        (
-            json!({"jsonrpc": "1.0", "id": 3, "method": "GetTask", "params": {"id": "x"}}),
-            json!(3),
-        ),
+        (json!({"jsonrpc": "1.0", "id": 3, "method": "GetTask", "params": {"id": "x"}}), json!(3)),
         (json!({"id": 4, "method": "GetTask"}), json!(4)),
         (json!({"jsonrpc": "2.0", "id": 5}), json!(5)),
-        (
-            json!({"jsonrpc": "2.0", "id": true, "method": "GetTask"}),
-            Value::Null,
-        ),
+        (json!({"jsonrpc": "2.0", "id": true, "method": "GetTask"}), Value::Null),
     ] {
-        let response: Value = app
-            .post_raw(body.to_string(), "application/json")
-            .await
-            .json()
-            .await
-            .unwrap();
+        let response: Value = app.post_raw(body.to_string(), "application/json").await.json().await.unwrap();
         assert_eq!(response["error"]["code"], -32600, "{body} -> {response}");
         assert_eq!(response["id"], id, "{body}");
     }
@@ -56,10 +37,7 @@ async fn unknown_methods_are_not_found() {
     let app = spawn_app(|_| {}).await;
     let error = app.err("tasks/doSomething", json!({})).await;
     assert_eq!(error["code"], -32601);
-    assert!(error["message"]
-        .as_str()
-        .unwrap()
-        .contains("tasks/doSomething"));
+    assert!(error["message"].as_str().unwrap().contains("tasks/doSomething"));
 }
 
 #[actix_web::test]
@@ -67,59 +45,31 @@ async fn missing_or_invalid_params_name_the_field() {
     let app = spawn_app(|_| {}).await;
     let error = app.err("SendMessage", json!({})).await;
     assert_eq!(error["code"], -32602);
-    assert!(
-        error["message"].as_str().unwrap().contains("message"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("message"), "{error}");
 
-    let error = app
-        .err("GetTask", json!({"id": "x", "historyLength": "lots"}))
-        .await;
+    let error = app.err("GetTask", json!({"id": "x", "historyLength": "lots"})).await;
     assert_eq!(error["code"], -32602);
-    assert!(
-        error["message"].as_str().unwrap().contains("historyLength"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("historyLength"), "{error}");
+
+    let error = app.err("SendMessage", json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}})).await;
+    assert_eq!(error["code"], -32602);
+    assert!(error["message"].as_str().unwrap().contains("message.parts"), "{error}");
 
     let error = app
         .err(
             "SendMessage",
-            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}),
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "a", "url": "b"}]}}),
         )
         .await;
-    assert_eq!(error["code"], -32602);
-    assert!(
-        error["message"].as_str().unwrap().contains("message.parts"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("message.parts[0]"), "{error}");
 
     let error = app
-        .err("SendMessage", json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "a", "url": "b"}]}}))
+        .err("SendMessage", json!({"message": {"messageId": "m", "role": "ROLE_BOSS", "parts": [{"text": "a"}]}}))
         .await;
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("message.parts[0]"),
-        "{error}"
-    );
-
-    let error = app
-        .err(
-            "SendMessage",
-            json!({"message": {"messageId": "m", "role": "ROLE_BOSS", "parts": [{"text": "a"}]}}),
-        )
-        .await;
-    assert!(
-        error["message"].as_str().unwrap().contains("message.role"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("message.role"), "{error}");
 
     let error = app.err("ListTasks", json!({"pageSize": true})).await;
-    assert!(
-        error["message"].as_str().unwrap().contains("pageSize"),
-        "{error}"
-    );
+    assert!(error["message"].as_str().unwrap().contains("pageSize"), "{error}");
 
     let error = app.err("GetTask", json!([1, 2])).await;
     assert_eq!(error["code"], -32602);
@@ -136,17 +86,9 @@ async fn an_oversized_body_is_refused_and_the_node_stays_healthy() {
     let error: Value = response.json().await.unwrap();
     assert_eq!(error["error"]["code"], -32600);
     assert_eq!(reason(&error["error"]), "PAYLOAD_TOO_LARGE");
-    assert!(error["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("65536"));
+    assert!(error["error"]["message"].as_str().unwrap().contains("65536"));
 
-    let health = app
-        .client
-        .get(format!("{}/health", app.url))
-        .send()
-        .await
-        .unwrap();
+    let health = app.client.get(format!("{}/health", app.url)).send().await.unwrap();
     assert_eq!(health.status(), 200);
     let task = app.send_text("still here", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
@@ -157,22 +99,12 @@ async fn an_oversized_body_is_refused_and_the_node_stays_healthy() {
 #[actix_web::test]
 async fn a_non_json_body_sent_as_text_is_an_unsupported_content_type() {
     let app = spawn_app(|_| {}).await;
-    let body: Value = app
-        .post_raw("hello agent", "text/plain")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = app.post_raw("hello agent", "text/plain").await.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32005);
     assert_eq!(body["id"], Value::Null);
     // The same JSON-RPC body with a lax content type is served (as the SDKs do).
     let ok = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
-    let body: Value = app
-        .post_raw(ok.to_string(), "text/plain")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = app.post_raw(ok.to_string(), "text/plain").await.json().await.unwrap();
     assert!(body.get("result").is_some(), "{body}");
 }
 
@@ -180,13 +112,9 @@ async fn a_non_json_body_sent_as_text_is_an_unsupported_content_type() {
 async fn unsupported_versions_are_refused_and_1_x_is_served() {
     let app = spawn_app(|_| {}).await;
     let envelope = json!({"jsonrpc": "2.0", "id": 9, "method": "ListTasks", "params": {}});
-    for (version, code) in [
-        ("99.0", Some(-32009)),
-        ("2.0", Some(-32009)),
-        ("INVALID", Some(-32009)),
-        ("1.0", None),
-        ("1.2", None),
-    ] {
+    for (version, code) in
+        [("99.0", Some(-32009)), ("2.0", Some(-32009)), ("INVALID", Some(-32009)), ("1.0", None), ("1.2", None)]
+    {
         let response: Value = app
             .client
             .post(&app.url)
@@ -212,13 +140,8 @@ async fn unsupported_versions_are_refused_and_1_x_is_served() {
 #[actix_web::test]
 async fn undeclared_capabilities_get_the_spec_errors_not_method_not_found() {
     let app = spawn_app(|_| {}).await;
-    let stream = app
-        .err("SendStreamingMessage", send_params("hi", json!({})))
-        .await;
-    assert_eq!(
-        (stream["code"].as_i64(), reason(&stream)),
-        (Some(-32004), "UNSUPPORTED_OPERATION")
-    );
+    let stream = app.err("SendStreamingMessage", send_params("hi", json!({}))).await;
+    assert_eq!((stream["code"].as_i64(), reason(&stream)), (Some(-32004), "UNSUPPORTED_OPERATION"));
     let subscribe = app.err("SubscribeToTask", json!({"id": "t"})).await;
     assert_eq!(subscribe["code"], -32004);
     for method in [
@@ -227,16 +150,8 @@ async fn undeclared_capabilities_get_the_spec_errors_not_method_not_found() {
         "ListTaskPushNotificationConfigs",
         "DeleteTaskPushNotificationConfig",
     ] {
-        let error = app
-            .err(
-                method,
-                json!({"taskId": "t", "id": "c", "url": "https://example.com"}),
-            )
-            .await;
-        assert_eq!(
-            (error["code"].as_i64(), reason(&error)),
-            (Some(-32003), "PUSH_NOTIFICATION_NOT_SUPPORTED")
-        );
+        let error = app.err(method, json!({"taskId": "t", "id": "c", "url": "https://example.com"})).await;
+        assert_eq!((error["code"].as_i64(), reason(&error)), (Some(-32003), "PUSH_NOTIFICATION_NOT_SUPPORTED"));
     }
     let card = app.err("GetExtendedAgentCard", json!({})).await;
     assert_eq!(card["code"], -32004);
@@ -250,33 +165,19 @@ async fn client_ids_are_validated_and_errors_name_the_field() {
         (json!({"contextId": "c".repeat(129)}), "message.contextId"),
         (json!({"contextId": ""}), "message.contextId"),
         (json!({"taskId": "t t"}), "message.taskId"),
-        (
-            json!({"referenceTaskIds": ["ok", "no!"]}),
-            "message.referenceTaskIds",
-        ),
+        (json!({"referenceTaskIds": ["ok", "no!"]}), "message.referenceTaskIds"),
     ] {
-        let error = app
-            .err("SendMessage", send_params("hi", extra.clone()))
-            .await;
+        let error = app.err("SendMessage", send_params("hi", extra.clone())).await;
         assert_eq!(error["code"], -32602, "{extra}");
-        assert!(
-            error["message"].as_str().unwrap().contains(field),
-            "{extra}: {error}"
-        );
+        assert!(error["message"].as_str().unwrap().contains(field), "{extra}: {error}");
         assert_eq!(error["data"][0]["metadata"]["field"], field);
     }
     let mut params = send_params("hi", json!({}));
     params["message"]["messageId"] = json!("");
     let error = app.err("SendMessage", params).await;
-    assert!(error["message"]
-        .as_str()
-        .unwrap()
-        .contains("message.messageId"));
+    assert!(error["message"].as_str().unwrap().contains("message.messageId"));
     let listed = app.ok("ListTasks", json!({})).await;
-    assert_eq!(
-        listed["totalSize"], 0,
-        "nothing was stored for refused messages"
-    );
+    assert_eq!(listed["totalSize"], 0, "nothing was stored for refused messages");
 }
 
 #[actix_web::test]
@@ -289,12 +190,6 @@ async fn errors_carry_error_info_and_leak_nothing() {
     assert_eq!(info["domain"], "a2a-protocol.org");
     assert_eq!(info["reason"], "TASK_NOT_FOUND");
     let text = error.to_string();
-    assert!(
-        !text.contains(&app._dir.path().display().to_string()),
-        "no paths in errors"
-    );
-    assert!(
-        !text.contains("panicked") && !text.contains(".rs:"),
-        "no backtraces in errors"
-    );
+    assert!(!text.contains(&app._dir.path().display().to_string()), "no paths in errors");
+    assert!(!text.contains("panicked") && !text.contains(".rs:"), "no backtraces in errors");
 }

@@ -30,29 +30,15 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let url = app.local_url();
     let probe = app.stats_probe();
     actix_web::rt::spawn(app.run_until_stopped());
-    TestApp {
-        url,
-        client: reqwest::Client::new(),
-        probe,
-        _dir: dir,
-    }
+    TestApp { url, client: reqwest::Client::new(), probe, _dir: dir }
 }
 
 /// An echo agent with the given settings.
-pub fn echo_agent(
-    id: &str,
-    end_state: TaskState,
-    chunk_size: usize,
-    chunk_delay: Duration,
-) -> AgentConfig {
+pub fn echo_agent(id: &str, end_state: TaskState, chunk_size: usize, chunk_delay: Duration) -> AgentConfig {
     let mut agent = AgentConfig::default_echo();
     agent.id = id.to_owned();
     agent.name = format!("Echo {id}");
-    agent.kind = AgentKind::Echo(EchoSettings {
-        end_state,
-        chunk_size,
-        chunk_delay,
-    });
+    agent.kind = AgentKind::Echo(EchoSettings { end_state, chunk_size, chunk_delay });
     agent
 }
 
@@ -69,13 +55,7 @@ impl TestApp {
 
     pub async fn rpc_with_id(&self, id: Value, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let response = self
-            .client
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await
-            .expect("request sent");
+        let response = self.client.post(&self.url).json(&body).send().await.expect("request sent");
         assert_eq!(response.status(), 200, "JSON-RPC answers with HTTP 200");
         response.json().await.expect("a JSON body")
     }
@@ -83,20 +63,14 @@ impl TestApp {
     /// Calls a method that must succeed and returns its `result`.
     pub async fn ok(&self, method: &str, params: Value) -> Value {
         let response = self.rpc(method, params).await;
-        assert!(
-            response.get("error").is_none(),
-            "{method} failed: {response}"
-        );
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
         response["result"].clone()
     }
 
     /// Calls a method that must fail and returns its `error`.
     pub async fn err(&self, method: &str, params: Value) -> Value {
         let response = self.rpc(method, params).await;
-        assert!(
-            response.get("result").is_none(),
-            "{method} should fail: {response}"
-        );
+        assert!(response.get("result").is_none(), "{method} should fail: {response}");
         response["error"].clone()
     }
 
@@ -106,18 +80,8 @@ impl TestApp {
         result["task"].clone()
     }
 
-    pub async fn post_raw(
-        &self,
-        body: impl Into<reqwest::Body>,
-        content_type: &str,
-    ) -> reqwest::Response {
-        self.client
-            .post(&self.url)
-            .header("content-type", content_type)
-            .body(body)
-            .send()
-            .await
-            .expect("request sent")
+    pub async fn post_raw(&self, body: impl Into<reqwest::Body>, content_type: &str) -> reqwest::Response {
+        self.client.post(&self.url).header("content-type", content_type).body(body).send().await.expect("request sent")
     }
 }
 
@@ -184,9 +148,7 @@ impl NodeProcess {
             .spawn()
             .expect("the binary starts");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("a line");
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("a line");
         let url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
@@ -209,10 +171,7 @@ impl NodeProcess {
 
     /// A client bound to this node.
     pub fn app_view(&self) -> RemoteNode {
-        RemoteNode {
-            url: self.url.clone(),
-            client: reqwest::Client::new(),
-        }
+        RemoteNode { url: self.url.clone(), client: reqwest::Client::new() }
     }
 }
 
@@ -224,10 +183,7 @@ impl Drop for NodeProcess {
 }
 
 fn signal(child: &Child, name: &str) {
-    let status = Command::new("kill")
-        .args(["-s", name, &child.id().to_string()])
-        .status()
-        .expect("kill runs");
+    let status = Command::new("kill").args(["-s", name, &child.id().to_string()]).status().expect("kill runs");
     assert!(status.success());
 }
 
@@ -240,20 +196,9 @@ pub struct RemoteNode {
 impl RemoteNode {
     pub async fn ok(&self, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let response: Value = self
-            .client
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await
-            .expect("sent")
-            .json()
-            .await
-            .expect("json");
-        assert!(
-            response.get("error").is_none(),
-            "{method} failed: {response}"
-        );
+        let response: Value =
+            self.client.post(&self.url).json(&body).send().await.expect("sent").json().await.expect("json");
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
         response["result"].clone()
     }
 }

@@ -17,6 +17,9 @@ pub struct ContextActor {
     /// Loaded from the store on the first message, so that a rebuilt actor picks up
     /// where the evicted one stopped.
     pub(super) session: Option<SessionRecord>,
+    /// Messages of the running turn, folded into the session when the turn ends (so
+    /// that the agent's view of the history is never copied mid-turn).
+    pub(super) pending: Vec<Message>,
     pub(super) turn: Option<RunningTurn>,
     pub(super) turns_started: u64,
     /// When the actor last started, ended or cancelled something; eviction waits for
@@ -56,6 +59,7 @@ impl ContextActor {
             key,
             rt,
             session: None,
+            pending: Vec::new(),
             turn: None,
             turns_started: 0,
             last_active: Instant::now(),
@@ -63,12 +67,10 @@ impl ContextActor {
     }
 
     /// Loads the session, or creates it bound to the agent the message asks for.
-    pub(super) fn ensure_session(
-        &mut self,
-        skill: Option<&str>,
-    ) -> Result<&mut SessionRecord, RuntimeError> {
+    pub(super) fn ensure_session(&mut self, skill: Option<&str>) -> Result<&mut SessionRecord, RuntimeError> {
+        let limit = self.rt.settings.session_history_limit;
         if self.session.is_none() {
-            self.session = self.rt.store.get_session(&self.key)?;
+            self.session = self.rt.store.get_session(&self.key, limit)?;
         }
         let agents = &self.rt.agents;
         if let Some(asked) = skill {
@@ -79,54 +81,41 @@ impl ContextActor {
         let session = match self.session.take() {
             Some(session) => session,
             None => {
-                let bound = skill
-                    .or(agents.default_skill())
-                    .ok_or_else(|| RuntimeError::UnknownSkill(String::new()))?;
-                SessionRecord {
-                    key: self.key.clone(),
-                    agent: bound.to_owned(),
-                    history: Vec::new(),
-                    last_task_id: None,
-                }
+                let bound =
+                    skill.or(agents.default_skill()).ok_or_else(|| RuntimeError::UnknownSkill(String::new()))?;
+                SessionRecord::new(self.key.clone(), bound)
             }
         };
         if let Some(asked) = skill.filter(|asked| *asked != session.agent) {
             let bound = session.agent.clone();
             self.session = Some(session);
-            return Err(RuntimeError::SkillMismatch {
-                bound,
-                asked: asked.to_owned(),
-            });
+            return Err(RuntimeError::SkillMismatch { bound, asked: asked.to_owned() });
         }
         Ok(self.session.insert(session))
     }
 
-    /// Appends messages to the session history, keeping at most the configured number.
-    pub(super) fn remember(&mut self, messages: impl IntoIterator<Item = Message>) {
+    /// Folds the turn's messages into the session and stores them, with `task_id` as the
+    /// context's latest task.
+    pub(super) fn save_session(&mut self, task_id: &str) -> Result<(), RuntimeError> {
         let limit = self.rt.settings.session_history_limit;
+        let appended = std::mem::take(&mut self.pending);
         if let Some(session) = self.session.as_mut() {
-            session.history.extend(messages);
-            let excess = session.history.len().saturating_sub(limit);
-            session.history.drain(..excess);
-        }
-    }
-
-    /// Writes the task (and the session) to the store. Durability comes from the group
-    /// commit that callers await before answering.
-    pub(super) fn save(&self, record: &TaskRecord) -> Result<(), RuntimeError> {
-        self.rt.store.put_task(record)?;
-        if let Some(session) = &self.session {
-            self.rt.store.put_session(session)?;
+            session.append(&appended, limit);
+            session.last_task_id = Some(task_id.to_owned());
+            self.rt.store.put_session(session, &appended, limit)?;
         }
         Ok(())
     }
 
+    /// Writes the task to the store. Durability comes from the group commit that callers
+    /// await before answering.
+    pub(super) fn save(&self, record: &TaskRecord) -> Result<(), RuntimeError> {
+        self.rt.store.put_task(record)?;
+        Ok(())
+    }
+
     /// Makes what was saved durable, then hands `task` to every waiter.
-    pub(super) fn notify_when_durable(
-        &self,
-        waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
-        task: Task,
-    ) {
+    pub(super) fn notify_when_durable(&self, waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>, task: Task) {
         let commit = self.rt.commit.clone();
         actix::spawn(async move {
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);

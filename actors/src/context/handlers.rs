@@ -23,10 +23,7 @@ impl Handler<CancelTask> for ContextActor {
     /// CANCELED; a terminal one cannot be canceled.
     fn handle(&mut self, msg: CancelTask, _ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
-        let running = self
-            .turn
-            .as_ref()
-            .map(|t| (t.record.task.id == msg.task_id, t.record.owner == msg.owner));
+        let running = self.turn.as_ref().map(|t| (t.record.task.id == msg.task_id, t.record.owner == msg.owner));
         match running {
             Some((true, true)) => return self.end_turn(TaskState::Canceled, None),
             Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
@@ -43,10 +40,7 @@ impl Handler<CancelTask> for ContextActor {
             return Err(RuntimeError::NotCancelable(msg.task_id, record.state()).into());
         }
         record.task.status = TaskStatus::now(TaskState::Canceled, None);
-        self.rt
-            .store
-            .put_task(&record)
-            .map_err(RuntimeError::from)?;
+        self.rt.store.put_task(&record).map_err(RuntimeError::from)?;
         Ok(record.task)
     }
 }

@@ -21,20 +21,12 @@ const TURN_CHANNEL_CAPACITY: usize = 64;
 
 impl ContextActor {
     /// Handles [`StartTurn`]: checks, stores the task, starts the agent.
-    pub(super) fn start_turn(
-        &mut self,
-        msg: StartTurn,
-        ctx: &mut Context<Self>,
-    ) -> Result<TurnTicket, A2aError> {
+    pub(super) fn start_turn(&mut self, msg: StartTurn, ctx: &mut Context<Self>) -> Result<TurnTicket, A2aError> {
         if self.turn.is_some() {
             return Err(RuntimeError::AlreadyWorking.into());
         }
         let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
-        let agent = self
-            .rt
-            .agents
-            .get(&skill)
-            .ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
+        let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
         let mut record = match &msg.task_id {
             Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
             None => self.new_task(&msg.owner, &skill),
@@ -43,15 +35,8 @@ impl ContextActor {
         message.context_id = Some(self.key.context_id.clone());
         message.task_id = Some(record.task.id.clone());
         record.task.history.push(message.clone());
-        let history = self
-            .session
-            .as_ref()
-            .map(|s| s.history.clone())
-            .unwrap_or_default();
-        self.remember([message.clone()]);
-        if let Some(session) = self.session.as_mut() {
-            session.last_task_id = Some(record.task.id.clone());
-        }
+        let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
+        self.pending = vec![message.clone()];
         self.save(&record)?;
         let snapshot = record.task.clone();
 
@@ -70,30 +55,14 @@ impl ContextActor {
         let run = agent.run(input, EventSink::new(tx.clone(), turn_id));
         let join = actix::spawn(async move {
             let result = run.await;
-            let _ = tx
-                .send(TurnSignal {
-                    turn: turn_id,
-                    kind: SignalKind::Finished(result),
-                })
-                .await;
+            let _ = tx.send(TurnSignal { turn: turn_id, kind: SignalKind::Finished(result) }).await;
         });
-        ctx.add_stream(stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|s| (s, rx))
-        }));
+        ctx.add_stream(stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) }));
 
         let (done_tx, done) = oneshot::channel();
-        self.turn = Some(RunningTurn {
-            id: turn_id,
-            record,
-            cancel,
-            join,
-            waiters: vec![done_tx],
-        });
+        self.turn = Some(RunningTurn { id: turn_id, record, cancel, join, waiters: vec![done_tx] });
         self.set_status(TaskStatus::now(TaskState::Working, None));
-        Ok(TurnTicket {
-            task: snapshot,
-            done,
-        })
+        Ok(TurnTicket { task: snapshot, done })
     }
 
     fn new_task(&self, owner: &Owner, skill: &str) -> TaskRecord {
@@ -144,15 +113,13 @@ impl ContextActor {
         match event {
             AgentEvent::Text(text) => {
                 let message = self.agent_message(&text);
-                self.remember([message.clone()]);
+                self.pending.push(message.clone());
                 if let Some(turn) = self.turn.as_mut() {
                     turn.record.task.history.push(message.clone());
                 }
                 self.set_status(TaskStatus::now(TaskState::Working, Some(message)));
             }
-            AgentEvent::Artifact {
-                artifact, append, ..
-            } => {
+            AgentEvent::Artifact { artifact, append, .. } => {
                 if let Some(turn) = self.turn.as_mut() {
                     turn.record.task.apply_artifact(artifact, append);
                     let record = turn.record.clone();
@@ -185,14 +152,11 @@ impl ContextActor {
             Ok(end) if end.state.ends_turn() => end,
             Ok(end) => TurnEnd {
                 state: TaskState::Failed,
-                message: Some(
-                    self.agent_message(&format!("The agent ended its turn in state {}", end.state)),
-                ),
+                message: Some(self.agent_message(&format!("The agent ended its turn in state {}", end.state))),
             },
-            Err(e) => TurnEnd {
-                state: TaskState::Failed,
-                message: Some(self.agent_message(&format!("Agent failed: {e}"))),
-            },
+            Err(e) => {
+                TurnEnd { state: TaskState::Failed, message: Some(self.agent_message(&format!("Agent failed: {e}"))) }
+            }
         };
         if let Err(e) = self.end_turn(end.state, end.message) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
@@ -201,11 +165,7 @@ impl ContextActor {
 
     /// Moves the running turn's task to `state` and releases the context. Everyone waiting
     /// for the turn gets the task once it is durable.
-    pub(super) fn end_turn(
-        &mut self,
-        state: TaskState,
-        message: Option<Message>,
-    ) -> Result<Task, A2aError> {
+    pub(super) fn end_turn(&mut self, state: TaskState, message: Option<Message>) -> Result<Task, A2aError> {
         let Some(mut turn) = self.turn.take() else {
             return Err(RuntimeError::ContextUnavailable.into());
         };
@@ -215,11 +175,12 @@ impl ContextActor {
         let message = message.map(|m| self.own_message(m, &turn.record.task.id));
         if let Some(m) = &message {
             turn.record.task.history.push(m.clone());
-            self.remember([m.clone()]);
+            self.pending.push(m.clone());
         }
         turn.record.task.status = TaskStatus::now(state, message);
         let task = turn.record.task.clone();
-        match self.save(&turn.record) {
+        let saved = self.save(&turn.record).and_then(|()| self.save_session(&task.id));
+        match saved {
             Ok(()) => {
                 self.notify_when_durable(turn.waiters, task.clone());
                 Ok(task)

@@ -26,13 +26,7 @@ impl Handler<Route> for Supervisor {
             return Err(RuntimeError::NodeFull(live_now).into());
         }
         let addr = self.spawn_context(msg.key.clone());
-        self.contexts.insert(
-            msg.key,
-            LiveContext {
-                addr: addr.clone(),
-                last_routed: Instant::now(),
-            },
-        );
+        self.contexts.insert(msg.key, LiveContext { addr: addr.clone(), last_routed: Instant::now() });
         self.stats.live_contexts = self.contexts.len();
         Ok(addr)
     }
@@ -53,8 +47,7 @@ impl Handler<StopAll> for Supervisor {
     /// Refuses new routes, ends every running turn honestly and stops every context.
     fn handle(&mut self, _msg: StopAll, _ctx: &mut Self::Context) -> Self::Result {
         self.stopping = true;
-        let addrs: Vec<Addr<ContextActor>> =
-            self.contexts.drain().map(|(_, live)| live.addr).collect();
+        let addrs: Vec<Addr<ContextActor>> = self.contexts.drain().map(|(_, live)| live.addr).collect();
         self.stats.live_contexts = 0;
         Box::pin(async move {
             futures_util::future::join_all(addrs.iter().map(|addr| addr.send(Shutdown))).await;

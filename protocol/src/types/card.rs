@@ -19,18 +19,10 @@ pub struct AgentCard {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
     pub version: String,
-    #[serde(
-        default,
-        alias = "documentation_url",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "documentation_url", skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     pub capabilities: AgentCapabilities,
-    #[serde(
-        default,
-        alias = "security_schemes",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(default, alias = "security_schemes", skip_serializing_if = "BTreeMap::is_empty")]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     #[serde(
         default,
@@ -44,11 +36,7 @@ pub struct AgentCard {
     #[serde(alias = "default_output_modes")]
     pub default_output_modes: Vec<String>,
     pub skills: Vec<AgentSkill>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub signatures: Vec<AgentCardSignature>,
     #[serde(default, alias = "icon_url", skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
@@ -81,23 +69,11 @@ pub struct AgentProvider {
 pub struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
-    #[serde(
-        default,
-        alias = "push_notifications",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "push_notifications", skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
-    #[serde(
-        default,
-        alias = "extended_agent_card",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "extended_agent_card", skip_serializing_if = "Option::is_none")]
     pub extended_agent_card: Option<bool>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub extensions: Vec<AgentExtension>,
 }
 
@@ -108,11 +84,7 @@ pub struct AgentExtension {
     pub uri: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "std::ops::Not::not",
-        deserialize_with = "protojson::bool_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not", deserialize_with = "protojson::bool_or_null")]
     pub required: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Map<String, Value>>,
@@ -126,11 +98,7 @@ pub struct AgentSkill {
     pub name: String,
     pub description: String,
     pub tags: Vec<String>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub examples: Vec<String>,
     #[serde(
         default,
@@ -201,11 +169,7 @@ pub struct HttpAuthSecurityScheme {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub scheme: String,
-    #[serde(
-        default,
-        alias = "bearer_format",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "bearer_format", skip_serializing_if = "Option::is_none")]
     pub bearer_format: Option<String>,
 }
 
@@ -216,11 +180,7 @@ pub struct OAuth2SecurityScheme {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub flows: serde_json::Map<String, Value>,
-    #[serde(
-        default,
-        alias = "oauth2_metadata_url",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "oauth2_metadata_url", skip_serializing_if = "Option::is_none")]
     pub oauth2_metadata_url: Option<String>,
 }
 

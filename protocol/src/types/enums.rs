@@ -92,10 +92,7 @@ proto_enum! {
 impl TaskState {
     /// Completed, failed, canceled and rejected: nothing leaves these states.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
-        )
+        matches!(self, TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected)
     }
 
     /// Input-required and auth-required: the task waits for the client.
@@ -133,10 +130,7 @@ mod tests {
         assert_eq!(s, TaskState::InputRequired);
         let s: TaskState = serde_json::from_str("3").unwrap();
         assert_eq!(s, TaskState::Completed);
-        assert_eq!(
-            serde_json::to_string(&Role::Agent).unwrap(),
-            "\"ROLE_AGENT\""
-        );
+        assert_eq!(serde_json::to_string(&Role::Agent).unwrap(), "\"ROLE_AGENT\"");
         assert!(serde_json::from_str::<Role>("\"user\"").is_err());
         assert!(serde_json::from_str::<TaskState>("42").is_err());
     }

@@ -19,11 +19,7 @@ pub struct Message {
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub extensions: Vec<String>,
     #[serde(
         default,
@@ -36,12 +32,7 @@ pub struct Message {
 
 impl Message {
     /// An agent message with a single text part, as agents reply.
-    pub fn agent_text(
-        message_id: String,
-        context_id: &str,
-        task_id: Option<&str>,
-        text: &str,
-    ) -> Self {
+    pub fn agent_text(message_id: String, context_id: &str, task_id: Option<&str>, text: &str) -> Self {
         Message {
             message_id,
             context_id: Some(context_id.to_owned()),
@@ -84,12 +75,7 @@ pub struct Part {
 impl Part {
     /// A plain text part.
     pub fn text(text: impl Into<String>) -> Self {
-        Part {
-            content: PartContent::Text(text.into()),
-            metadata: None,
-            filename: None,
-            media_type: None,
-        }
+        Part { content: PartContent::Text(text.into()), metadata: None, filename: None, media_type: None }
     }
 
     /// The text, if this is a text part.
@@ -143,12 +129,7 @@ impl TryFrom<PartWire> for Part {
             return Err("a part must have exactly one of `text`, `raw`, `url` or `data`".into());
         }
         let content = contents.pop().expect("exactly one content");
-        Ok(Part {
-            content,
-            metadata: w.metadata,
-            filename: w.filename,
-            media_type: w.media_type,
-        })
+        Ok(Part { content, metadata: w.metadata, filename: w.filename, media_type: w.media_type })
     }
 }
 
@@ -165,9 +146,7 @@ impl From<Part> for PartWire {
         };
         match p.content {
             PartContent::Text(t) => w.text = Some(t),
-            PartContent::Raw(b) => {
-                w.raw = Some(base64::engine::general_purpose::STANDARD.encode(b))
-            }
+            PartContent::Raw(b) => w.raw = Some(base64::engine::general_purpose::STANDARD.encode(b)),
             PartContent::Url(u) => w.url = Some(u),
             PartContent::Data(d) => w.data = Some(d),
         }
@@ -178,9 +157,7 @@ impl From<Part> for PartWire {
 /// ProtoJSON `bytes`: standard or URL-safe base64, with or without padding.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
-        .iter()
-        .find_map(|engine| engine.decode(text).ok())
+    [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD].iter().find_map(|engine| engine.decode(text).ok())
 }
 
 #[cfg(test)]

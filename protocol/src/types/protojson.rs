@@ -15,17 +15,12 @@ pub fn opt_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error>
         None => return Ok(None),
         Some(NumOrText::Num(n)) => n,
         Some(NumOrText::Float(f)) if f.fract() == 0.0 && f.abs() < 1e15 => f as i64,
-        Some(NumOrText::Float(f)) => {
-            return Err(de::Error::custom(format!("expected an integer, got {f}")))
+        Some(NumOrText::Float(f)) => return Err(de::Error::custom(format!("expected an integer, got {f}"))),
+        Some(NumOrText::Text(t)) => {
+            t.trim().parse::<i64>().map_err(|_| de::Error::custom(format!("expected an integer, got \"{t}\"")))?
         }
-        Some(NumOrText::Text(t)) => t
-            .trim()
-            .parse::<i64>()
-            .map_err(|_| de::Error::custom(format!("expected an integer, got \"{t}\"")))?,
     };
-    i32::try_from(value)
-        .map(Some)
-        .map_err(|_| de::Error::custom(format!("{value} is out of range for int32")))
+    i32::try_from(value).map(Some).map_err(|_| de::Error::custom(format!("{value} is out of range for int32")))
 }
 
 /// `bool` fields that a client may send as `null`: read as false.

@@ -31,11 +31,7 @@ pub struct SendMessageConfiguration {
         deserialize_with = "protojson::vec_or_null"
     )]
     pub accepted_output_modes: Vec<String>,
-    #[serde(
-        default,
-        alias = "task_push_notification_config",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "task_push_notification_config", skip_serializing_if = "Option::is_none")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(
         default,
@@ -111,11 +107,7 @@ pub struct ListTasksRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub status_timestamp_after: Option<Timestamp>,
-    #[serde(
-        default,
-        alias = "include_artifacts",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "include_artifacts", skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
 }
 
@@ -192,11 +184,7 @@ pub struct ListTaskPushNotificationConfigsRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
     pub configs: Vec<TaskPushNotificationConfig>,
-    #[serde(
-        default,
-        alias = "next_page_token",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "next_page_token", skip_serializing_if = "String::is_empty")]
     pub next_page_token: String,
 }
 

@@ -12,17 +12,9 @@ pub struct Task {
     #[serde(alias = "context_id")]
     pub context_id: String,
     pub status: TaskStatus,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub artifacts: Vec<Artifact>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub history: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
@@ -44,11 +36,7 @@ impl Task {
     /// Adds an artifact, or appends its parts to the earlier one with the same id when
     /// `append` is set (the semantics of `TaskArtifactUpdateEvent.append`).
     pub fn apply_artifact(&mut self, artifact: Artifact, append: bool) {
-        match self
-            .artifacts
-            .iter_mut()
-            .find(|a| a.artifact_id == artifact.artifact_id)
-        {
+        match self.artifacts.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
             Some(existing) if append => existing.parts.extend(artifact.parts),
             Some(existing) => *existing = artifact,
             None => self.artifacts.push(artifact),
@@ -63,22 +51,14 @@ pub struct TaskStatus {
     pub state: TaskState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
-    #[serde(
-        default,
-        with = "timestamp::optional",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "timestamp::optional", skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
 }
 
 impl TaskStatus {
     /// A status stamped now.
     pub fn now(state: TaskState, message: Option<Message>) -> Self {
-        TaskStatus {
-            state,
-            message,
-            timestamp: Some(timestamp::now()),
-        }
+        TaskStatus { state, message, timestamp: Some(timestamp::now()) }
     }
 }
 
@@ -95,11 +75,7 @@ pub struct Artifact {
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "protojson::vec_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "protojson::vec_or_null")]
     pub extensions: Vec<String>,
 }
 
@@ -125,11 +101,7 @@ pub struct TaskArtifactUpdateEvent {
     #[serde(alias = "context_id")]
     pub context_id: String,
     pub artifact: Artifact,
-    #[serde(
-        default,
-        skip_serializing_if = "std::ops::Not::not",
-        deserialize_with = "protojson::bool_or_null"
-    )]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not", deserialize_with = "protojson::bool_or_null")]
     pub append: bool,
     #[serde(
         default,
@@ -177,13 +149,7 @@ mod tests {
         t.truncate_history(None);
         assert_eq!(t.history.len(), 5);
         t.truncate_history(Some(2));
-        assert_eq!(
-            t.history
-                .iter()
-                .map(|m| m.message_id.as_str())
-                .collect::<Vec<_>>(),
-            ["m3", "m4"]
-        );
+        assert_eq!(t.history.iter().map(|m| m.message_id.as_str()).collect::<Vec<_>>(), ["m3", "m4"]);
         t.truncate_history(Some(0));
         assert!(serde_json::to_value(&t).unwrap().get("history").is_none());
     }
@@ -193,11 +159,7 @@ mod tests {
         let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: "t".into(),
             context_id: "c".into(),
-            status: TaskStatus {
-                state: TaskState::Completed,
-                message: None,
-                timestamp: None,
-            },
+            status: TaskStatus { state: TaskState::Completed, message: None, timestamp: None },
             metadata: None,
         });
         let v = serde_json::to_value(&ev).unwrap();

@@ -25,6 +25,14 @@ pub(super) fn context_prefix(owner: &Owner, context_id: &str) -> Vec<u8> {
     key
 }
 
+/// prefix ‖ sequence number (big-endian, so keys sort in append order).
+pub(super) fn sequence_key(prefix: &[u8], seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + 8);
+    key.extend_from_slice(prefix);
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
 fn push_time_and_id(key: &mut Vec<u8>, millis: i64, id: &str) {
     // Timestamps before 1970 do not occur; clamping keeps the big-endian order total.
     key.extend_from_slice(&u64::try_from(millis).unwrap_or(0).to_be_bytes());
@@ -40,29 +48,16 @@ pub(super) struct Scan {
 
 /// Walks `prefix` newest first, counting every entry that passes the filters and keeping
 /// the first `page_size` after the cursor. The scan reads only index entries.
-pub(super) fn scan(
-    tree: &sled::Tree,
-    prefix: &[u8],
-    query: &TaskQuery,
-) -> Result<Scan, StoreError> {
-    let mut out = Scan {
-        ids: Vec::new(),
-        next_cursor: None,
-        total: 0,
-    };
+pub(super) fn scan(tree: &sled::Tree, prefix: &[u8], query: &TaskQuery) -> Result<Scan, StoreError> {
+    let mut out = Scan { ids: Vec::new(), next_cursor: None, total: 0 };
     let mut last_in_page: Option<Cursor> = None;
     for entry in tree.scan_prefix(prefix).rev() {
         let (key, value) = entry?;
         let (millis, id) = split_time_and_id(&key[prefix.len()..])?;
-        if query
-            .status_after_millis
-            .is_some_and(|after| millis < after)
-        {
+        if query.status_after_millis.is_some_and(|after| millis < after) {
             break; // Descending order: everything further is older still.
         }
-        let state = value
-            .first()
-            .and_then(|n| TaskState::from_number(i64::from(*n)));
+        let state = value.first().and_then(|n| TaskState::from_number(i64::from(*n)));
         if query.state.is_some_and(|wanted| state != Some(wanted)) {
             continue;
         }
@@ -87,7 +82,6 @@ fn split_time_and_id(rest: &[u8]) -> Result<(i64, String), StoreError> {
     }
     let (ts, id) = rest.split_at(8);
     let millis = u64::from_be_bytes(ts.try_into().expect("8 bytes"));
-    let id = String::from_utf8(id.to_vec())
-        .map_err(|_| StoreError::Corrupt("index key is not UTF-8".into()))?;
+    let id = String::from_utf8(id.to_vec()).map_err(|_| StoreError::Corrupt("index key is not UTF-8".into()))?;
     Ok((i64::try_from(millis).unwrap_or(i64::MAX), id))
 }

@@ -9,7 +9,9 @@
 //!   layout for `ListTasks` with a `contextId` filter.
 //! * `tasks_active`: task id → (), the tasks in SUBMITTED or WORKING, so that start-up
 //!   recovery does not scan every task.
-//! * `sessions`: owner ‖ context id → [`SessionRecord`] as JSON.
+//! * `sessions`: owner ‖ context id → [`SessionRecord`] metadata as JSON.
+//! * `session_history`: owner ‖ context id ‖ sequence (BE) → one message as JSON; only the
+//!   last `history_limit` are kept.
 //!
 //! Every task write updates all task trees in one transaction, so an index never points at
 //! a state the task is not in, even after a crash.
@@ -17,10 +19,11 @@
 mod index;
 
 use crate::{ContextKey, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore};
-use a2ad_protocol::TaskState;
+use a2ad_protocol::{Message, TaskState};
 use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 use sled::Transactional;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
@@ -30,6 +33,7 @@ pub struct SledStore {
     by_context: sled::Tree,
     active: sled::Tree,
     sessions: sled::Tree,
+    session_history: sled::Tree,
 }
 
 impl SledStore {
@@ -47,6 +51,7 @@ impl SledStore {
             by_context: db.open_tree("tasks_by_context")?,
             active: db.open_tree("tasks_active")?,
             sessions: db.open_tree("sessions")?,
+            session_history: db.open_tree("session_history")?,
             db,
         })
     }
@@ -84,9 +89,7 @@ impl TaskStore for SledStore {
         let trees = (&self.tasks, &self.by_time, &self.by_context, &self.active);
         trees.transaction(|(tasks, by_time, by_context, active)| {
             let old = match tasks.insert(record.task.id.as_bytes(), encoded.as_slice())? {
-                Some(bytes) => {
-                    Some(Self::decode_task(&bytes).map_err(ConflictableTransactionError::Abort)?)
-                }
+                Some(bytes) => Some(Self::decode_task(&bytes).map_err(ConflictableTransactionError::Abort)?),
                 None => None,
             };
             reindex((by_time, by_context, active), old.as_ref(), record)
@@ -95,10 +98,7 @@ impl TaskStore for SledStore {
     }
 
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.tasks
-            .get(task_id.as_bytes())?
-            .map(|b| Self::decode_task(&b))
-            .transpose()
+        self.tasks.get(task_id.as_bytes())?.map(|b| Self::decode_task(&b)).transpose()
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -114,11 +114,7 @@ impl TaskStore for SledStore {
                 records.push(record);
             }
         }
-        Ok(TaskPage {
-            records,
-            next_cursor: scan.next_cursor,
-            total: scan.total,
-        })
+        Ok(TaskPage { records, next_cursor: scan.next_cursor, total: scan.total })
     }
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
@@ -135,19 +131,50 @@ impl TaskStore for SledStore {
         Ok(out)
     }
 
-    fn get_session(&self, key: &ContextKey) -> Result<Option<SessionRecord>, StoreError> {
-        match self.sessions.get(key.storage_key())? {
-            None => Ok(None),
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| StoreError::Corrupt(format!("session record: {e}"))),
+    fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
+        let prefix = key.storage_key();
+        let Some(bytes) = self.sessions.get(&prefix)? else {
+            return Ok(None);
+        };
+        let mut session: SessionRecord =
+            serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(format!("session record: {e}")))?;
+        let mut history = Vec::with_capacity(history_limit.min(64));
+        for entry in self.session_history.scan_prefix(&prefix).rev().take(history_limit) {
+            let (_, value) = entry?;
+            history.push(
+                serde_json::from_slice(&value).map_err(|e| StoreError::Corrupt(format!("session message: {e}")))?,
+            );
         }
+        history.reverse();
+        session.history = Arc::new(history);
+        Ok(Some(session))
     }
 
-    fn put_session(&self, session: &SessionRecord) -> Result<(), StoreError> {
-        let encoded =
-            serde_json::to_vec(session).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        self.sessions.insert(session.key.storage_key(), encoded)?;
+    fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        let prefix = session.key.storage_key();
+        let meta = serde_json::to_vec(session).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let encoded = appended
+            .iter()
+            .map(|m| serde_json::to_vec(m).map_err(|e| StoreError::Corrupt(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let count = session.message_count;
+        let first_new = count.saturating_sub(appended.len() as u64);
+        let limit = history_limit as u64;
+        (&self.sessions, &self.session_history).transaction(|(sessions, history)| {
+            sessions.insert(prefix.as_slice(), meta.as_slice())?;
+            for (seq, message) in (first_new..).zip(&encoded) {
+                history.insert(index::sequence_key(&prefix, seq), message.as_slice())?;
+            }
+            for seq in first_new.saturating_sub(limit)..count.saturating_sub(limit) {
+                history.remove(index::sequence_key(&prefix, seq))?;
+            }
+            Ok::<(), ConflictableTransactionError<StoreError>>(())
+        })?;
         Ok(())
     }
 

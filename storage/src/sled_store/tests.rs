@@ -10,11 +10,7 @@ fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> Task
         task: Task {
             id: id.into(),
             context_id: ctx.into(),
-            status: TaskStatus {
-                state,
-                message: None,
-                timestamp: Some(timestamp::from_millis(ms)),
-            },
+            status: TaskStatus { state, message: None, timestamp: Some(timestamp::from_millis(ms)) },
             artifacts: vec![],
             history: vec![],
             metadata: None,
@@ -41,26 +37,12 @@ fn ids(page: &TaskPage) -> Vec<&str> {
 fn lists_newest_first_with_cursor_filters_and_owner_scoping() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
-    let alice = Owner {
-        tenant: "t".into(),
-        principal: "alice".into(),
-    };
-    let bob = Owner {
-        tenant: "t".into(),
-        principal: "bob".into(),
-    };
-    store
-        .put_task(&record(&alice, "a1", "c1", TaskState::Completed, 1000))
-        .unwrap();
-    store
-        .put_task(&record(&alice, "a2", "c2", TaskState::Working, 2000))
-        .unwrap();
-    store
-        .put_task(&record(&alice, "a3", "c1", TaskState::Completed, 3000))
-        .unwrap();
-    store
-        .put_task(&record(&bob, "b1", "c1", TaskState::Completed, 4000))
-        .unwrap();
+    let alice = Owner { tenant: "t".into(), principal: "alice".into() };
+    let bob = Owner { tenant: "t".into(), principal: "bob".into() };
+    store.put_task(&record(&alice, "a1", "c1", TaskState::Completed, 1000)).unwrap();
+    store.put_task(&record(&alice, "a2", "c2", TaskState::Working, 2000)).unwrap();
+    store.put_task(&record(&alice, "a3", "c1", TaskState::Completed, 3000)).unwrap();
+    store.put_task(&record(&bob, "b1", "c1", TaskState::Completed, 4000)).unwrap();
 
     let first = store.list_tasks(&query(&alice)).unwrap();
     assert_eq!((ids(&first), first.total), (vec!["a3", "a2"], 3));
@@ -79,11 +61,7 @@ fn lists_newest_first_with_cursor_filters_and_owner_scoping() {
     let mut recent = query(&alice);
     recent.status_after_millis = Some(2000);
     assert_eq!(store.list_tasks(&recent).unwrap().total, 2);
-    assert!(!encode_page_token(&Cursor {
-        ts: 1,
-        id: "x".into()
-    })
-    .is_empty());
+    assert!(!encode_page_token(&Cursor { ts: 1, id: "x".into() }).is_empty());
 }
 
 #[test]
@@ -92,16 +70,9 @@ fn status_changes_move_index_entries_and_survive_reopen() {
     let owner = Owner::anonymous();
     {
         let store = Arc::new(SledStore::open(dir.path()).unwrap());
-        store
-            .put_task(&record(&owner, "t1", "c", TaskState::Working, 1000))
-            .unwrap();
-        assert_eq!(
-            store.tasks_in_states(&[TaskState::Working]).unwrap().len(),
-            1
-        );
-        store
-            .put_task(&record(&owner, "t1", "c", TaskState::Completed, 5000))
-            .unwrap();
+        store.put_task(&record(&owner, "t1", "c", TaskState::Working, 1000)).unwrap();
+        assert_eq!(store.tasks_in_states(&[TaskState::Working]).unwrap().len(), 1);
+        store.put_task(&record(&owner, "t1", "c", TaskState::Completed, 5000)).unwrap();
         let commit = GroupCommit::start(store.clone()).unwrap();
         futures_block_on(commit.commit()).unwrap();
     }
@@ -109,15 +80,32 @@ fn status_changes_move_index_entries_and_survive_reopen() {
     let page = store.list_tasks(&query(&owner)).unwrap();
     assert_eq!(page.total, 1, "the old index entry was removed");
     assert_eq!(page.records[0].state(), TaskState::Completed);
-    assert!(store
-        .tasks_in_states(&[TaskState::Working])
-        .unwrap()
-        .is_empty());
+    assert!(store.tasks_in_states(&[TaskState::Working]).unwrap().is_empty());
 }
 
 fn futures_block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+}
+
+#[test]
+fn session_history_appends_and_keeps_only_the_last_messages() {
+    use crate::{ContextKey, SessionRecord};
+    use a2ad_protocol::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let msg = |i: u32| Message::agent_text(format!("m{i}"), "ctx", None, "x");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    for turn in 0..4 {
+        let appended = [msg(turn * 2), msg(turn * 2 + 1)];
+        session.append(&appended, 3);
+        store.put_session(&session, &appended, 3).unwrap();
+    }
+    let loaded = store.get_session(&key, 3).unwrap().unwrap();
+    assert_eq!(loaded.message_count, 8);
+    let ids: Vec<&str> = loaded.history.iter().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(ids, ["m5", "m6", "m7"]);
+    assert_eq!(loaded.history, session.history);
+    assert_eq!(store.session_history.scan_prefix(key.storage_key()).count(), 3, "older messages are dropped");
+    assert!(store.get_session(&ContextKey::new(Owner::anonymous(), "other"), 3).unwrap().is_none());
 }

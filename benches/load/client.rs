@@ -1,0 +1,137 @@
+//! A lean HTTP/1.1 keep-alive load client: N connections, each sending the same POST in a
+//! loop and timing every response. Lean on purpose, so that on one core the client is
+//! not the bottleneck of the comparison.
+
+use hdrhistogram::Histogram;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// What one run measured.
+pub struct LoadResult {
+    pub requests: u64,
+    pub errors: u64,
+    pub elapsed: Duration,
+    pub latency_us: Histogram<u64>,
+}
+
+impl LoadResult {
+    pub fn throughput(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+
+    pub fn summary(&self, label: &str) -> String {
+        format!(
+            "{label:<28} {:>9.0} req/s  p50 {:>6.2} ms  p99 {:>6.2} ms  ({} requests, {} errors)",
+            self.throughput(),
+            self.latency_us.value_at_quantile(0.50) as f64 / 1000.0,
+            self.latency_us.value_at_quantile(0.99) as f64 / 1000.0,
+            self.requests,
+            self.errors
+        )
+    }
+}
+
+/// Builds the request bytes for connection `conn` (bodies may differ per connection).
+pub type BodyFor = fn(conn: usize, seq: u64) -> String;
+
+/// Runs `connections` loops against `addr` for `duration` (after `warmup`), or until
+/// `max_requests` in total. `expect` must appear in every response body.
+pub async fn run(
+    addr: SocketAddr,
+    connections: usize,
+    warmup: Duration,
+    duration: Duration,
+    max_requests: u64,
+    body_for: BodyFor,
+    expect: &'static str,
+) -> LoadResult {
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let deadline = measure_from + duration;
+    let per_conn = max_requests.div_ceil(connections as u64);
+    let tasks: Vec<_> = (0..connections)
+        .map(|conn| tokio::spawn(connection_loop(addr, conn, measure_from, deadline, per_conn, body_for, expect)))
+        .collect();
+    let mut total = LoadResult { requests: 0, errors: 0, elapsed: Duration::ZERO, latency_us: new_histogram() };
+    for task in tasks {
+        let (requests, errors, hist) = task.await.expect("connection task");
+        total.requests += requests;
+        total.errors += errors;
+        total.latency_us.add(hist).expect("same bounds");
+    }
+    total.elapsed = Instant::now().min(deadline).saturating_duration_since(measure_from).max(Duration::from_millis(1));
+    total
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds")
+}
+
+async fn connection_loop(
+    addr: SocketAddr,
+    conn: usize,
+    measure_from: Instant,
+    deadline: Instant,
+    max_requests: u64,
+    body_for: BodyFor,
+    expect: &'static str,
+) -> (u64, u64, Histogram<u64>) {
+    let mut hist = new_histogram();
+    let (mut requests, mut errors) = (0u64, 0u64);
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.set_nodelay(true).ok();
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut seq = 0u64;
+    while Instant::now() < deadline && requests < max_requests {
+        let body = body_for(conn, seq);
+        seq += 1;
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let sent = Instant::now();
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let ok = read_response(&mut stream, &mut buf).await.is_some_and(|text| text.contains(expect));
+        if sent >= measure_from {
+            requests += 1;
+            errors += u64::from(!ok);
+            hist.record(sent.elapsed().as_micros() as u64).ok();
+        }
+    }
+    (requests, errors, hist)
+}
+
+/// Reads one response; returns its body as text (None on a non-200 or a broken stream).
+async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    buf.clear();
+    let mut chunk = [0u8; 8192];
+    let header_end = loop {
+        if let Some(pos) = find(buf, b"\r\n\r\n") {
+            break pos + 4;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())?;
+    while buf.len() < header_end + length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    head.starts_with("http/1.1 200").then(|| String::from_utf8_lossy(&buf[header_end..header_end + length]).into_owned())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}

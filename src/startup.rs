@@ -121,6 +121,13 @@ impl Application {
         if let Err(e) = self.commit.commit().await {
             tracing::error!(error = %e, "final flush failed");
         }
+        let stats = self.commit.stats();
+        tracing::info!(
+            flushes = stats.flushes,
+            commits = stats.waiters_served,
+            flush_micros = stats.flush_micros,
+            "store closed"
+        );
         self.commit.close();
         served
     }

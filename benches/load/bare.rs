@@ -18,9 +18,8 @@ async fn handle(body: web::Bytes) -> HttpResponse {
 /// Serves on 127.0.0.1:0 with one worker, printing the address, until killed.
 pub fn serve() -> std::io::Result<()> {
     actix_web::rt::System::new().block_on(async {
-        let server = HttpServer::new(|| App::new().route("/", web::post().to(handle)))
-            .workers(1)
-            .bind("127.0.0.1:0")?;
+        let server =
+            HttpServer::new(|| App::new().route("/", web::post().to(handle))).workers(1).bind("127.0.0.1:0")?;
         println!("listening on http://{}", server.addrs()[0]);
         server.run().await
     })

@@ -118,10 +118,8 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Stri
         buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())?;
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok())?;
     while buf.len() < header_end + length {
         let n = stream.read(&mut chunk).await.ok()?;
         if n == 0 {
@@ -129,7 +127,8 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Stri
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    head.starts_with("http/1.1 200").then(|| String::from_utf8_lossy(&buf[header_end..header_end + length]).into_owned())
+    head.starts_with("http/1.1 200")
+        .then(|| String::from_utf8_lossy(&buf[header_end..header_end + length]).into_owned())
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -1,1 +1,106 @@
-fn main() {}
+//! The load driver (see BENCHMARKS.md).
+//!
+//! `cargo build --release && taskset -c 1 cargo bench --bench load -- [--seconds N]
+//! [--connections N] [--contexts N] [--skip-memory]`
+//!
+//! 1. Throughput and latency of `SendMessage` (echo, persistence on, blocking) on the
+//!    release binary with one worker pinned to one core, at 64 connections; then the same
+//!    load on a bare actix-web handler that parses the same body; and the ratio.
+//! 2. RSS per idle context at 100k contexts (see `memory.rs`).
+
+mod bare;
+mod client;
+mod memory;
+mod node;
+
+use node::Node;
+use std::path::PathBuf;
+use std::time::Duration;
+
+struct Options {
+    seconds: u64,
+    connections: usize,
+    contexts: u64,
+    skip_memory: bool,
+}
+
+impl Options {
+    fn from_args() -> Options {
+        let args: Vec<String> = std::env::args().collect();
+        let value = |flag: &str, default: u64| {
+            args.iter()
+                .position(|a| a == flag)
+                .and_then(|i| args.get(i + 1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        Options {
+            seconds: value("--seconds", 10),
+            connections: value("--connections", 64) as usize,
+            contexts: value("--contexts", 100_000),
+            skip_memory: args.iter().any(|a| a == "--skip-memory"),
+        }
+    }
+}
+
+/// The same JSON-RPC body for both servers: one context per connection, so that each
+/// connection's messages run one after another in its own context.
+fn send_body(conn: usize, _seq: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"message":{{"messageId":"m-{conn}","contextId":"bench-{conn}","role":"ROLE_USER","parts":[{{"text":"hello from the load driver"}}]}}}}}}"#
+    )
+}
+
+fn a2ad_binary() -> PathBuf {
+    let path = std::env::var_os("A2AD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/a2ad"));
+    assert!(path.exists(), "{} is missing: run `cargo build --release` first", path.display());
+    path
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--bare-server") {
+        bare::serve().expect("bare server");
+        return;
+    }
+    let options = Options::from_args();
+    let bin = a2ad_binary();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let warmup = Duration::from_secs(2);
+    let duration = Duration::from_secs(options.seconds);
+    let load =
+        |addr| client::run(addr, options.connections, warmup, duration, u64::MAX, send_body, "TASK_STATE_COMPLETED");
+
+    println!(
+        "SendMessage, {} connections, {} s after {} s warm-up, server on 1 core:",
+        options.connections,
+        options.seconds,
+        warmup.as_secs()
+    );
+    let bare = Node::start_bare();
+    let bare_result = runtime.block_on(load(bare.addr));
+    drop(bare);
+    let node = Node::start(&bin, &["--workers", "1"]);
+    let node_result = runtime.block_on(load(node.addr));
+    let node_rss = node.rss_kib();
+    drop(node);
+    println!("{}", bare_result.summary("bare actix-web handler"));
+    println!("{}", node_result.summary("a2ad (echo, sled, fsync)"));
+    println!(
+        "ratio a2ad / bare: {:.3}  (a2ad RSS after run: {} MiB)",
+        node_result.throughput() / bare_result.throughput(),
+        node_rss / 1024
+    );
+
+    if !options.skip_memory {
+        let mem = runtime.block_on(memory::measure(&bin, options.contexts));
+        println!(
+            "idle contexts: {}  RSS live {} MiB, evicting {} MiB  =>  {:.0} bytes per idle context",
+            mem.contexts,
+            mem.rss_live_kib / 1024,
+            mem.rss_evicting_kib / 1024,
+            mem.bytes_per_context()
+        );
+    }
+}

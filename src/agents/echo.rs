@@ -49,7 +49,7 @@ impl Agent for EchoAgent {
             if settings.chunk_size > 0 {
                 stream_chunks(&text, &settings, &events).await?;
             } else {
-                tokio::time::sleep(settings.chunk_delay).await;
+                pause(settings.chunk_delay).await;
                 let artifact = echo_artifact(input.message.parts.clone());
                 events.send(AgentEvent::Artifact { artifact, append: false, last_chunk: true }).await?;
             }
@@ -69,12 +69,20 @@ async fn stream_chunks(text: &str, settings: &EchoSettings, events: &EventSink) 
     let chunks: Vec<String> = chars.chunks(settings.chunk_size).map(|c| c.iter().collect()).collect();
     let count = chunks.len();
     for (i, chunk) in chunks.into_iter().enumerate() {
-        tokio::time::sleep(settings.chunk_delay).await;
+        pause(settings.chunk_delay).await;
         events.send(AgentEvent::Text(chunk.clone())).await?;
         let artifact = echo_artifact(vec![Part::text(chunk)]);
         events.send(AgentEvent::Artifact { artifact, append: i > 0, last_chunk: i + 1 == count }).await?;
     }
     Ok(())
+}
+
+/// Sleeps, except for a zero delay: the timer wheel rounds even `sleep(0)` up to its next
+/// tick (about a millisecond), which would dominate an instant echo.
+async fn pause(delay: Duration) {
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
 }
 
 fn echo_artifact(parts: Vec<Part>) -> Artifact {

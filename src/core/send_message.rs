@@ -37,10 +37,12 @@ impl Core {
         message.context_id = Some(context_id.clone());
         let key = ContextKey::new(owner.clone(), context_id);
         let ticket = self.call(&key, StartTurn { owner: owner.clone(), message, skill, task_id }).await??;
-        self.rt.commit.commit().await?;
         let task = if config.return_immediately {
+            self.rt.commit.commit().await?;
             ticket.task
         } else {
+            // The end of the turn is made durable before `done` resolves, and that flush
+            // covers the creation written before it: one flush serves both.
             ticket.done.await.map_err(|_| A2aError::internal("The turn ended without a result"))??
         };
         Ok(SendMessageResponse::Task(present(task, config.history_length)))

@@ -13,15 +13,6 @@ pub enum StoreError {
     Closed,
 }
 
-impl From<sled::transaction::TransactionError<StoreError>> for StoreError {
-    fn from(e: sled::transaction::TransactionError<StoreError>) -> Self {
-        match e {
-            sled::transaction::TransactionError::Abort(inner) => inner,
-            sled::transaction::TransactionError::Storage(inner) => StoreError::Engine(inner),
-        }
-    }
-}
-
 /// Callers see a generic internal error: the details (paths, engine messages) go to the
 /// log, never into a response.
 impl From<StoreError> for A2aError {

@@ -8,8 +8,10 @@
 //! the disk.
 
 use crate::{StoreError, TaskStore};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 type Waiter = oneshot::Sender<Result<(), String>>;
@@ -23,6 +25,20 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     wake: Condvar,
+    flushes: AtomicU64,
+    waiters_served: AtomicU64,
+    flush_micros: AtomicU64,
+}
+
+/// Counters of the flusher, for metrics and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    /// Flushes done.
+    pub flushes: u64,
+    /// Commit calls served (so `waiters_served / flushes` is the mean batch).
+    pub waiters_served: u64,
+    /// Time spent inside flushes, in microseconds.
+    pub flush_micros: u64,
 }
 
 /// A handle to the flusher thread. Cloning is cheap; the thread stops when the last handle
@@ -60,7 +76,13 @@ impl Drop for FlusherOwner {
 impl GroupCommit {
     /// Starts the flusher thread for `store`.
     pub fn start(store: Arc<dyn TaskStore>) -> Result<Self, StoreError> {
-        let shared = Arc::new(Shared { queue: Mutex::new(Queue::default()), wake: Condvar::new() });
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            flushes: AtomicU64::new(0),
+            waiters_served: AtomicU64::new(0),
+            flush_micros: AtomicU64::new(0),
+        });
         let thread_shared = Arc::clone(&shared);
         let thread = thread::Builder::new()
             .name("a2ad-flusher".into())
@@ -88,6 +110,15 @@ impl GroupCommit {
         }
     }
 
+    /// The flusher's counters so far.
+    pub fn stats(&self) -> CommitStats {
+        CommitStats {
+            flushes: self.shared.flushes.load(Ordering::Relaxed),
+            waiters_served: self.shared.waiters_served.load(Ordering::Relaxed),
+            flush_micros: self.shared.flush_micros.load(Ordering::Relaxed),
+        }
+    }
+
     /// Flushes what is queued, stops the thread and waits for it, which releases the
     /// thread's hold on the store. Later commits fail with `Closed`. Blocks.
     pub fn close(&self) {
@@ -104,10 +135,14 @@ fn flusher_loop(shared: &Shared, store: Arc<dyn TaskStore>) {
             }
             (std::mem::take(&mut queue.waiters), queue.closed)
         };
+        let started = Instant::now();
         let result = store.flush().map_err(|e| {
             tracing::error!(error = %e, "flush failed");
             "flush failed".to_owned()
         });
+        shared.flushes.fetch_add(1, Ordering::Relaxed);
+        shared.waiters_served.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        shared.flush_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         for waiter in batch {
             let _ = waiter.send(result.clone());
         }

@@ -13,7 +13,7 @@ mod page_token;
 mod sled_store;
 
 pub use error::StoreError;
-pub use group_commit::GroupCommit;
+pub use group_commit::{CommitStats, GroupCommit};
 pub use model::{ContextKey, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecord};
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use sled_store::SledStore;

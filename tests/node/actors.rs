@@ -82,3 +82,14 @@ async fn a_full_node_says_so() {
         assert!(call.await.unwrap().get("result").is_some());
     }
 }
+
+#[actix_web::test]
+async fn an_idle_context_reloads_its_session_from_the_store() {
+    let app = spawn_app(|_| {}).await;
+    app.send_text("one", json!({"contextId": "sleepy"})).await;
+    // Past the session cache TTL (1 s), the actor lives on but has let go of its session.
+    actix_web::rt::time::sleep(Duration::from_millis(1300)).await;
+    let second = app.send_text("two", json!({"contextId": "sleepy"})).await;
+    assert_eq!(second["status"]["message"]["metadata"]["echo"]["sessionMessages"], 2);
+    assert_eq!(app.probe.stats().await.unwrap().started_total, 1, "same actor, no eviction");
+}

@@ -44,7 +44,7 @@ async fn snake_case_params_and_enum_numbers_are_accepted() {
 async fn return_immediately_answers_once_the_task_exists() {
     let app = spawn_app(slow_echo(Duration::from_millis(40))).await;
     let task = app.send_text("abcdefghij", json!({"configuration": {"returnImmediately": true}})).await;
-    assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "the turn starts at once");
     let id = task["id"].as_str().unwrap().to_owned();
     let done = eventually(200, || async {
         app.ok("GetTask", json!({"id": id})).await["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -16,11 +16,12 @@ pub struct ContextActor {
     pub(super) rt: Arc<Runtime>,
     /// Loaded from the store on the first message, so that a rebuilt actor picks up
     /// where the evicted one stopped.
-    pub(super) session: Option<SessionRecord>,
+    pub(super) session: Option<Box<SessionRecord>>,
     /// Messages of the running turn, folded into the session when the turn ends (so
     /// that the agent's view of the history is never copied mid-turn).
     pub(super) pending: Vec<Message>,
-    pub(super) turn: Option<RunningTurn>,
+    /// Boxed: most actors are idle, and an idle actor should be small.
+    pub(super) turn: Option<Box<RunningTurn>>,
     pub(super) turns_started: u64,
     /// When the actor last started, ended or cancelled something; eviction waits for
     /// the idle timeout to pass since then.
@@ -34,6 +35,10 @@ pub(super) struct RunningTurn {
     pub cancel: CancellationToken,
     pub join: tokio::task::JoinHandle<()>,
     pub waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
+    /// The task changed since it was last written.
+    pub dirty: bool,
+    /// A progress write is scheduled.
+    pub save_scheduled: bool,
 }
 
 impl Actor for ContextActor {
@@ -70,7 +75,7 @@ impl ContextActor {
     pub(super) fn ensure_session(&mut self, skill: Option<&str>) -> Result<&mut SessionRecord, RuntimeError> {
         let limit = self.rt.settings.session_history_limit;
         if self.session.is_none() {
-            self.session = self.rt.store.get_session(&self.key, limit)?;
+            self.session = self.rt.store.get_session(&self.key, limit)?.map(Box::new);
         }
         let agents = &self.rt.agents;
         if let Some(asked) = skill {
@@ -83,7 +88,7 @@ impl ContextActor {
             None => {
                 let bound =
                     skill.or(agents.default_skill()).ok_or_else(|| RuntimeError::UnknownSkill(String::new()))?;
-                SessionRecord::new(self.key.clone(), bound)
+                Box::new(SessionRecord::new(self.key.clone(), bound))
             }
         };
         if let Some(asked) = skill.filter(|asked| *asked != session.agent) {

@@ -21,11 +21,11 @@ impl Handler<CancelTask> for ContextActor {
 
     /// The running task is stopped and marked CANCELED; an interrupted one is marked
     /// CANCELED; a terminal one cannot be canceled.
-    fn handle(&mut self, msg: CancelTask, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: CancelTask, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
         let running = self.turn.as_ref().map(|t| (t.record.task.id == msg.task_id, t.record.owner == msg.owner));
         match running {
-            Some((true, true)) => return self.end_turn(TaskState::Canceled, None),
+            Some((true, true)) => return self.end_turn(TaskState::Canceled, None, ctx),
             Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
             _ => {}
         }
@@ -64,7 +64,7 @@ impl Handler<Shutdown> for ContextActor {
     fn handle(&mut self, _msg: Shutdown, ctx: &mut Self::Context) {
         if self.turn.is_some() {
             let message = self.agent_message("The node shut down while this task was running.");
-            if let Err(e) = self.end_turn(TaskState::Failed, Some(message)) {
+            if let Err(e) = self.end_turn(TaskState::Failed, Some(message), ctx) {
                 tracing::error!(context_id = %self.key.context_id, error = %e, "could not record a shutdown");
             }
         }

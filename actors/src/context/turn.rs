@@ -19,6 +19,12 @@ use tokio_util::sync::CancellationToken;
 /// How many agent events may wait for the actor before the agent is slowed down.
 const TURN_CHANNEL_CAPACITY: usize = 64;
 
+/// How long an idle context keeps its session in memory.
+const SESSION_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How stale the stored progress of a running task may be.
+const PROGRESS_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl ContextActor {
     /// Handles [`StartTurn`]: checks, stores the task, starts the agent.
     pub(super) fn start_turn(&mut self, msg: StartTurn, ctx: &mut Context<Self>) -> Result<TurnTicket, A2aError> {
@@ -31,6 +37,9 @@ impl ContextActor {
             Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
             None => self.new_task(&msg.owner, &skill),
         };
+        // The turn starts right away (a busy context refused above), so the task is
+        // WORKING from the moment it is stored: no SUBMITTED write that nobody could see.
+        record.task.status = TaskStatus::now(TaskState::Working, None);
         let mut message = msg.message;
         message.context_id = Some(self.key.context_id.clone());
         message.task_id = Some(record.task.id.clone());
@@ -60,8 +69,15 @@ impl ContextActor {
         ctx.add_stream(stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) }));
 
         let (done_tx, done) = oneshot::channel();
-        self.turn = Some(RunningTurn { id: turn_id, record, cancel, join, waiters: vec![done_tx] });
-        self.set_status(TaskStatus::now(TaskState::Working, None));
+        self.turn = Some(Box::new(RunningTurn {
+            id: turn_id,
+            record,
+            cancel,
+            join,
+            waiters: vec![done_tx],
+            dirty: false,
+            save_scheduled: false,
+        }));
         Ok(TurnTicket { task: snapshot, done })
     }
 
@@ -72,7 +88,7 @@ impl ContextActor {
             task: Task {
                 id: ids::new_id(),
                 context_id: self.key.context_id.clone(),
-                status: TaskStatus::now(TaskState::Submitted, None),
+                status: TaskStatus::now(TaskState::Working, None),
                 artifacts: Vec::new(),
                 history: Vec::new(),
                 metadata: None,
@@ -99,55 +115,64 @@ impl ContextActor {
         Ok(record)
     }
 
-    pub(super) fn on_turn_signal(&mut self, signal: TurnSignal, _ctx: &mut Context<Self>) {
+    pub(super) fn on_turn_signal(&mut self, signal: TurnSignal, ctx: &mut Context<Self>) {
         if self.turn.as_ref().map(|t| t.id) != Some(signal.turn) {
             return; // A cancelled turn's leftovers.
         }
         match signal.kind {
-            SignalKind::Event(event) => self.apply_event(event),
-            SignalKind::Finished(result) => self.finish_turn(result),
+            SignalKind::Event(event) => {
+                self.apply_event(event);
+                self.schedule_progress_save(ctx);
+            }
+            SignalKind::Finished(result) => self.finish_turn(result, ctx),
         }
     }
 
+    /// Applies an agent event to the running task, in memory.
     fn apply_event(&mut self, event: AgentEvent) {
+        let message = match &event {
+            AgentEvent::Text(text) => Some(self.agent_message(text)),
+            AgentEvent::Artifact { .. } => None,
+        };
+        let Some(turn) = self.turn.as_mut() else { return };
+        turn.dirty = true;
         match event {
-            AgentEvent::Text(text) => {
-                let message = self.agent_message(&text);
+            AgentEvent::Text(_) => {
+                let message = message.expect("built above");
                 self.pending.push(message.clone());
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.record.task.history.push(message.clone());
-                }
-                self.set_status(TaskStatus::now(TaskState::Working, Some(message)));
+                turn.record.task.history.push(message.clone());
+                turn.record.task.status = TaskStatus::now(TaskState::Working, Some(message));
             }
-            AgentEvent::Artifact { artifact, append, .. } => {
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.record.task.apply_artifact(artifact, append);
-                    let record = turn.record.clone();
-                    self.save_or_log(&record);
-                }
-            }
+            AgentEvent::Artifact { artifact, append, .. } => turn.record.task.apply_artifact(artifact, append),
         }
     }
 
-    /// Sets the running task's status and writes it (not durably: progress may be lost in
-    /// a crash, and start-up recovery marks such a task failed).
-    fn set_status(&mut self, status: TaskStatus) {
-        if let Some(turn) = self.turn.as_mut() {
-            turn.record.task.status = status;
-            let record = turn.record.clone();
-            self.save_or_log(&record);
+    /// Progress is written at most once per [`PROGRESS_SAVE_INTERVAL`], not per event: an
+    /// agent that streams many small events costs one write per interval, and a turn that
+    /// ends sooner costs none (its end is written anyway). Progress is not durable by
+    /// design; a crash fails the task at start-up.
+    fn schedule_progress_save(&mut self, ctx: &mut Context<Self>) {
+        let Some(turn) = self.turn.as_mut() else { return };
+        if turn.save_scheduled {
+            return;
         }
-    }
-
-    fn save_or_log(&self, record: &TaskRecord) {
-        if let Err(e) = self.save(record) {
-            tracing::error!(task_id = %record.task.id, error = %e, "could not save task progress");
-        }
+        turn.save_scheduled = true;
+        let turn_id = turn.id;
+        ctx.run_later(PROGRESS_SAVE_INTERVAL, move |act, _| {
+            let rt = &act.rt;
+            let Some(turn) = act.turn.as_mut().filter(|t| t.id == turn_id) else { return };
+            turn.save_scheduled = false;
+            if std::mem::take(&mut turn.dirty) {
+                if let Err(e) = rt.store.put_task(&turn.record) {
+                    tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
+                }
+            }
+        });
     }
 
     /// Ends the running turn in the state the agent chose (or FAILED), durably, and
     /// answers everyone waiting for it.
-    fn finish_turn(&mut self, result: Result<TurnEnd, AgentError>) {
+    fn finish_turn(&mut self, result: Result<TurnEnd, AgentError>, ctx: &mut Context<Self>) {
         let end = match result {
             Ok(end) if end.state.ends_turn() => end,
             Ok(end) => TurnEnd {
@@ -158,14 +183,19 @@ impl ContextActor {
                 TurnEnd { state: TaskState::Failed, message: Some(self.agent_message(&format!("Agent failed: {e}"))) }
             }
         };
-        if let Err(e) = self.end_turn(end.state, end.message) {
+        if let Err(e) = self.end_turn(end.state, end.message, ctx) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
         }
     }
 
     /// Moves the running turn's task to `state` and releases the context. Everyone waiting
     /// for the turn gets the task once it is durable.
-    pub(super) fn end_turn(&mut self, state: TaskState, message: Option<Message>) -> Result<Task, A2aError> {
+    pub(super) fn end_turn(
+        &mut self,
+        state: TaskState,
+        message: Option<Message>,
+        ctx: &mut Context<Self>,
+    ) -> Result<Task, A2aError> {
         let Some(mut turn) = self.turn.take() else {
             return Err(RuntimeError::ContextUnavailable.into());
         };
@@ -180,6 +210,7 @@ impl ContextActor {
         turn.record.task.status = TaskStatus::now(state, message);
         let task = turn.record.task.clone();
         let saved = self.save(&turn.record).and_then(|()| self.save_session(&task.id));
+        self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {
                 self.notify_when_durable(turn.waiters, task.clone());
@@ -193,6 +224,17 @@ impl ContextActor {
                 Err(error)
             }
         }
+    }
+
+    /// Drops the in-memory session of a context that stays idle for
+    /// [`SESSION_CACHE_TTL`]: the store has all of it, and an idle context then costs
+    /// little more than its actor. A quick follow-up still finds the session warm.
+    fn schedule_hibernation(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_later(SESSION_CACHE_TTL, |act, _| {
+            if act.turn.is_none() && act.last_active.elapsed() >= SESSION_CACHE_TTL {
+                act.session = None;
+            }
+        });
     }
 
     /// An agent message of this context and its running task.

@@ -1,36 +1,85 @@
-//! Key layout and scans of the two ordered task indexes.
+//! Key layout of the two trees, and the ordered scans of the task indexes.
 
 use crate::model::push_segment;
 use crate::{Cursor, Owner, StoreError, TaskQuery, TaskRecord};
 use a2ad_protocol::TaskState;
 
-/// owner ‖ ms ‖ id.
-pub(super) fn time_key(record: &TaskRecord) -> Vec<u8> {
-    let mut key = record.owner.key_prefix();
-    push_time_and_id(&mut key, record.status_millis(), &record.task.id);
+/// The key spaces (first byte of every key).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+pub(super) enum Prefix {
+    Task = b't',
+    ByTime = b's',
+    ByContext = b'c',
+    Active = b'a',
+    SessionMeta = b'm',
+    SessionMessage = b'h',
+}
+
+/// What the indexes of a task depend on: its status time and state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stamp {
+    pub millis: i64,
+    pub state: u8,
+}
+
+impl Stamp {
+    pub const LEN: usize = 9;
+
+    pub fn of(record: &TaskRecord) -> Stamp {
+        Stamp { millis: record.status_millis(), state: u8::try_from(record.state().number()).unwrap_or(0) }
+    }
+
+    pub fn encode(self) -> [u8; Self::LEN] {
+        let mut out = [0u8; Self::LEN];
+        out[..8].copy_from_slice(&u64::try_from(self.millis).unwrap_or(0).to_be_bytes());
+        out[8] = self.state;
+        out
+    }
+
+    pub fn decode(value: &[u8]) -> Option<Stamp> {
+        let millis = u64::from_be_bytes(value.get(..8)?.try_into().ok()?);
+        Some(Stamp { millis: i64::try_from(millis).ok()?, state: *value.get(8)? })
+    }
+}
+
+/// prefix ‖ rest.
+pub(super) fn key(prefix: Prefix, rest: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + rest.len());
+    key.push(prefix as u8);
+    key.extend_from_slice(rest);
     key
 }
 
-/// owner ‖ context ‖ ms ‖ id.
-pub(super) fn context_key(record: &TaskRecord) -> Vec<u8> {
-    let mut key = context_prefix(&record.owner, &record.task.context_id);
-    push_time_and_id(&mut key, record.status_millis(), &record.task.id);
-    key
+/// `s` ‖ owner: the prefix of one owner's tasks in status-time order.
+pub(super) fn time_prefix(owner: &Owner) -> Vec<u8> {
+    key(Prefix::ByTime, &owner.key_prefix())
 }
 
-/// owner ‖ context: the prefix of one context's tasks.
+/// `c` ‖ owner ‖ context: the prefix of one context's tasks.
 pub(super) fn context_prefix(owner: &Owner, context_id: &str) -> Vec<u8> {
-    let mut key = owner.key_prefix();
-    push_segment(&mut key, context_id);
-    key
+    let mut k = key(Prefix::ByContext, &owner.key_prefix());
+    push_segment(&mut k, context_id);
+    k
 }
 
-/// prefix ‖ sequence number (big-endian, so keys sort in append order).
-pub(super) fn sequence_key(prefix: &[u8], seq: u64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(prefix.len() + 8);
-    key.extend_from_slice(prefix);
-    key.extend_from_slice(&seq.to_be_bytes());
-    key
+pub(super) fn time_key(record: &TaskRecord, millis: i64) -> Vec<u8> {
+    let mut k = time_prefix(&record.owner);
+    push_time_and_id(&mut k, millis, &record.task.id);
+    k
+}
+
+pub(super) fn context_key(record: &TaskRecord, millis: i64) -> Vec<u8> {
+    let mut k = context_prefix(&record.owner, &record.task.context_id);
+    push_time_and_id(&mut k, millis, &record.task.id);
+    k
+}
+
+/// `h` ‖ context ‖ sequence number (big-endian, so keys sort in append order).
+pub(super) fn message_key(context: &[u8], seq: u64) -> Vec<u8> {
+    let mut k = key(Prefix::SessionMessage, context);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
 }
 
 fn push_time_and_id(key: &mut Vec<u8>, millis: i64, id: &str) {

@@ -106,6 +106,10 @@ fn session_history_appends_and_keeps_only_the_last_messages() {
     let ids: Vec<&str> = loaded.history.iter().map(|m| m.message_id.as_str()).collect();
     assert_eq!(ids, ["m5", "m6", "m7"]);
     assert_eq!(loaded.history, session.history);
-    assert_eq!(store.session_history.scan_prefix(key.storage_key()).count(), 3, "older messages are dropped");
+    assert_eq!(
+        store.sessions.scan_prefix(index::key(index::Prefix::SessionMessage, &key.storage_key())).count(),
+        3,
+        "older messages are dropped"
+    );
     assert!(store.get_session(&ContextKey::new(Owner::anonymous(), "other"), 3).unwrap().is_none());
 }

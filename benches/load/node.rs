@@ -1,0 +1,70 @@
+//! Child processes under test, pinned to CPU 0 (the driver runs on CPU 1).
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// A server child process; killed on drop.
+pub struct Node {
+    child: Child,
+    pub addr: SocketAddr,
+    _data: Option<tempfile::TempDir>,
+}
+
+impl Node {
+    /// `a2ad serve` on 127.0.0.1:0 with a fresh data dir (persistence on).
+    pub fn start(bin: &Path, extra: &[&str]) -> Node {
+        let data = tempfile::tempdir().expect("temp dir");
+        let mut cmd = pinned(bin);
+        cmd.arg("serve").args(["--listen", "127.0.0.1:0", "--data-dir"]).arg(data.path()).args(extra);
+        Self::spawn(cmd, Some(data))
+    }
+
+    /// The bare actix-web baseline (this same executable with `--bare-server`).
+    pub fn start_bare() -> Node {
+        let mut cmd = pinned(&std::env::current_exe().expect("own path"));
+        cmd.arg("--bare-server");
+        Self::spawn(cmd, None)
+    }
+
+    fn spawn(mut cmd: Command, data: Option<tempfile::TempDir>) -> Node {
+        let mut child =
+            cmd.env("RUST_LOG", "warn").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL in the first line");
+        let addr = url.trim_start_matches("http://").trim_end_matches('/').parse().expect("host:port");
+        Node { child, addr, _data: data }
+    }
+
+    /// Resident set size, from /proc.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `taskset -c 0 <program>` when there are two CPUs or more, so that the server under
+/// test has exactly one core and the load driver another.
+fn pinned(program: &Path) -> Command {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if cpus >= 2 && Path::new("/usr/bin/taskset").exists() {
+        let mut cmd = Command::new("/usr/bin/taskset");
+        cmd.args(["-c", "0"]).arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}

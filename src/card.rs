@@ -54,7 +54,7 @@ pub fn build_card(config: &Config, public_url: &str) -> AgentCard {
         version: config.card.version.clone(),
         documentation_url: config.card.documentation_url.clone(),
         capabilities: AgentCapabilities {
-            streaming: Some(false),
+            streaming: Some(true),
             push_notifications: Some(false),
             extended_agent_card: Some(false),
             extensions: Vec::new(),

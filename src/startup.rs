@@ -44,7 +44,9 @@ impl Application {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|source| StartupError::DataDir { path: shown.clone(), source })?;
         let store: Arc<dyn TaskStore> = Arc::new(
-            SledStore::open(&config.data_dir).map_err(|source| StartupError::Store { path: shown.clone(), source })?,
+            SledStore::open(&config.data_dir)
+                .map_err(|source| StartupError::Store { path: shown.clone(), source })?
+                .with_event_retention(config.event_retention),
         );
         let store_error = |source| StartupError::Store { path: shown.clone(), source };
         let recovered = recovery::fail_interrupted_turns(store.as_ref()).map_err(store_error)?;
@@ -62,6 +64,7 @@ impl Application {
             max_contexts: config.max_contexts,
             session_history_limit: config.session_history_limit,
             worker_threads: workers,
+            stream_buffer: config.stream_buffer,
         };
         let agents = build_registry(&config.agents);
         let rt = Arc::new(Runtime { store, commit: commit.clone(), agents, settings });
@@ -74,7 +77,12 @@ impl Application {
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
         let card = Arc::new(CardDocument::new(build_card(&config, &public_url)));
         let core = Arc::new(Core { rt, supervisor: supervisor.clone() });
-        let state = web::Data::new(AppState { core, card, body_limit: config.body_limit });
+        let state = web::Data::new(AppState {
+            core,
+            card,
+            body_limit: config.body_limit,
+            stream_keep_alive: config.stream_keep_alive,
+        });
         let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(routes))
             .workers(workers)
             .shutdown_timeout(10)

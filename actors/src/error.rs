@@ -11,6 +11,8 @@ pub enum RuntimeError {
     AlreadyWorking,
     #[error("Task {0} is in terminal state {1} and cannot accept messages")]
     TaskTerminal(String, TaskState),
+    #[error("Task {0} is in terminal state {1}: there is nothing to subscribe to")]
+    SubscribeTerminal(String, TaskState),
     #[error("Task {0} cannot be canceled: it is already {1}")]
     NotCancelable(String, TaskState),
     #[error("Task not found")]
@@ -33,7 +35,7 @@ impl From<RuntimeError> for A2aError {
     fn from(e: RuntimeError) -> Self {
         let message = e.to_string();
         match e {
-            RuntimeError::AlreadyWorking | RuntimeError::TaskTerminal(..) => {
+            RuntimeError::AlreadyWorking | RuntimeError::TaskTerminal(..) | RuntimeError::SubscribeTerminal(..) => {
                 A2aError::new(ErrorCode::UnsupportedOperation, message)
             }
             RuntimeError::NotCancelable(id, _) => {

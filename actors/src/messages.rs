@@ -2,9 +2,11 @@
 
 use crate::context::ContextActor;
 use a2ad_protocol::{A2aError, Message, Task};
-use a2ad_storage::{ContextKey, Owner};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner};
 use actix::prelude::*;
-use tokio::sync::oneshot;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
 
 /// Starts a turn in a context: a new task, or the continuation of the context's
 /// interrupted task named by `task_id`. Answered at once; the turn runs on.
@@ -18,6 +20,8 @@ pub struct StartTurn {
     pub skill: Option<String>,
     /// The task to continue, if any (already checked to belong to this context).
     pub task_id: Option<String>,
+    /// Subscribe the caller to the turn's events (`SendStreamingMessage`).
+    pub stream: bool,
 }
 
 /// What [`StartTurn`] gives back.
@@ -28,6 +32,31 @@ pub struct TurnTicket {
     /// Resolves with the task once the turn ends (terminal or interrupted) and that end
     /// is durable.
     pub done: oneshot::Receiver<Result<Task, A2aError>>,
+    /// With `stream`: the task first, then the turn's events until it ends.
+    pub subscription: Option<Subscription>,
+}
+
+/// Subscribes to a task's events: the current task (or, with `after`, a replay of the
+/// events since), then live events while the task runs here.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<Subscription, A2aError>")]
+pub struct Subscribe {
+    pub owner: Owner,
+    pub task_id: String,
+    /// `Last-Event-ID`: replay the events after this sequence number.
+    pub after: Option<u64>,
+}
+
+/// A stream of one task's events.
+pub struct Subscription {
+    /// Sent first: a task snapshot, or the replayed events.
+    pub initial: Vec<LoggedEvent>,
+    /// Live events, in order; ends after the turn's final event. `None` when the task is
+    /// not running (the stream ends after `initial`).
+    pub live: Option<mpsc::Receiver<LoggedEvent>>,
+    /// Set when the subscriber fell behind and was dropped: the stream must end with an
+    /// error that tells the client to resume.
+    pub overflowed: Arc<AtomicBool>,
 }
 
 /// Cancels a task of this context. Answered with the task as stored (not yet durable).

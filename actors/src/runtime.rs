@@ -18,6 +18,8 @@ pub struct RuntimeSettings {
     pub session_history_limit: usize,
     /// Arbiters (threads) the context actors are spread over.
     pub worker_threads: usize,
+    /// Events a stream subscriber may have in flight before it is dropped as too slow.
+    pub stream_buffer: usize,
 }
 
 impl Default for RuntimeSettings {
@@ -28,6 +30,7 @@ impl Default for RuntimeSettings {
             max_contexts: 1_000_000,
             session_history_limit: 200,
             worker_threads: 2,
+            stream_buffer: 256,
         }
     }
 }

@@ -84,6 +84,9 @@ pub enum ErrorCode {
     // a2ad's own, in the server range: the request was fine but the node cannot take it.
     PayloadTooLarge,
     ServerBusy,
+    /// A stream's subscriber fell behind its bounded buffer and was dropped; it resumes
+    /// with `SubscribeToTask` and `Last-Event-ID`.
+    SubscriberTooSlow,
 }
 
 impl ErrorCode {
@@ -137,6 +140,13 @@ impl ErrorCode {
                 (-32600, 413, ResourceExhausted, "PAYLOAD_TOO_LARGE", "Request body is too large")
             }
             ErrorCode::ServerBusy => (-32050, 503, Unavailable, "SERVER_BUSY", "The node is at capacity"),
+            ErrorCode::SubscriberTooSlow => (
+                -32051,
+                503,
+                ResourceExhausted,
+                "SUBSCRIBER_TOO_SLOW",
+                "The stream fell behind and was dropped; resume with Last-Event-ID",
+            ),
         };
         CodeInfo { jsonrpc, http, grpc, reason, title }
     }
@@ -159,6 +169,7 @@ impl ErrorCode {
         ErrorCode::VersionNotSupported,
         ErrorCode::PayloadTooLarge,
         ErrorCode::ServerBusy,
+        ErrorCode::SubscriberTooSlow,
     ];
 }
 

@@ -26,6 +26,9 @@ pub const ENV_KEYS: &[&str] = &[
     "max-contexts",
     "workers",
     "session-history-limit",
+    "stream-keep-alive",
+    "stream-buffer",
+    "event-retention",
 ];
 
 /// Everything a node needs to start.
@@ -47,6 +50,12 @@ pub struct Config {
     pub workers: usize,
     /// The most messages a context keeps in its session.
     pub session_history_limit: usize,
+    /// An SSE comment goes out on a stream idle for this long.
+    pub stream_keep_alive: Duration,
+    /// Events a stream subscriber may fall behind before it is dropped.
+    pub stream_buffer: usize,
+    /// Events kept in each task's event log for resuming streams.
+    pub event_retention: usize,
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
     pub agents: Vec<AgentConfig>,
@@ -99,6 +108,10 @@ struct ConfigFile {
     max_contexts: usize,
     workers: usize,
     session_history_limit: usize,
+    #[serde(deserialize_with = "units::duration")]
+    stream_keep_alive: Duration,
+    stream_buffer: usize,
+    event_retention: usize,
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
 }
@@ -114,6 +127,9 @@ impl Default for ConfigFile {
             max_contexts: 1_000_000,
             workers: 0,
             session_history_limit: 200,
+            stream_keep_alive: Duration::from_secs(15),
+            stream_buffer: 256,
+            event_retention: 1000,
             card: CardConfig::default(),
             agents: None,
         }
@@ -196,6 +212,15 @@ impl ConfigFile {
         if self.body_limit < 1024 {
             return Err(ConfigError::invalid("body-limit", "must be at least 1KiB"));
         }
+        if self.stream_keep_alive < Duration::from_millis(10) {
+            return Err(ConfigError::invalid("stream-keep-alive", "must be at least 10ms"));
+        }
+        if self.stream_buffer == 0 {
+            return Err(ConfigError::invalid("stream-buffer", "must be at least 1"));
+        }
+        if self.event_retention == 0 {
+            return Err(ConfigError::invalid("event-retention", "must be at least 1"));
+        }
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
         }
@@ -224,6 +249,9 @@ impl ConfigFile {
             max_contexts: self.max_contexts,
             workers: self.workers,
             session_history_limit: self.session_history_limit,
+            stream_keep_alive: self.stream_keep_alive,
+            stream_buffer: self.stream_buffer,
+            event_retention: self.event_retention,
             card: self.card,
             agents,
         })

@@ -8,6 +8,7 @@ mod cancel_task;
 mod get_task;
 mod list_tasks;
 mod send_message;
+mod subscribe;
 
 use a2ad_actors::context::ContextActor;
 use a2ad_actors::messages::Route;
@@ -52,11 +53,6 @@ impl Core {
             .get_task(task_id)?
             .filter(|record| &record.owner == owner)
             .ok_or_else(|| A2aError::task_not_found(task_id))
-    }
-
-    /// The answer to the streaming methods while `capabilities.streaming` is false.
-    pub fn streaming_unsupported() -> A2aError {
-        A2aError::unsupported("Streaming is not supported by this node (capabilities.streaming is false)")
     }
 
     /// The answer to the push-config methods while `capabilities.pushNotifications` is false.

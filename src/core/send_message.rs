@@ -12,31 +12,14 @@
 //! blocking call (`returnImmediately` false) answers when the turn has ended durably.
 
 use super::{check_history_length, present, Core};
-use a2ad_actors::messages::StartTurn;
-use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageRequest, SendMessageResponse};
+use a2ad_actors::messages::{StartTurn, Subscription};
+use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse};
 use a2ad_storage::{ContextKey, Owner};
 
 impl Core {
     pub async fn send_message(&self, owner: &Owner, req: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
-        let config = req.configuration.unwrap_or_default();
-        check_history_length("configuration.historyLength", config.history_length)?;
-        validate_message(&req.message)?;
-        let skill = requested_skill(&req.message)?;
-        let mut message = req.message;
-        let (context_id, task_id) = match message.task_id.clone() {
-            Some(task_id) => {
-                let record = self.owned_task(owner, &task_id)?;
-                if message.context_id.as_ref().is_some_and(|c| *c != record.task.context_id) {
-                    return Err(A2aError::invalid_field("message.contextId", "does not match the task's context")
-                        .with_meta("taskId", task_id));
-                }
-                (record.task.context_id, Some(task_id))
-            }
-            None => (message.context_id.clone().unwrap_or_else(ids::new_id), None),
-        };
-        message.context_id = Some(context_id.clone());
-        let key = ContextKey::new(owner.clone(), context_id);
-        let ticket = self.call(&key, StartTurn { owner: owner.clone(), message, skill, task_id }).await??;
+        let (key, start, config) = prepare_turn(self, owner, req, false)?;
+        let ticket = self.call(&key, start).await??;
         let task = if config.return_immediately {
             self.rt.commit.commit().await?;
             ticket.task
@@ -47,6 +30,47 @@ impl Core {
         };
         Ok(SendMessageResponse::Task(present(task, config.history_length)))
     }
+
+    /// `SendStreamingMessage`: the same checks and turn, answered with the turn's events.
+    /// The task is durable before the first event goes out.
+    pub async fn send_streaming_message(
+        &self,
+        owner: &Owner,
+        req: SendMessageRequest,
+    ) -> Result<Subscription, A2aError> {
+        let (key, start, _) = prepare_turn(self, owner, req, true)?;
+        let ticket = self.call(&key, start).await??;
+        self.rt.commit.commit().await?;
+        ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))
+    }
+}
+
+/// Validates a send and works out its context and the turn to start.
+fn prepare_turn(
+    core: &Core,
+    owner: &Owner,
+    req: SendMessageRequest,
+    stream: bool,
+) -> Result<(ContextKey, StartTurn, SendMessageConfiguration), A2aError> {
+    let config = req.configuration.unwrap_or_default();
+    check_history_length("configuration.historyLength", config.history_length)?;
+    validate_message(&req.message)?;
+    let skill = requested_skill(&req.message)?;
+    let mut message = req.message;
+    let (context_id, task_id) = match message.task_id.clone() {
+        Some(task_id) => {
+            let record = core.owned_task(owner, &task_id)?;
+            if message.context_id.as_ref().is_some_and(|c| *c != record.task.context_id) {
+                return Err(A2aError::invalid_field("message.contextId", "does not match the task's context")
+                    .with_meta("taskId", task_id));
+            }
+            (record.task.context_id, Some(task_id))
+        }
+        None => (message.context_id.clone().unwrap_or_else(ids::new_id), None),
+    };
+    message.context_id = Some(context_id.clone());
+    let key = ContextKey::new(owner.clone(), context_id);
+    Ok((key, StartTurn { owner: owner.clone(), message, skill, task_id, stream }, config))
 }
 
 fn validate_message(message: &Message) -> Result<(), A2aError> {

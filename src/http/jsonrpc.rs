@@ -5,8 +5,10 @@
 //! `A2A-Version` (-32009); the method (-32601); its params (-32602, naming the field).
 //! Errors go back with HTTP 200, as the SDKs expect, except an oversized body (413).
 
+use super::sse::{self, Envelope};
 use super::{body, version, AppState};
 use crate::core::Core;
+use a2ad_actors::messages::Subscription;
 use a2ad_protocol::jsonrpc::{error_body, parse_params, parse_request, success_body};
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::Owner;
@@ -37,20 +39,42 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
     }
     // Authentication comes later; until then every caller is the anonymous owner.
     let owner = Owner::anonymous();
-    match dispatch(&state.core, &owner, &id, &rpc.method, rpc.params).await {
-        Ok(body) => json_response(StatusCode::OK, body),
+    match dispatch(&state.core, &req, &owner, &id, &rpc.method, rpc.params).await {
+        Ok(Reply::Body(body)) => json_response(StatusCode::OK, body),
+        Ok(Reply::Stream(subscription)) => {
+            sse::sse_response(&req, subscription, Envelope::JsonRpc(id), state.stream_keep_alive)
+        }
         Err(e) => error_response(&id, &e),
     }
 }
 
+/// A method's answer: one JSON-RPC response, or a stream of them.
+enum Reply {
+    Body(Vec<u8>),
+    Stream(Subscription),
+}
+
 /// Runs one method and encodes its result.
-async fn dispatch(core: &Core, owner: &Owner, id: &Value, method: &str, params: Value) -> Result<Vec<u8>, A2aError> {
-    Ok(match method {
+async fn dispatch(
+    core: &Core,
+    req: &HttpRequest,
+    owner: &Owner,
+    id: &Value,
+    method: &str,
+    params: Value,
+) -> Result<Reply, A2aError> {
+    Ok(Reply::Body(match method {
         "SendMessage" => success_body(id, core.send_message(owner, parse_params(params)?).await?),
         "GetTask" => success_body(id, core.get_task(owner, parse_params(params)?).await?),
         "ListTasks" => success_body(id, core.list_tasks(owner, parse_params(params)?).await?),
         "CancelTask" => success_body(id, core.cancel_task(owner, parse_params(params)?).await?),
-        "SendStreamingMessage" | "SubscribeToTask" => return Err(Core::streaming_unsupported()),
+        "SendStreamingMessage" => {
+            return Ok(Reply::Stream(core.send_streaming_message(owner, parse_params(params)?).await?));
+        }
+        "SubscribeToTask" => {
+            let last_event_id = sse::last_event_id(req)?;
+            return Ok(Reply::Stream(core.subscribe_to_task(owner, parse_params(params)?, last_event_id).await?));
+        }
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"
@@ -60,7 +84,7 @@ async fn dispatch(core: &Core, owner: &Owner, id: &Value, method: &str, params: 
             let shown: String = other.chars().filter(|c| !c.is_control()).take(64).collect();
             return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {shown}")));
         }
-    })
+    }))
 }
 
 fn error_response(id: &Value, error: &A2aError) -> HttpResponse {

@@ -3,6 +3,7 @@
 mod body;
 mod card;
 mod jsonrpc;
+mod sse;
 mod version;
 
 use crate::card::CardDocument;
@@ -15,6 +16,8 @@ pub struct AppState {
     pub core: Arc<Core>,
     pub card: Arc<CardDocument>,
     pub body_limit: usize,
+    /// A comment goes out on a stream idle for this long.
+    pub stream_keep_alive: std::time::Duration,
 }
 
 /// Mounts every route.

@@ -14,9 +14,9 @@ mod sled_store;
 
 pub use error::StoreError;
 pub use group_commit::{CommitStats, GroupCommit};
-pub use model::{ContextKey, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecord};
+pub use model::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecord};
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
-pub use sled_store::SledStore;
+pub use sled_store::{SledStore, DEFAULT_EVENT_RETENTION};
 
 use a2ad_protocol::{Message, TaskState};
 
@@ -24,8 +24,13 @@ use a2ad_protocol::{Message, TaskState};
 /// briefly on I/O, and [`TaskStore::flush`] may block for an `fsync`, so async callers
 /// run them on a blocking thread (see [`GroupCommit`]).
 pub trait TaskStore: Send + Sync + 'static {
-    /// Creates or replaces a task, keeping every index in step, atomically.
-    fn put_task(&self, record: &TaskRecord) -> Result<(), StoreError>;
+    /// Creates or replaces a task and appends `events` to its event log, keeping every
+    /// index in step, atomically. The log keeps the task's last `event_retention` events.
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError>;
+
+    /// A task's logged events with a sequence number above `after`, oldest first, at most
+    /// `limit`.
+    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError>;
 
     /// Reads a task by id, whoever owns it (callers check the owner).
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;

@@ -60,6 +60,27 @@ pub struct TaskRecord {
     /// The skill id of the agent bound to the task's context.
     pub agent: String,
     pub task: Task,
+    /// The sequence number of the task's latest event (0: none yet). Every event a task
+    /// emits gets the next number; SSE `id:` fields and `Last-Event-ID` use them.
+    #[serde(default)]
+    pub last_event_seq: u64,
+}
+
+/// One event of a task's event log: a `StreamResponse`, encoded once as JSON and shared
+/// by the store and every subscriber.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedEvent {
+    pub seq: u64,
+    /// The `StreamResponse` as JSON (HTTP+JSON form, no JSON-RPC envelope).
+    pub json: Arc<str>,
+}
+
+impl LoggedEvent {
+    /// Encodes `event` under `seq`.
+    pub fn encode(seq: u64, event: &a2ad_protocol::StreamResponse) -> Self {
+        let json = serde_json::to_string(event).expect("a stream response always encodes");
+        LoggedEvent { seq, json: json.into() }
+    }
 }
 
 impl TaskRecord {

@@ -25,7 +25,7 @@ async fn card_has_required_fields_interfaces_and_skills() {
     assert_eq!(iface["url"], "https://agents.example.com/");
     assert_eq!(iface["protocolBinding"], "JSONRPC");
     assert_eq!(iface["protocolVersion"], "1.0");
-    assert_eq!(card["capabilities"]["streaming"], false);
+    assert_eq!(card["capabilities"]["streaming"], true);
     let skills: Vec<&str> = card["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(skills, ["first", "second"]);
     assert!(card["skills"][0]["tags"].is_array());

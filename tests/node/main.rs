@@ -10,4 +10,5 @@ mod binary;
 mod card;
 mod errors;
 mod list;
+mod streaming;
 mod tasks;

@@ -85,6 +85,119 @@ impl TestApp {
     }
 }
 
+/// One Server-Sent Event as a client sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+    /// A comment line (`: ...`), such as a keep-alive.
+    pub comment: Option<String>,
+}
+
+impl SseEvent {
+    /// `data` as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.data))
+    }
+
+    /// The StreamResponse of a JSON-RPC event.
+    pub fn result(&self) -> Value {
+        self.json()["result"].clone()
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.id.as_deref().and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("no numeric id: {self:?}"))
+    }
+}
+
+/// Reads SSE events from a streaming response.
+pub struct SseReader {
+    pub response_headers: reqwest::header::HeaderMap,
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<actix_web::web::Bytes>>>>,
+    buffer: String,
+}
+
+impl SseReader {
+    /// The next event or comment, or `None` at the end of the stream. Panics after 10 s.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        use futures_util::StreamExt as _;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                return Some(parse_block(&block));
+            }
+            let chunk = actix_web::rt::time::timeout(Duration::from_secs(10), self.body.next())
+                .await
+                .expect("an SSE event within 10 s");
+            match chunk {
+                Some(Ok(bytes)) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// The next data event (comments skipped).
+    pub async fn next_data(&mut self) -> Option<SseEvent> {
+        loop {
+            let event = self.next().await?;
+            if event.comment.is_none() {
+                return Some(event);
+            }
+        }
+    }
+
+    /// Every remaining data event until the stream ends.
+    pub async fn rest(&mut self) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        while let Some(event) = self.next_data().await {
+            out.push(event);
+        }
+        out
+    }
+}
+
+fn parse_block(block: &str) -> SseEvent {
+    let mut event = SseEvent::default();
+    let mut data = Vec::new();
+    for line in block.lines() {
+        if let Some(comment) = line.strip_prefix(':') {
+            event.comment = Some(comment.trim().to_owned());
+        } else if let Some((field, value)) = line.split_once(':') {
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "id" => event.id = Some(value.to_owned()),
+                "event" => event.event = Some(value.to_owned()),
+                "data" => data.push(value.to_owned()),
+                _ => {}
+            }
+        }
+    }
+    event.data = data.join("\n");
+    event
+}
+
+impl TestApp {
+    /// Calls a streaming method; returns the reader, or the plain JSON-RPC error body.
+    pub async fn stream(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> Result<SseReader, Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let mut request = self.client.post(&self.url).json(&body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("request sent");
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
+        if !is_sse {
+            return Err(response.json().await.expect("a JSON error body"));
+        }
+        let response_headers = response.headers().clone();
+        Ok(SseReader { response_headers, body: Box::pin(response.bytes_stream()), buffer: String::new() })
+    }
+}
+
 /// SendMessage params for a user text message; `extra` is merged into the message
 /// (`contextId`, `taskId`, `metadata`) or, under `"configuration"`, into the params.
 pub fn send_params(text: &str, extra: Value) -> Value {

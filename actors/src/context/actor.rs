@@ -3,7 +3,7 @@
 use crate::agent::TurnSignal;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Message, Task};
-use a2ad_storage::{ContextKey, SessionRecord, TaskRecord};
+use a2ad_storage::{ContextKey, LoggedEvent, SessionRecord, TaskRecord};
 use actix::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,8 +35,10 @@ pub(super) struct RunningTurn {
     pub cancel: CancellationToken,
     pub join: tokio::task::JoinHandle<()>,
     pub waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
-    /// The task changed since it was last written.
-    pub dirty: bool,
+    /// Streams watching the turn.
+    pub subscribers: Vec<super::stream::Subscriber>,
+    /// Events emitted since the last write: the next progress write logs them.
+    pub unsaved_events: Vec<LoggedEvent>,
     /// A progress write is scheduled.
     pub save_scheduled: bool,
 }
@@ -112,18 +114,24 @@ impl ContextActor {
         Ok(())
     }
 
-    /// Writes the task to the store. Durability comes from the group commit that callers
-    /// await before answering.
-    pub(super) fn save(&self, record: &TaskRecord) -> Result<(), RuntimeError> {
-        self.rt.store.put_task(record)?;
+    /// Writes the task and logs `events`. Durability comes from the group commit that
+    /// callers await before answering.
+    pub(super) fn save(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), RuntimeError> {
+        self.rt.store.put_task(record, events)?;
         Ok(())
     }
 
-    /// Makes what was saved durable, then hands `task` to every waiter.
-    pub(super) fn notify_when_durable(&self, waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>, task: Task) {
+    /// Makes what was saved durable, then hands `task` to every waiter and the final
+    /// event to every subscriber (whose streams then end).
+    pub(super) fn notify_when_durable(&self, turn: Box<RunningTurn>, task: Task, last: LoggedEvent) {
         let commit = self.rt.commit.clone();
+        let RunningTurn { waiters, mut subscribers, .. } = *turn;
         actix::spawn(async move {
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
+            if result.is_ok() {
+                super::stream::publish(&mut subscribers, &last, true);
+            }
+            drop(subscribers);
             for waiter in waiters {
                 let _ = waiter.send(result.clone());
             }

@@ -1,9 +1,11 @@
 //! The messages a context actor answers.
 
 use super::actor::ContextActor;
-use crate::messages::{CancelTask, Shutdown, StartTurn, TryEvict, TurnTicket};
+use super::stream::status_event;
+use crate::messages::{CancelTask, Shutdown, StartTurn, Subscribe, Subscription, TryEvict, TurnTicket};
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
+use a2ad_storage::LoggedEvent;
 use actix::prelude::*;
 use std::time::Instant;
 
@@ -40,8 +42,19 @@ impl Handler<CancelTask> for ContextActor {
             return Err(RuntimeError::NotCancelable(msg.task_id, record.state()).into());
         }
         record.task.status = TaskStatus::now(TaskState::Canceled, None);
-        self.rt.store.put_task(&record).map_err(RuntimeError::from)?;
+        record.last_event_seq += 1;
+        let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
+        self.rt.store.put_task(&record, &[event]).map_err(RuntimeError::from)?;
         Ok(record.task)
+    }
+}
+
+impl Handler<Subscribe> for ContextActor {
+    type Result = Result<Subscription, A2aError>;
+
+    fn handle(&mut self, msg: Subscribe, _ctx: &mut Self::Context) -> Self::Result {
+        self.last_active = Instant::now();
+        self.subscribe(msg)
     }
 }
 

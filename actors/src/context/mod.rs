@@ -3,9 +3,11 @@
 //! * [`actor`]: its state, and how a session is loaded and saved.
 //! * [`handlers`]: the messages it answers ([`crate::messages`]).
 //! * [`turn`]: how a turn runs and how agent events become task state.
+//! * [`stream`]: task events, the event log and subscribers.
 
 mod actor;
 mod handlers;
+mod stream;
 mod turn;
 
 pub use actor::ContextActor;

@@ -6,11 +6,14 @@
 //! aborts the turn's task, which drops the agent future: the turn really stops.
 
 use super::actor::{ContextActor, RunningTurn};
+use super::stream::{snapshot, status_event, Subscriber};
 use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
 use crate::messages::{StartTurn, TurnTicket};
 use crate::RuntimeError;
-use a2ad_protocol::{ids, A2aError, Message, Role, Task, TaskState, TaskStatus};
-use a2ad_storage::{Owner, TaskRecord};
+use a2ad_protocol::{
+    ids, A2aError, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+};
+use a2ad_storage::{LoggedEvent, Owner, TaskRecord};
 use actix::prelude::*;
 use futures_util::stream;
 use tokio::sync::{mpsc, oneshot};
@@ -39,15 +42,18 @@ impl ContextActor {
         };
         // The turn starts right away (a busy context refused above), so the task is
         // WORKING from the moment it is stored: no SUBMITTED write that nobody could see.
+        let is_new = msg.task_id.is_none();
         record.task.status = TaskStatus::now(TaskState::Working, None);
         let mut message = msg.message;
         message.context_id = Some(self.key.context_id.clone());
         message.task_id = Some(record.task.id.clone());
         record.task.history.push(message.clone());
-        let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
+        // The turn's first event: the new task itself, or the resumed task's WORKING.
+        record.last_event_seq += 1;
+        let first = if is_new { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };
+        self.save(&record, &[LoggedEvent::encode(record.last_event_seq, &first)])?;
         self.pending = vec![message.clone()];
-        self.save(&record)?;
-        let snapshot = record.task.clone();
+        let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
 
         self.turns_started += 1;
         let turn_id = self.turns_started;
@@ -69,16 +75,25 @@ impl ContextActor {
         ctx.add_stream(stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) }));
 
         let (done_tx, done) = oneshot::channel();
+        let mut subscribers = Vec::new();
+        let subscription = msg.stream.then(|| {
+            let (subscriber, subscription) =
+                Subscriber::new(self.rt.settings.stream_buffer, vec![snapshot(&record, None)]);
+            subscribers.push(subscriber);
+            subscription
+        });
+        let task = record.task.clone();
         self.turn = Some(Box::new(RunningTurn {
             id: turn_id,
             record,
             cancel,
             join,
             waiters: vec![done_tx],
-            dirty: false,
+            subscribers,
+            unsaved_events: Vec::new(),
             save_scheduled: false,
         }));
-        Ok(TurnTicket { task: snapshot, done })
+        Ok(TurnTicket { task, done, subscription })
     }
 
     fn new_task(&self, owner: &Owner, skill: &str) -> TaskRecord {
@@ -93,6 +108,7 @@ impl ContextActor {
                 history: Vec::new(),
                 metadata: None,
             },
+            last_event_seq: 0,
         }
     }
 
@@ -128,22 +144,32 @@ impl ContextActor {
         }
     }
 
-    /// Applies an agent event to the running task, in memory.
+    /// Applies an agent event to the running task, in memory, and emits it.
     fn apply_event(&mut self, event: AgentEvent) {
         let message = match &event {
             AgentEvent::Text(text) => Some(self.agent_message(text)),
             AgentEvent::Artifact { .. } => None,
         };
         let Some(turn) = self.turn.as_mut() else { return };
-        turn.dirty = true;
         match event {
             AgentEvent::Text(_) => {
                 let message = message.expect("built above");
                 self.pending.push(message.clone());
                 turn.record.task.history.push(message.clone());
                 turn.record.task.status = TaskStatus::now(TaskState::Working, Some(message));
+                turn.emit(status_event(&turn.record));
             }
-            AgentEvent::Artifact { artifact, append, .. } => turn.record.task.apply_artifact(artifact, append),
+            AgentEvent::Artifact { artifact, append, last_chunk } => {
+                turn.record.task.apply_artifact(artifact.clone(), append);
+                turn.emit(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: turn.record.task.id.clone(),
+                    context_id: turn.record.task.context_id.clone(),
+                    artifact,
+                    append,
+                    last_chunk,
+                    metadata: None,
+                }));
+            }
         }
     }
 
@@ -162,8 +188,9 @@ impl ContextActor {
             let rt = &act.rt;
             let Some(turn) = act.turn.as_mut().filter(|t| t.id == turn_id) else { return };
             turn.save_scheduled = false;
-            if std::mem::take(&mut turn.dirty) {
-                if let Err(e) = rt.store.put_task(&turn.record) {
+            if !turn.unsaved_events.is_empty() {
+                let events = std::mem::take(&mut turn.unsaved_events);
+                if let Err(e) = rt.store.put_task(&turn.record, &events) {
                     tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
                 }
             }
@@ -208,12 +235,16 @@ impl ContextActor {
             self.pending.push(m.clone());
         }
         turn.record.task.status = TaskStatus::now(state, message);
+        turn.record.last_event_seq += 1;
+        let last = LoggedEvent::encode(turn.record.last_event_seq, &status_event(&turn.record));
+        let mut events = std::mem::take(&mut turn.unsaved_events);
+        events.push(last.clone());
         let task = turn.record.task.clone();
-        let saved = self.save(&turn.record).and_then(|()| self.save_session(&task.id));
+        let saved = self.save(&turn.record, &events).and_then(|()| self.save_session(&task.id));
         self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {
-                self.notify_when_durable(turn.waiters, task.clone());
+                self.notify_when_durable(turn, task.clone(), last);
                 Ok(task)
             }
             Err(e) => {

@@ -23,6 +23,25 @@ pub fn opt_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error>
     i32::try_from(value).map(Some).map_err(|_| de::Error::custom(format!("{value} is out of range for int32")))
 }
 
+/// An unsigned integer sent as a JSON number or a decimal string (event ids).
+pub fn opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumOrText {
+        Num(u64),
+        Text(String),
+    }
+    match Option::<NumOrText>::deserialize(d)? {
+        None => Ok(None),
+        Some(NumOrText::Num(n)) => Ok(Some(n)),
+        Some(NumOrText::Text(t)) => t
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| de::Error::custom(format!("expected a non-negative integer, got \"{t}\""))),
+    }
+}
+
 /// `bool` fields that a client may send as `null`: read as false.
 pub fn bool_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     Ok(Option::<bool>::deserialize(d)?.unwrap_or(false))

@@ -142,6 +142,15 @@ pub struct SubscribeToTaskRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
     pub id: String,
+    /// a2ad extension, the same as the SSE `Last-Event-ID` header: replay the task's
+    /// events after this sequence number, then continue live.
+    #[serde(
+        default,
+        alias = "last_event_id",
+        deserialize_with = "protojson::opt_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_event_id: Option<u64>,
 }
 
 /// `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` params.

@@ -126,6 +126,18 @@ pub enum StreamResponse {
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 
+impl StreamResponse {
+    /// A status update carrying `task`'s current status.
+    pub fn status_of(task: &Task) -> Self {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: task.status.clone(),
+            metadata: None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

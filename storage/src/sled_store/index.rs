@@ -12,6 +12,7 @@ pub(super) enum Prefix {
     ByTime = b's',
     ByContext = b'c',
     Active = b'a',
+    Event = b'e',
     SessionMeta = b'm',
     SessionMessage = b'h',
 }
@@ -72,6 +73,20 @@ pub(super) fn time_key(record: &TaskRecord, millis: i64) -> Vec<u8> {
 pub(super) fn context_key(record: &TaskRecord, millis: i64) -> Vec<u8> {
     let mut k = context_prefix(&record.owner, &record.task.context_id);
     push_time_and_id(&mut k, millis, &record.task.id);
+    k
+}
+
+/// `e` ‖ task id: the prefix of one task's event log.
+pub(super) fn event_prefix(task_id: &str) -> Vec<u8> {
+    let mut k = vec![Prefix::Event as u8];
+    push_segment(&mut k, task_id);
+    k
+}
+
+/// `e` ‖ task id ‖ sequence number (big-endian).
+pub(super) fn event_key(task_id: &str, seq: u64) -> Vec<u8> {
+    let mut k = event_prefix(task_id);
+    k.extend_from_slice(&seq.to_be_bytes());
     k
 }
 

@@ -12,6 +12,8 @@
 //!   without reading tasks.
 //! * `c` ‖ owner ‖ context id ‖ status ms ‖ task id → state: the same, per context.
 //! * `a` ‖ task id → (): tasks in SUBMITTED or WORKING, for start-up recovery.
+//! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
+//!   log; only the last `event_retention` are kept.
 //!
 //! `sessions`:
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.
@@ -23,7 +25,7 @@
 
 mod index;
 
-use crate::{ContextKey, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use crate::{ContextKey, LoggedEvent, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore};
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
@@ -34,7 +36,11 @@ pub struct SledStore {
     db: sled::Db,
     tasks: sled::Tree,
     sessions: sled::Tree,
+    event_retention: u64,
 }
+
+/// How many events a task's log keeps unless configured otherwise.
+pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`.
@@ -45,7 +51,18 @@ impl SledStore {
             .cache_capacity(128 * 1024 * 1024)
             .flush_every_ms(Some(1000))
             .open()?;
-        Ok(SledStore { tasks: db.open_tree("tasks")?, sessions: db.open_tree("sessions")?, db })
+        Ok(SledStore {
+            tasks: db.open_tree("tasks")?,
+            sessions: db.open_tree("sessions")?,
+            db,
+            event_retention: DEFAULT_EVENT_RETENTION as u64,
+        })
+    }
+
+    /// Keeps the last `events` events of each task (at least 1).
+    pub fn with_event_retention(mut self, events: usize) -> Self {
+        self.event_retention = events.max(1) as u64;
+        self
     }
 
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
@@ -59,7 +76,7 @@ fn corrupt(e: serde_json::Error) -> StoreError {
 }
 
 impl TaskStore for SledStore {
-    fn put_task(&self, record: &TaskRecord) -> Result<(), StoreError> {
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
         let id = record.task.id.as_bytes();
         let stamp = Stamp::of(record);
         let mut value = stamp.encode().to_vec();
@@ -81,8 +98,32 @@ impl TaskStore for SledStore {
                 batch.remove(index::key(Prefix::Active, id));
             }
         }
+        for event in events {
+            batch.insert(index::event_key(&record.task.id, event.seq), event.json.as_bytes());
+            if let Some(expired) = event.seq.checked_sub(self.event_retention) {
+                batch.remove(index::event_key(&record.task.id, expired));
+            }
+        }
         self.tasks.apply_batch(batch)?;
         Ok(())
+    }
+
+    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+        let start = index::event_key(task_id, after.saturating_add(1));
+        let prefix = index::event_prefix(task_id);
+        let mut out = Vec::new();
+        for entry in self.tasks.range(start..).take(limit) {
+            let (key, value) = entry?;
+            if !key.starts_with(&prefix) {
+                break;
+            }
+            let seq = u64::from_be_bytes(
+                key[prefix.len()..].try_into().map_err(|_| StoreError::Corrupt("event key".into()))?,
+            );
+            let json = std::str::from_utf8(&value).map_err(|_| StoreError::Corrupt("event is not UTF-8".into()))?;
+            out.push(LoggedEvent { seq, json: json.into() });
+        }
+        Ok(out)
     }
 
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {

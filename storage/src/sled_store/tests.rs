@@ -1,5 +1,5 @@
 use super::*;
-use crate::{encode_page_token, Cursor, GroupCommit, Owner};
+use crate::{encode_page_token, Cursor, GroupCommit, LoggedEvent, Owner};
 use a2ad_protocol::{timestamp, Task, TaskStatus};
 use std::sync::Arc;
 
@@ -15,6 +15,7 @@ fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> Task
             history: vec![],
             metadata: None,
         },
+        last_event_seq: 0,
     }
 }
 
@@ -39,10 +40,10 @@ fn lists_newest_first_with_cursor_filters_and_owner_scoping() {
     let store = SledStore::open(dir.path()).unwrap();
     let alice = Owner { tenant: "t".into(), principal: "alice".into() };
     let bob = Owner { tenant: "t".into(), principal: "bob".into() };
-    store.put_task(&record(&alice, "a1", "c1", TaskState::Completed, 1000)).unwrap();
-    store.put_task(&record(&alice, "a2", "c2", TaskState::Working, 2000)).unwrap();
-    store.put_task(&record(&alice, "a3", "c1", TaskState::Completed, 3000)).unwrap();
-    store.put_task(&record(&bob, "b1", "c1", TaskState::Completed, 4000)).unwrap();
+    store.put_task(&record(&alice, "a1", "c1", TaskState::Completed, 1000), &[]).unwrap();
+    store.put_task(&record(&alice, "a2", "c2", TaskState::Working, 2000), &[]).unwrap();
+    store.put_task(&record(&alice, "a3", "c1", TaskState::Completed, 3000), &[]).unwrap();
+    store.put_task(&record(&bob, "b1", "c1", TaskState::Completed, 4000), &[]).unwrap();
 
     let first = store.list_tasks(&query(&alice)).unwrap();
     assert_eq!((ids(&first), first.total), (vec!["a3", "a2"], 3));
@@ -70,9 +71,9 @@ fn status_changes_move_index_entries_and_survive_reopen() {
     let owner = Owner::anonymous();
     {
         let store = Arc::new(SledStore::open(dir.path()).unwrap());
-        store.put_task(&record(&owner, "t1", "c", TaskState::Working, 1000)).unwrap();
+        store.put_task(&record(&owner, "t1", "c", TaskState::Working, 1000), &[]).unwrap();
         assert_eq!(store.tasks_in_states(&[TaskState::Working]).unwrap().len(), 1);
-        store.put_task(&record(&owner, "t1", "c", TaskState::Completed, 5000)).unwrap();
+        store.put_task(&record(&owner, "t1", "c", TaskState::Completed, 5000), &[]).unwrap();
         let commit = GroupCommit::start(store.clone()).unwrap();
         futures_block_on(commit.commit()).unwrap();
     }
@@ -112,4 +113,29 @@ fn session_history_appends_and_keeps_only_the_last_messages() {
         "older messages are dropped"
     );
     assert!(store.get_session(&ContextKey::new(Owner::anonymous(), "other"), 3).unwrap().is_none());
+}
+
+#[test]
+fn the_event_log_keeps_the_last_events_in_order() {
+    use a2ad_protocol::StreamResponse;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap().with_event_retention(3);
+    let owner = Owner::anonymous();
+    let mut rec = record(&owner, "t1", "c", TaskState::Working, 1000);
+    for seq in 1..=5u64 {
+        rec.last_event_seq = seq;
+        let event = LoggedEvent::encode(seq, &StreamResponse::Task(rec.task.clone()));
+        store.put_task(&rec, &[event]).unwrap();
+    }
+    store
+        .put_task(
+            &record(&owner, "t10", "c", TaskState::Working, 1000),
+            &[LoggedEvent::encode(1, &StreamResponse::Task(rec.task.clone()))],
+        )
+        .unwrap();
+    let seqs = |after| store.events_after("t1", after, 100).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(0), vec![3, 4, 5], "only the last 3 are retained");
+    assert_eq!(seqs(3), vec![4, 5]);
+    assert!(seqs(5).is_empty(), "another task's log is not read");
+    assert!(store.events_after("t1", 0, 1).unwrap()[0].json.contains("\"task\""));
 }

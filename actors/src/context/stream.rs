@@ -1,0 +1,136 @@
+//! Events and their subscribers.
+//!
+//! Every change of a task is an event with the task's next sequence number: the task
+//! itself when it is created, then status and artifact updates. Events go to the task's
+//! event log in the store (with the task's progress writes, so no extra write per event)
+//! and to every live subscriber of the running task.
+//!
+//! A subscriber has a bounded buffer. Publishing never waits: a subscriber whose buffer
+//! is full is dropped and told so when its stream ends, and it resumes from the last id
+//! it saw. One slot is kept for the final event, so a subscriber that kept up always sees
+//! the end of the turn.
+
+use super::actor::{ContextActor, RunningTurn};
+use crate::messages::{Subscribe, Subscription};
+use crate::RuntimeError;
+use a2ad_protocol::{A2aError, StreamResponse};
+use a2ad_storage::{LoggedEvent, TaskRecord};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// One live subscriber of a running task.
+pub(super) struct Subscriber {
+    tx: mpsc::Sender<LoggedEvent>,
+    overflowed: Arc<AtomicBool>,
+}
+
+impl Subscriber {
+    /// A subscriber with room for `buffer` events plus the final one.
+    pub(super) fn new(buffer: usize, initial: Vec<LoggedEvent>) -> (Subscriber, Subscription) {
+        let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
+        let overflowed = Arc::new(AtomicBool::new(false));
+        let subscription = Subscription { initial, live: Some(rx), overflowed: Arc::clone(&overflowed) };
+        (Subscriber { tx, overflowed }, subscription)
+    }
+
+    /// Hands over an event; false means the subscriber is gone (closed, or too slow).
+    fn offer(&self, event: &LoggedEvent, is_final: bool) -> bool {
+        if !is_final && self.tx.capacity() <= 1 {
+            self.overflowed.store(true, Ordering::Release);
+            return false;
+        }
+        self.tx.try_send(event.clone()).is_ok()
+    }
+}
+
+/// Sends `event` to every subscriber, forgetting those that cannot take it.
+pub(super) fn publish(subscribers: &mut Vec<Subscriber>, event: &LoggedEvent, is_final: bool) {
+    subscribers.retain(|s| s.offer(event, is_final));
+}
+
+impl RunningTurn {
+    /// Records a change of the running task as its next event: logged with the next
+    /// progress write and sent to every subscriber now.
+    pub(super) fn emit(&mut self, event: StreamResponse) {
+        self.record.last_event_seq += 1;
+        let logged = LoggedEvent::encode(self.record.last_event_seq, &event);
+        publish(&mut self.subscribers, &logged, false);
+        self.unsaved_events.push(logged);
+    }
+}
+
+/// The task as the first event of a stream, under the id of the latest event it
+/// reflects. `note` goes into the task's metadata under `a2ad.resume`.
+pub(super) fn snapshot(record: &TaskRecord, note: Option<serde_json::Value>) -> LoggedEvent {
+    let mut task = record.task.clone();
+    if let Some(note) = note {
+        task.metadata.get_or_insert_with(Default::default).insert("a2ad.resume".into(), note);
+    }
+    LoggedEvent::encode(record.last_event_seq, &StreamResponse::Task(task))
+}
+
+/// A status update event of `record`'s current status.
+pub(super) fn status_event(record: &TaskRecord) -> StreamResponse {
+    StreamResponse::status_of(&record.task)
+}
+
+impl ContextActor {
+    /// Handles [`Subscribe`]: the first events (snapshot or replay), and live events if the
+    /// task is running here.
+    pub(super) fn subscribe(&mut self, msg: Subscribe) -> Result<Subscription, A2aError> {
+        let buffer = self.rt.settings.stream_buffer;
+        if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
+            if turn.record.owner != msg.owner {
+                return Err(RuntimeError::TaskNotFound(msg.task_id).into());
+            }
+            let initial = first_events(&self.rt, &turn.record, &turn.unsaved_events, msg.after)?;
+            let (subscriber, subscription) = Subscriber::new(buffer, initial);
+            turn.subscribers.push(subscriber);
+            return Ok(subscription);
+        }
+        let record = self
+            .rt
+            .store
+            .get_task(&msg.task_id)
+            .map_err(RuntimeError::from)?
+            .filter(|r| r.owner == msg.owner && r.task.context_id == self.key.context_id)
+            .ok_or_else(|| RuntimeError::TaskNotFound(msg.task_id.clone()))?;
+        if record.state().is_terminal() {
+            return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
+        }
+        // Not running: an interrupted task. The stream says where it stands, then ends.
+        let initial = first_events(&self.rt, &record, &[], msg.after)?;
+        Ok(Subscription { initial, live: None, overflowed: Arc::new(AtomicBool::new(false)) })
+    }
+}
+
+/// What a new subscriber sees first: the task, or (with `after`) every event since, from
+/// the log and from the turn's not yet written events. When the log no longer reaches
+/// back to `after`, the task snapshot again, noting that events were skipped.
+fn first_events(
+    rt: &crate::Runtime,
+    record: &TaskRecord,
+    unsaved: &[LoggedEvent],
+    after: Option<u64>,
+) -> Result<Vec<LoggedEvent>, RuntimeError> {
+    let Some(after) = after else {
+        return Ok(vec![snapshot(record, None)]);
+    };
+    let last = record.last_event_seq;
+    if after >= last {
+        return Ok(Vec::new());
+    }
+    let mut events = rt.store.events_after(&record.task.id, after, usize::MAX)?;
+    let stored_up_to = events.last().map_or(after, |e| e.seq);
+    events.extend(unsaved.iter().filter(|e| e.seq > stored_up_to).cloned());
+    let contiguous = events.iter().zip(after + 1..).all(|(e, expected)| e.seq == expected);
+    if contiguous && events.last().map(|e| e.seq) == Some(last) {
+        return Ok(events);
+    }
+    let oldest = events.first().map_or(last, |e| e.seq);
+    let note = json!({"lastEventId": after, "replayed": false, "oldestRetainedEventId": oldest,
+        "reason": "events after lastEventId are no longer retained; this is the current task"});
+    Ok(vec![snapshot(record, Some(note))])
+}

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests of every crate and the end-to-end tests in tests/,
 # which start the node (in-process and as the real binary) on loopback ports with temp
-# data dirs. It installs whatever the tests need first, so it works on a fresh machine.
+# data dirs, including the interop check with the official Python client (a2a-sdk).
+# It installs whatever the tests need first, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
+
+# The a2a-sdk venv (created or updated only when tests/interop/requirements.txt changes).
+A2AD_INTEROP_PYTHON=$(scripts/interop-venv.sh | tail -n 1)
+export A2AD_INTEROP_PYTHON A2AD_REQUIRE_INTEROP=1
 
 cargo test --workspace --locked

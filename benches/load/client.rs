@@ -87,12 +87,8 @@ async fn connection_loop(
     while Instant::now() < deadline && requests < max_requests {
         let body = body_for(conn, seq);
         seq += 1;
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
         let sent = Instant::now();
-        stream.write_all(request.as_bytes()).await.expect("write");
+        post(&mut stream, &body).await.expect("write");
         let ok = read_response(&mut stream, &mut buf).await.is_some_and(|text| text.contains(expect));
         if sent >= measure_from {
             requests += 1;
@@ -104,9 +100,11 @@ async fn connection_loop(
 }
 
 /// Reads one response; returns its body as text (None on a non-200 or a broken stream).
-async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+/// Handles `Content-Length` bodies and chunked ones (SSE streams, read to their end; the
+/// text then still has the chunk framing, which is fine for counting and matching).
+pub async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
     buf.clear();
-    let mut chunk = [0u8; 8192];
+    let mut chunk = [0u8; 16384];
     let header_end = loop {
         if let Some(pos) = find(buf, b"\r\n\r\n") {
             break pos + 4;
@@ -118,17 +116,29 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Stri
         buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
-    let length: usize =
-        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok())?;
-    while buf.len() < header_end + length {
+    let length: Option<usize> =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok());
+    let complete = |buf: &[u8]| match length {
+        Some(length) => buf.len() >= header_end + length,
+        None => buf.len() >= header_end + 5 && buf.ends_with(b"0\r\n\r\n"),
+    };
+    while !complete(buf) {
         let n = stream.read(&mut chunk).await.ok()?;
         if n == 0 {
             return None;
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    head.starts_with("http/1.1 200")
-        .then(|| String::from_utf8_lossy(&buf[header_end..header_end + length]).into_owned())
+    head.starts_with("http/1.1 200").then(|| String::from_utf8_lossy(&buf[header_end..]).into_owned())
+}
+
+/// Writes a JSON POST to `/`.
+pub async fn post(stream: &mut TcpStream, body: &str) -> std::io::Result<()> {
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -12,6 +12,7 @@ mod bare;
 mod client;
 mod memory;
 mod node;
+mod streams;
 
 use node::Node;
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ struct Options {
     connections: usize,
     contexts: u64,
     skip_memory: bool,
+    skip_streams: bool,
 }
 
 impl Options {
@@ -39,6 +41,7 @@ impl Options {
             connections: value("--connections", 64) as usize,
             contexts: value("--contexts", 100_000),
             skip_memory: args.iter().any(|a| a == "--skip-memory"),
+            skip_streams: args.iter().any(|a| a == "--skip-streams"),
         }
     }
 }
@@ -93,6 +96,10 @@ fn main() {
         node_rss / 1024
     );
 
+    if !options.skip_streams {
+        run_streaming(&runtime, &bin, &options, warmup, duration, bare_result.throughput());
+    }
+
     if !options.skip_memory {
         let mem = runtime.block_on(memory::measure(&bin, options.contexts));
         println!(
@@ -103,4 +110,45 @@ fn main() {
             mem.bytes_per_context()
         );
     }
+}
+
+fn run_streaming(
+    runtime: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    options: &Options,
+    warmup: Duration,
+    duration: Duration,
+    bare_throughput: f64,
+) {
+    let streams = runtime.block_on(streams::streams_per_second(bin, options.connections, warmup, duration));
+    println!("{}", streams.summary("a2ad SendStreamingMessage"));
+    println!("ratio streams / bare: {:.3}", streams.throughput() / bare_throughput);
+
+    let (events, elapsed) = runtime.block_on(streams::events_per_second(bin, 50_000));
+    println!(
+        "one stream: {events} events in {:.2} s = {:.0} events/s",
+        elapsed.as_secs_f64(),
+        events as f64 / elapsed.as_secs_f64()
+    );
+
+    let (fan, per_subscriber) = runtime.block_on(streams::fan_out(bin, 1000, 200));
+    println!(
+        "fan-out: {} subscribers, {} events delivered in {:.2} s ({:.0}/s); server CPU {:.2} s vs {:.2} s for 1 subscriber => {:.1} us per extra delivered event",
+        fan.subscribers,
+        fan.events_delivered,
+        fan.wall.as_secs_f64(),
+        fan.events_delivered as f64 / fan.wall.as_secs_f64(),
+        fan.cpu_many,
+        fan.cpu_one,
+        fan.micros_per_extra_event(per_subscriber)
+    );
+
+    let open = 2000;
+    let (before, after) = runtime.block_on(streams::memory_per_stream(bin, open));
+    println!(
+        "open streams: {open}, RSS {} -> {} KiB => {:.0} bytes per open stream",
+        before,
+        after,
+        (after.saturating_sub(before)) as f64 * 1024.0 / open as f64
+    );
 }

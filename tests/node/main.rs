@@ -9,6 +9,7 @@ mod actors;
 mod binary;
 mod card;
 mod errors;
+mod interop;
 mod list;
 mod streaming;
 mod tasks;

@@ -41,6 +41,8 @@ pub(super) struct RunningTurn {
     pub unsaved_events: Vec<LoggedEvent>,
     /// A progress write is scheduled.
     pub save_scheduled: bool,
+    /// The last encoded task snapshot, reused while no new event has happened.
+    pub snapshot_cache: Option<LoggedEvent>,
 }
 
 impl Actor for ContextActor {

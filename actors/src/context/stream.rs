@@ -61,6 +61,21 @@ impl RunningTurn {
     }
 }
 
+impl RunningTurn {
+    /// The running task as a stream's first event, encoded once per event sequence
+    /// number: a thousand subscribers joining at once share one encoding.
+    fn current_snapshot(&mut self) -> LoggedEvent {
+        match &self.snapshot_cache {
+            Some(cached) if cached.seq == self.record.last_event_seq => cached.clone(),
+            _ => {
+                let fresh = snapshot(&self.record, None);
+                self.snapshot_cache = Some(fresh.clone());
+                fresh
+            }
+        }
+    }
+}
+
 /// The task as the first event of a stream, under the id of the latest event it
 /// reflects. `note` goes into the task's metadata under `a2ad.resume`.
 pub(super) fn snapshot(record: &TaskRecord, note: Option<serde_json::Value>) -> LoggedEvent {
@@ -85,7 +100,10 @@ impl ContextActor {
             if turn.record.owner != msg.owner {
                 return Err(RuntimeError::TaskNotFound(msg.task_id).into());
             }
-            let initial = first_events(&self.rt, &turn.record, &turn.unsaved_events, msg.after)?;
+            let initial = match msg.after {
+                None => vec![turn.current_snapshot()],
+                after => first_events(&self.rt, &turn.record, &turn.unsaved_events, after)?,
+            };
             let (subscriber, subscription) = Subscriber::new(buffer, initial);
             turn.subscribers.push(subscriber);
             return Ok(subscription);

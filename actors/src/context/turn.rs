@@ -92,6 +92,7 @@ impl ContextActor {
             subscribers,
             unsaved_events: Vec::new(),
             save_scheduled: false,
+            snapshot_cache: None,
         }));
         Ok(TurnTicket { task, done, subscription })
     }

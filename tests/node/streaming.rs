@@ -200,15 +200,16 @@ async fn stalled_subscriber(app: &TestApp, task_id: &str) -> tokio::net::TcpStre
 async fn a_slow_subscriber_is_dropped_with_an_error_while_others_continue() {
     use tokio::io::AsyncReadExt as _;
     // ~12 MB of events: more than the node's socket send buffer can hold for a stalled
-    // reader, so its 4-event buffer in the node fills.
+    // reader, so its 128-event buffer in the node fills. The reading subscriber must first
+    // take a 4 MB snapshot; 128 events give it room to catch up.
     let app = spawn_app(|c| {
         c.agents = vec![crate::support::echo_agent(
             "big",
             a2ad_protocol::TaskState::Completed,
             8192,
-            Duration::from_millis(2),
+            Duration::from_millis(4),
         )];
-        c.stream_buffer = 4;
+        c.stream_buffer = 128;
         c.body_limit = 32 << 20;
     })
     .await;

@@ -116,6 +116,7 @@ pub struct SseReader {
     pub response_headers: reqwest::header::HeaderMap,
     body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<actix_web::web::Bytes>>>>,
     buffer: String,
+    scanned: usize,
 }
 
 impl SseReader {
@@ -123,10 +124,18 @@ impl SseReader {
     pub async fn next(&mut self) -> Option<SseEvent> {
         use futures_util::StreamExt as _;
         loop {
-            if let Some(end) = self.buffer.find("\n\n") {
+            // Only the newly read tail can complete an event: rescanning the whole buffer
+            // would make one large event quadratic.
+            let mut from = self.scanned.min(self.buffer.len());
+            while !self.buffer.is_char_boundary(from) {
+                from -= 1;
+            }
+            if let Some(end) = self.buffer[from..].find("\n\n").map(|i| i + from) {
                 let block: String = self.buffer.drain(..end + 2).collect();
+                self.scanned = 0;
                 return Some(parse_block(&block));
             }
+            self.scanned = self.buffer.len().saturating_sub(1);
             let chunk = actix_web::rt::time::timeout(Duration::from_secs(10), self.body.next())
                 .await
                 .expect("an SSE event within 10 s");
@@ -194,7 +203,7 @@ impl TestApp {
             return Err(response.json().await.expect("a JSON error body"));
         }
         let response_headers = response.headers().clone();
-        Ok(SseReader { response_headers, body: Box::pin(response.bytes_stream()), buffer: String::new() })
+        Ok(SseReader { response_headers, body: Box::pin(response.bytes_stream()), buffer: String::new(), scanned: 0 })
     }
 }
 

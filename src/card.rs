@@ -34,18 +34,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Builds the card: interfaces from the public URL, skills from the agents.
+fn interface(url: String, binding: &str) -> AgentInterface {
+    AgentInterface { url, protocol_binding: binding.into(), tenant: None, protocol_version: "1.0".into() }
+}
+
+/// Builds the card: interfaces from the public URL (JSON-RPC first, then HTTP+JSON),
+/// skills from the agents.
 pub fn build_card(config: &Config, public_url: &str) -> AgentCard {
     let modes: Vec<String> = DEFAULT_MODES.iter().map(|m| (*m).to_owned()).collect();
     AgentCard {
         name: config.card.name.clone(),
         description: config.card.description.clone(),
-        supported_interfaces: vec![AgentInterface {
-            url: format!("{public_url}/"),
-            protocol_binding: "JSONRPC".into(),
-            tenant: None,
-            protocol_version: "1.0".into(),
-        }],
+        supported_interfaces: vec![
+            interface(format!("{public_url}/"), "JSONRPC"),
+            interface(format!("{public_url}{}", config.rest_prefix), "HTTP+JSON"),
+        ],
         provider: config
             .card
             .provider

@@ -83,7 +83,8 @@ impl Application {
             body_limit: config.body_limit,
             stream_keep_alive: config.stream_keep_alive,
         });
-        let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(routes))
+        let rest_prefix = config.rest_prefix.clone();
+        let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(|c| routes(c, &rest_prefix)))
             .workers(workers)
             .shutdown_timeout(10)
             .listen(listener)

@@ -29,6 +29,7 @@ pub const ENV_KEYS: &[&str] = &[
     "stream-keep-alive",
     "stream-buffer",
     "event-retention",
+    "rest-prefix",
 ];
 
 /// Everything a node needs to start.
@@ -56,6 +57,8 @@ pub struct Config {
     pub stream_buffer: usize,
     /// Events kept in each task's event log for resuming streams.
     pub event_retention: usize,
+    /// Where the HTTP+JSON binding is mounted (`""` for the root).
+    pub rest_prefix: String,
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
     pub agents: Vec<AgentConfig>,
@@ -112,6 +115,7 @@ struct ConfigFile {
     stream_keep_alive: Duration,
     stream_buffer: usize,
     event_retention: usize,
+    rest_prefix: String,
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
 }
@@ -130,6 +134,7 @@ impl Default for ConfigFile {
             stream_keep_alive: Duration::from_secs(15),
             stream_buffer: 256,
             event_retention: 1000,
+            rest_prefix: crate::http::DEFAULT_REST_PREFIX.into(),
             card: CardConfig::default(),
             agents: None,
         }
@@ -221,6 +226,18 @@ impl ConfigFile {
         if self.event_retention == 0 {
             return Err(ConfigError::invalid("event-retention", "must be at least 1"));
         }
+        let prefix_ok = self.rest_prefix.is_empty()
+            || (self.rest_prefix.starts_with('/')
+                && !self.rest_prefix.ends_with('/')
+                && self.rest_prefix[1..].split('/').all(|seg| {
+                    !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                }));
+        if !prefix_ok {
+            return Err(ConfigError::invalid(
+                "rest-prefix",
+                "must be empty or a path like /a2a (letters, digits, - _ .)",
+            ));
+        }
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
         }
@@ -252,6 +269,7 @@ impl ConfigFile {
             stream_keep_alive: self.stream_keep_alive,
             stream_buffer: self.stream_buffer,
             event_retention: self.event_retention,
+            rest_prefix: self.rest_prefix,
             card: self.card,
             agents,
         })

@@ -5,6 +5,7 @@
 //! returns the wire result. Bindings only decode, call, and encode.
 
 mod cancel_task;
+mod dispatch;
 mod get_task;
 mod list_tasks;
 mod send_message;
@@ -14,10 +15,12 @@ use a2ad_actors::context::ContextActor;
 use a2ad_actors::messages::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeError};
-use a2ad_protocol::{A2aError, ErrorCode, Task};
+use a2ad_protocol::{A2aError, Task};
 use a2ad_storage::{ContextKey, Owner, TaskRecord};
 use actix::prelude::*;
 use std::sync::Arc;
+
+pub use dispatch::{Call, Reply, ReplyBody, METHODS};
 
 /// Shared by every request.
 pub struct Core {
@@ -53,18 +56,6 @@ impl Core {
             .get_task(task_id)?
             .filter(|record| &record.owner == owner)
             .ok_or_else(|| A2aError::task_not_found(task_id))
-    }
-
-    /// The answer to the push-config methods while `capabilities.pushNotifications` is false.
-    pub fn push_unsupported() -> A2aError {
-        A2aError::of(ErrorCode::PushNotificationNotSupported)
-    }
-
-    /// The answer to `GetExtendedAgentCard` while `capabilities.extendedAgentCard` is false.
-    pub fn extended_card_unsupported() -> A2aError {
-        A2aError::unsupported(
-            "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",
-        )
     }
 }
 

@@ -7,9 +7,8 @@
 
 use super::sse::{self, Envelope};
 use super::{body, version, AppState};
-use crate::core::Core;
-use a2ad_actors::messages::Subscription;
-use a2ad_protocol::jsonrpc::{error_body, parse_params, parse_request, success_body};
+use crate::core::{Call, Reply};
+use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::Owner;
 use actix_web::http::StatusCode;
@@ -39,52 +38,18 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
     }
     // Authentication comes later; until then every caller is the anonymous owner.
     let owner = Owner::anonymous();
-    match dispatch(&state.core, &req, &owner, &id, &rpc.method, rpc.params).await {
-        Ok(Reply::Body(body)) => json_response(StatusCode::OK, body),
+    let call = sse::last_event_id(&req).and_then(|last| Call::from_method(&rpc.method, rpc.params, last));
+    let reply = match call {
+        Ok(call) => state.core.execute(&owner, call).await,
+        Err(e) => Err(e),
+    };
+    match reply {
+        Ok(Reply::Result(body)) => json_response(StatusCode::OK, success_body(&id, body)),
         Ok(Reply::Stream(subscription)) => {
             sse::sse_response(&req, subscription, Envelope::JsonRpc(id), state.stream_keep_alive)
         }
         Err(e) => error_response(&id, &e),
     }
-}
-
-/// A method's answer: one JSON-RPC response, or a stream of them.
-enum Reply {
-    Body(Vec<u8>),
-    Stream(Subscription),
-}
-
-/// Runs one method and encodes its result.
-async fn dispatch(
-    core: &Core,
-    req: &HttpRequest,
-    owner: &Owner,
-    id: &Value,
-    method: &str,
-    params: Value,
-) -> Result<Reply, A2aError> {
-    Ok(Reply::Body(match method {
-        "SendMessage" => success_body(id, core.send_message(owner, parse_params(params)?).await?),
-        "GetTask" => success_body(id, core.get_task(owner, parse_params(params)?).await?),
-        "ListTasks" => success_body(id, core.list_tasks(owner, parse_params(params)?).await?),
-        "CancelTask" => success_body(id, core.cancel_task(owner, parse_params(params)?).await?),
-        "SendStreamingMessage" => {
-            return Ok(Reply::Stream(core.send_streaming_message(owner, parse_params(params)?).await?));
-        }
-        "SubscribeToTask" => {
-            let last_event_id = sse::last_event_id(req)?;
-            return Ok(Reply::Stream(core.subscribe_to_task(owner, parse_params(params)?, last_event_id).await?));
-        }
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => return Err(Core::push_unsupported()),
-        "GetExtendedAgentCard" => return Err(Core::extended_card_unsupported()),
-        other => {
-            let shown: String = other.chars().filter(|c| !c.is_control()).take(64).collect();
-            return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {shown}")));
-        }
-    }))
 }
 
 fn error_response(id: &Value, error: &A2aError) -> HttpResponse {

@@ -3,6 +3,7 @@
 mod body;
 mod card;
 mod jsonrpc;
+mod rest;
 mod sse;
 mod version;
 
@@ -20,11 +21,15 @@ pub struct AppState {
     pub stream_keep_alive: std::time::Duration,
 }
 
-/// Mounts every route.
-pub fn routes(cfg: &mut web::ServiceConfig) {
+/// Where the HTTP+JSON binding is mounted unless configured otherwise.
+pub const DEFAULT_REST_PREFIX: &str = "/a2a";
+
+/// Mounts every route: JSON-RPC on `POST /`, HTTP+JSON under `rest_prefix`.
+pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
     cfg.route("/", web::post().to(jsonrpc::handle))
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
         .route("/health", web::get().to(health));
+    rest::routes(cfg, rest_prefix);
 }
 
 /// Liveness: answers as long as the HTTP server runs.

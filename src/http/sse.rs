@@ -25,18 +25,22 @@ use std::time::Duration;
 pub enum Envelope {
     /// `{"jsonrpc":"2.0","id":<id>,"result":<StreamResponse>}`.
     JsonRpc(Value),
+    /// The bare `StreamResponse` (HTTP+JSON); errors as `{"error": google.rpc.Status}`.
+    Bare,
 }
 
 impl Envelope {
     fn data(&self, event_json: &str) -> String {
         match self {
             Envelope::JsonRpc(id) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{event_json}}}"#),
+            Envelope::Bare => event_json.to_owned(),
         }
     }
 
     fn error(&self, error: &A2aError) -> String {
         match self {
             Envelope::JsonRpc(id) => String::from_utf8(error_body(id, error)).unwrap_or_default(),
+            Envelope::Bare => error.to_rest_body().to_string(),
         }
     }
 }

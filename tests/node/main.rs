@@ -7,6 +7,7 @@ mod support;
 
 mod actors;
 mod binary;
+mod bindings;
 mod card;
 mod errors;
 mod interop;

@@ -186,15 +186,9 @@ fn parse_block(block: &str) -> SseEvent {
     event
 }
 
-impl TestApp {
-    /// Calls a streaming method; returns the reader, or the plain JSON-RPC error body.
-    pub async fn stream(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> Result<SseReader, Value> {
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-        let mut request = self.client.post(&self.url).json(&body);
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        let response = request.send().await.expect("request sent");
+impl SseReader {
+    /// Wraps a response if it is an event stream; otherwise returns its JSON body.
+    pub async fn from_response(response: reqwest::Response) -> Result<SseReader, Value> {
         let is_sse = response
             .headers()
             .get("content-type")
@@ -204,6 +198,18 @@ impl TestApp {
         }
         let response_headers = response.headers().clone();
         Ok(SseReader { response_headers, body: Box::pin(response.bytes_stream()), buffer: String::new(), scanned: 0 })
+    }
+}
+
+impl TestApp {
+    /// Calls a streaming method; returns the reader, or the plain JSON-RPC error body.
+    pub async fn stream(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> Result<SseReader, Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let mut request = self.client.post(&self.url).json(&body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        SseReader::from_response(request.send().await.expect("request sent")).await
     }
 }
 

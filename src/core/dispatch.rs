@@ -1,0 +1,109 @@
+//! Every A2A 1.0 method as one value, and its answer: what the bindings share.
+//!
+//! A binding turns its request into a [`Call`] (JSON-RPC from the method name and
+//! `params`, HTTP+JSON from the route, path, query and body, gRPC from the RPC and its
+//! message), hands it to [`Core::execute`], and encodes the [`Reply`] its own way. All
+//! behaviour lives behind `execute`; no binding decides anything else.
+
+use super::Core;
+use a2ad_actors::messages::Subscription;
+use a2ad_protocol::jsonrpc::parse_params;
+use a2ad_protocol::{
+    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+    SendMessageResponse, SubscribeToTaskRequest, Task,
+};
+use a2ad_storage::Owner;
+use serde::Serialize;
+use serde_json::Value;
+
+/// One decoded request.
+pub enum Call {
+    SendMessage(SendMessageRequest),
+    SendStreamingMessage(SendMessageRequest),
+    GetTask(GetTaskRequest),
+    ListTasks(ListTasksRequest),
+    CancelTask(CancelTaskRequest),
+    /// With the binding's `Last-Event-ID`, if any.
+    SubscribeToTask(SubscribeToTaskRequest, Option<u64>),
+    /// Any of the four push-config methods (the capability is not offered yet).
+    PushConfig,
+    GetExtendedAgentCard,
+}
+
+/// The 1.0 method names, as JSON-RPC and gRPC spell them.
+pub const METHODS: &[&str] = &[
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+];
+
+impl Call {
+    /// Decodes a call from a 1.0 method name and its params (a JSON object).
+    pub fn from_method(method: &str, params: Value, last_event_id: Option<u64>) -> Result<Call, A2aError> {
+        Ok(match method {
+            "SendMessage" => Call::SendMessage(parse_params(params)?),
+            "SendStreamingMessage" => Call::SendStreamingMessage(parse_params(params)?),
+            "GetTask" => Call::GetTask(parse_params(params)?),
+            "ListTasks" => Call::ListTasks(parse_params(params)?),
+            "CancelTask" => Call::CancelTask(parse_params(params)?),
+            "SubscribeToTask" => Call::SubscribeToTask(parse_params(params)?, last_event_id),
+            "CreateTaskPushNotificationConfig"
+            | "GetTaskPushNotificationConfig"
+            | "ListTaskPushNotificationConfigs"
+            | "DeleteTaskPushNotificationConfig" => Call::PushConfig,
+            "GetExtendedAgentCard" => Call::GetExtendedAgentCard,
+            other => {
+                let shown: String = other.chars().filter(|c| !c.is_control()).take(64).collect();
+                return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {shown}")));
+            }
+        })
+    }
+}
+
+/// What a call answers: one result, or a stream.
+pub enum Reply {
+    Result(Box<ReplyBody>),
+    Stream(Subscription),
+}
+
+/// A single result, serialised as the method's response message.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum ReplyBody {
+    SendMessage(SendMessageResponse),
+    Task(Task),
+    ListTasks(ListTasksResponse),
+}
+
+impl Core {
+    /// Applies one call.
+    pub async fn execute(&self, owner: &Owner, call: Call) -> Result<Reply, A2aError> {
+        let body = match call {
+            Call::SendMessage(req) => ReplyBody::SendMessage(self.send_message(owner, req).await?),
+            Call::GetTask(req) => ReplyBody::Task(self.get_task(owner, req).await?),
+            Call::ListTasks(req) => ReplyBody::ListTasks(self.list_tasks(owner, req).await?),
+            Call::CancelTask(req) => ReplyBody::Task(self.cancel_task(owner, req).await?),
+            Call::SendStreamingMessage(req) => {
+                return Ok(Reply::Stream(self.send_streaming_message(owner, req).await?))
+            }
+            Call::SubscribeToTask(req, last_event_id) => {
+                return Ok(Reply::Stream(self.subscribe_to_task(owner, req, last_event_id).await?));
+            }
+            Call::PushConfig => return Err(A2aError::of(ErrorCode::PushNotificationNotSupported)),
+            Call::GetExtendedAgentCard => {
+                return Err(A2aError::unsupported(
+                    "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",
+                ));
+            }
+        };
+        Ok(Reply::Result(Box::new(body)))
+    }
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests of every crate and the end-to-end tests in tests/,
 # which start the node (in-process and as the real binary) on loopback ports with temp
-# data dirs, including the interop check with the official Python client (a2a-sdk).
+# data dirs, including the interop checks with the official Python client (a2a-sdk) and
+# JavaScript client (@a2a-js/sdk).
 # It installs whatever the tests need first, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,5 +12,8 @@ command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&
 # The a2a-sdk venv (created or updated only when tests/interop/requirements.txt changes).
 A2AD_INTEROP_PYTHON=$(scripts/interop-venv.sh | tail -n 1)
 export A2AD_INTEROP_PYTHON A2AD_REQUIRE_INTEROP=1
+# The @a2a-js/sdk check (npm ci only when tests/interop/js/package-lock.json changes).
+A2AD_INTEROP_JS=$(scripts/interop-js.sh | tail -n 1)
+export A2AD_INTEROP_JS
 
 cargo test --workspace --locked

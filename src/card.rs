@@ -38,17 +38,21 @@ fn interface(url: String, binding: &str) -> AgentInterface {
     AgentInterface { url, protocol_binding: binding.into(), tenant: None, protocol_version: "1.0".into() }
 }
 
-/// Builds the card: interfaces from the public URL (JSON-RPC first, then HTTP+JSON),
-/// skills from the agents.
-pub fn build_card(config: &Config, public_url: &str) -> AgentCard {
+/// Builds the card: interfaces from the public URL (JSON-RPC first, then HTTP+JSON, then
+/// gRPC at `grpc_address` when it runs), skills from the agents.
+pub fn build_card(config: &Config, public_url: &str, grpc_address: Option<&str>) -> AgentCard {
+    let mut interfaces = vec![
+        interface(format!("{public_url}/"), "JSONRPC"),
+        interface(format!("{public_url}{}", config.rest_prefix), "HTTP+JSON"),
+    ];
+    if let Some(address) = grpc_address {
+        interfaces.push(interface(address.to_owned(), "GRPC"));
+    }
     let modes: Vec<String> = DEFAULT_MODES.iter().map(|m| (*m).to_owned()).collect();
     AgentCard {
         name: config.card.name.clone(),
         description: config.card.description.clone(),
-        supported_interfaces: vec![
-            interface(format!("{public_url}/"), "JSONRPC"),
-            interface(format!("{public_url}{}", config.rest_prefix), "HTTP+JSON"),
-        ],
+        supported_interfaces: interfaces,
         provider: config
             .card
             .provider

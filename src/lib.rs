@@ -6,12 +6,14 @@
 //! * [`config`]: the one config struct (YAML, `A2AD_*` env, flags).
 //! * [`startup`]: opens the store, recovers, starts the actors and the HTTP server.
 //! * [`core`]: the request handler every binding calls.
-//! * [`http`]: the HTTP surface (JSON-RPC, the card, health).
+//! * [`http`]: the HTTP surface (JSON-RPC, HTTP+JSON, the card, health).
+//! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`agents`]: the built-in agents.
 
 pub mod agents;
 pub mod card;
 pub mod config;
 pub mod core;
+pub mod grpc;
 pub mod http;
 pub mod startup;

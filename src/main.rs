@@ -48,6 +48,9 @@ struct ServeArgs {
     /// HTTP workers and context threads (0: one per CPU).
     #[arg(long)]
     workers: Option<String>,
+    /// gRPC listen address, e.g. 127.0.0.1:8081 (port 0 picks a free port).
+    #[arg(long)]
+    grpc_listen: Option<String>,
 }
 
 impl ServeArgs {
@@ -60,6 +63,7 @@ impl ServeArgs {
             ("idle-timeout", self.idle_timeout.clone()),
             ("body-limit", self.body_limit.clone()),
             ("workers", self.workers.clone()),
+            ("grpc-listen", self.grpc_listen.clone()),
         ];
         pairs.extend(flags.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))));
         pairs
@@ -85,7 +89,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!(tasks = app.recovered_tasks(), "marked tasks that were running at the last stop as failed");
     }
     // Scripts and tests read this line to find the port.
-    println!("a2ad listening on {} (data dir {data_dir})", app.public_url());
+    let grpc = app.grpc_addr().map(|a| format!(", gRPC on {a}")).unwrap_or_default();
+    println!("a2ad listening on {} (data dir {data_dir}{grpc})", app.public_url());
     app.run_until_stopped().await?;
     Ok(())
 }

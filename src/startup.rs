@@ -4,6 +4,7 @@ use crate::agents::build_registry;
 use crate::card::{build_card, CardDocument};
 use crate::config::Config;
 use crate::core::Core;
+use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
 use a2ad_actors::messages::{GetStats, StopAll, SupervisorStats};
 use a2ad_actors::supervisor::Supervisor;
@@ -34,6 +35,7 @@ pub struct Application {
     supervisor: Addr<Supervisor>,
     commit: GroupCommit,
     recovered: usize,
+    grpc: Option<GrpcServer>,
 }
 
 impl Application {
@@ -75,8 +77,17 @@ impl Application {
         let local =
             listener.local_addr().map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
-        let card = Arc::new(CardDocument::new(build_card(&config, &public_url)));
         let core = Arc::new(Core { rt, supervisor: supervisor.clone() });
+        let grpc = match config.grpc_listen {
+            Some(addr) => Some(
+                GrpcServer::start(Arc::clone(&core), addr, workers)
+                    .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?,
+            ),
+            None => None,
+        };
+        let grpc_address =
+            grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
+        let card = Arc::new(CardDocument::new(build_card(&config, &public_url, grpc_address.as_deref())));
         let state = web::Data::new(AppState {
             core,
             card,
@@ -90,7 +101,7 @@ impl Application {
             .listen(listener)
             .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
             .run();
-        Ok(Application { server, local, public_url, supervisor, commit, recovered })
+        Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc })
     }
 
     pub fn port(&self) -> u16 {
@@ -105,6 +116,11 @@ impl Application {
     /// The loopback URL the server is bound on, whatever the public URL says.
     pub fn local_url(&self) -> String {
         format!("http://{}", self.local)
+    }
+
+    /// The gRPC server's address, when it runs.
+    pub fn grpc_addr(&self) -> Option<std::net::SocketAddr> {
+        self.grpc.as_ref().map(GrpcServer::addr)
     }
 
     /// How many tasks start-up recovery marked FAILED.
@@ -124,8 +140,11 @@ impl Application {
 
     /// Serves until the HTTP server stops (signal or handle), then ends every running
     /// turn honestly, stops the actors and flushes the store.
-    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+    pub async fn run_until_stopped(mut self) -> std::io::Result<()> {
         let served = self.server.await;
+        if let Some(mut grpc) = self.grpc.take() {
+            let _ = actix_web::web::block(move || grpc.stop()).await;
+        }
         let _ = self.supervisor.send(StopAll).await;
         if let Err(e) = self.commit.commit().await {
             tracing::error!(error = %e, "final flush failed");

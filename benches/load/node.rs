@@ -17,7 +17,10 @@ impl Node {
     pub fn start(bin: &Path, extra: &[&str]) -> Node {
         let data = tempfile::tempdir().expect("temp dir");
         let mut cmd = pinned(bin);
-        cmd.arg("serve").args(["--listen", "127.0.0.1:0", "--data-dir"]).arg(data.path()).args(extra);
+        cmd.arg("serve")
+            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data.path())
+            .args(extra);
         Self::spawn(cmd, Some(data))
     }
 

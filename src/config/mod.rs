@@ -30,6 +30,8 @@ pub const ENV_KEYS: &[&str] = &[
     "stream-buffer",
     "event-retention",
     "rest-prefix",
+    "grpc-listen",
+    "grpc-public-address",
 ];
 
 /// Everything a node needs to start.
@@ -59,6 +61,10 @@ pub struct Config {
     pub event_retention: usize,
     /// Where the HTTP+JSON binding is mounted (`""` for the root).
     pub rest_prefix: String,
+    /// Where the gRPC server listens; `None` turns gRPC off.
+    pub grpc_listen: Option<SocketAddr>,
+    /// The gRPC `host:port` written in the card; defaults to the bound address.
+    pub grpc_public_address: Option<String>,
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
     pub agents: Vec<AgentConfig>,
@@ -116,6 +122,8 @@ struct ConfigFile {
     stream_buffer: usize,
     event_retention: usize,
     rest_prefix: String,
+    grpc_listen: Option<SocketAddr>,
+    grpc_public_address: Option<String>,
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
 }
@@ -135,6 +143,8 @@ impl Default for ConfigFile {
             stream_buffer: 256,
             event_retention: 1000,
             rest_prefix: crate::http::DEFAULT_REST_PREFIX.into(),
+            grpc_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
+            grpc_public_address: None,
             card: CardConfig::default(),
             agents: None,
         }
@@ -270,6 +280,8 @@ impl ConfigFile {
             stream_buffer: self.stream_buffer,
             event_retention: self.event_retention,
             rest_prefix: self.rest_prefix,
+            grpc_listen: self.grpc_listen,
+            grpc_public_address: self.grpc_public_address,
             card: self.card,
             agents,
         })

@@ -10,6 +10,7 @@ mod get_task;
 mod list_tasks;
 mod send_message;
 mod subscribe;
+pub mod version;
 
 use a2ad_actors::context::ContextActor;
 use a2ad_actors::messages::Route;

@@ -6,7 +6,7 @@
 //! Errors go back with HTTP 200, as the SDKs expect, except an oversized body (413).
 
 use super::sse::{self, Envelope};
-use super::{body, version, AppState};
+use super::{body, check_version, AppState};
 use crate::core::{Call, Reply};
 use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
 use a2ad_protocol::{A2aError, ErrorCode};
@@ -33,7 +33,7 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
         Err((id, e)) => return error_response(&id, &e),
     };
     let id = rpc.response_id();
-    if let Err(e) = version::check(&req) {
+    if let Err(e) = check_version(&req) {
         return error_response(&id, &e);
     }
     // Authentication comes later; until then every caller is the anonymous owner.

@@ -5,7 +5,6 @@ mod card;
 mod jsonrpc;
 mod rest;
 mod sse;
-mod version;
 
 use crate::card::CardDocument;
 use crate::core::Core;
@@ -30,6 +29,13 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
         .route("/health", web::get().to(health));
     rest::routes(cfg, rest_prefix);
+}
+
+/// The `A2A-Version` of an HTTP request: the header, else the query parameter.
+fn check_version(req: &actix_web::HttpRequest) -> Result<(), a2ad_protocol::A2aError> {
+    let header = req.headers().get("A2A-Version").map(|v| v.to_str().unwrap_or("?").to_owned());
+    let requested = header.or_else(|| crate::core::version::query_version(req.query_string()));
+    crate::core::version::check(requested.as_deref())
 }
 
 /// Liveness: answers as long as the HTTP server runs.

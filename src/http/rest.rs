@@ -10,7 +10,7 @@
 //! top-level route (`tasks`, `message:send`, ...): those routes win.
 
 use super::sse::{self, Envelope};
-use super::{body, version, AppState};
+use super::{body, check_version, AppState};
 use crate::core::{Call, Reply};
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
@@ -83,7 +83,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
 
 /// Builds the request message from the path, the query and the body, then the call.
 async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Route) -> Result<Call, A2aError> {
-    version::check(req)?;
+    check_version(req)?;
     let mut fields = match route {
         Route::SendMessage | Route::SendStreamingMessage | Route::CancelTask | Route::SubscribeToTask => {
             read_json_object(req, payload, state.body_limit).await?

@@ -311,7 +311,7 @@ async fn tenant_prefixed_routes_and_the_card() {
         .iter()
         .map(|i| i["protocolBinding"].as_str().unwrap())
         .collect();
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"]);
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"]);
     assert_eq!(card["supportedInterfaces"][1]["url"], format!("{}/a2a", app.url));
     let subscribe_get = app.client.get(format!("{}/a2a/tasks/{id}:subscribe", app.url)).send().await.unwrap();
     assert_eq!(subscribe_get.status(), 400, "GET :subscribe is routed (and the task is terminal)");

@@ -13,6 +13,8 @@ use std::time::Duration;
 /// A running in-process node.
 pub struct TestApp {
     pub url: String,
+    /// `http://127.0.0.1:<port>` of the gRPC server.
+    pub grpc_url: String,
     pub client: reqwest::Client,
     pub probe: StatsProbe,
     pub _dir: tempfile::TempDir,
@@ -25,12 +27,14 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.data_dir = dir.path().join("data");
     config.workers = 2;
+    config.grpc_listen = Some("127.0.0.1:0".parse().unwrap());
     tweak(&mut config);
     let app = Application::build(config).await.expect("the app starts");
     let url = app.local_url();
+    let grpc_url = format!("http://{}", app.grpc_addr().expect("gRPC runs in tests"));
     let probe = app.stats_probe();
     actix_web::rt::spawn(app.run_until_stopped());
-    TestApp { url, client: reqwest::Client::new(), probe, _dir: dir }
+    TestApp { url, grpc_url, client: reqwest::Client::new(), probe, _dir: dir }
 }
 
 /// An echo agent with the given settings.
@@ -267,7 +271,7 @@ impl NodeProcess {
     pub fn start(cwd: &Path, args: &[&str]) -> NodeProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"])
             .args(args)
             .current_dir(cwd)
             .env_remove("RUST_LOG")

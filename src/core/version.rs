@@ -1,4 +1,4 @@
-//! The `A2A-Version` service parameter.
+//! The `A2A-Version` service parameter (an HTTP header, or gRPC metadata `a2a-version`).
 //!
 //! `1.x` is served as 1.0. A missing or empty value on a 1.0 method is served as 1.0 too
 //! (lenient, like the Go SDK; see the spec file's decisions). Anything else, such as
@@ -6,15 +6,13 @@
 //! `A2A-Version` query parameter that the spec also allows.
 
 use a2ad_protocol::{A2aError, ErrorCode};
-use actix_web::HttpRequest;
 
 /// The versions this node serves, as announced in errors.
 pub const SUPPORTED: &str = "1.0";
 
-pub fn check(req: &HttpRequest) -> Result<(), A2aError> {
-    let from_header = req.headers().get("A2A-Version").map(|v| v.to_str().unwrap_or("?").trim().to_owned());
-    let requested = from_header.or_else(|| query_version(req.query_string()));
-    match requested.as_deref() {
+/// Checks the version a client asked for (`None`: it did not say).
+pub fn check(requested: Option<&str>) -> Result<(), A2aError> {
+    match requested.map(str::trim) {
         None | Some("") => Ok(()),
         Some(v) if major(v) == Some(1) => Ok(()),
         Some(v) => Err(A2aError::new(
@@ -35,7 +33,8 @@ fn major(version: &str) -> Option<u32> {
     }
 }
 
-fn query_version(query: &str) -> Option<String> {
+/// The `A2A-Version` query parameter, which the spec allows besides the header.
+pub fn query_version(query: &str) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
         k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_owned())

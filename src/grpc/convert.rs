@@ -1,0 +1,33 @@
+//! Between `a2a-pb`'s prost types, their ProtoJSON twins, our JSON, and gRPC statuses.
+
+use a2ad_protocol::error::ERROR_DOMAIN;
+use a2ad_protocol::A2aError;
+use prost::Message;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// A prost message as ProtoJSON, through its twin type `J` (same proto, with serde).
+pub fn to_json<P: Message, J: Message + Default + Serialize>(message: &P) -> Result<Value, Status> {
+    let twin = J::decode(message.encode_to_vec().as_slice())
+        .map_err(|e| Status::invalid_argument(format!("Invalid request: {e}")))?;
+    serde_json::to_value(&twin).map_err(|e| Status::internal(format!("Internal error: {e}")))
+}
+
+/// ProtoJSON (as our core writes it) into a prost message, through its twin `J`.
+pub fn from_json<J: Message + DeserializeOwned, P: Message + Default>(value: Value) -> Result<P, Status> {
+    let twin: J =
+        serde_json::from_value(value).map_err(|e| to_status(A2aError::internal(format!("Internal error: {e}"))))?;
+    P::decode(twin.encode_to_vec().as_slice()).map_err(|e| Status::internal(format!("Internal error: {e}")))
+}
+
+/// The error table's gRPC status, with a `google.rpc.ErrorInfo` in the details.
+pub fn to_status(error: A2aError) -> Status {
+    let info = error.code.info();
+    let metadata: HashMap<String, String> = error.metadata.into_iter().collect();
+    let details = ErrorDetails::with_error_info(info.reason, ERROR_DOMAIN, metadata);
+    Status::with_error_details(Code::from_i32(info.grpc as i32), error.message, details)
+}

@@ -1,0 +1,205 @@
+//! `lf.a2a.v1.A2AService`: each RPC decodes its message, runs the core, encodes.
+
+use super::convert::{from_json, to_json, to_status};
+use crate::core::{version, Call, Core, Reply};
+use a2a_pb::{proto, protojson};
+use a2ad_actors::messages::Subscription;
+use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_storage::Owner;
+use futures_util::stream::{self, BoxStream, StreamExt};
+use prost::Message;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+pub struct A2aGrpc {
+    core: Arc<Core>,
+}
+
+impl A2aGrpc {
+    pub fn new(core: Arc<Core>) -> Self {
+        A2aGrpc { core }
+    }
+
+    /// Decodes `request` as the 1.0 `method` and runs it.
+    async fn run<P, J>(&self, method: &str, request: Request<P>) -> Result<Reply, Status>
+    where
+        P: Message,
+        J: Message + Default + Serialize,
+    {
+        let requested = request.metadata().get("a2a-version").map(|v| v.to_str().unwrap_or("?").to_owned());
+        version::check(requested.as_deref()).map_err(to_status)?;
+        let params = to_json::<P, J>(request.get_ref())?;
+        let last_event_id = match request.metadata().get("last-event-id") {
+            None => None,
+            Some(v) => Some(v.to_str().ok().and_then(|v| v.trim().parse().ok()).ok_or_else(|| {
+                to_status(A2aError::invalid_field("last-event-id", "must be a non-negative integer (an event id)"))
+            })?),
+        };
+        let call = Call::from_method(method, params, last_event_id).map_err(to_status)?;
+        // Authentication comes later; until then every caller is the anonymous owner.
+        self.core.execute(&Owner::anonymous(), call).await.map_err(to_status)
+    }
+
+    /// A unary RPC whose result is the twin `JR` of the prost response `PR`.
+    async fn unary<P, J, JR, PR>(&self, method: &str, request: Request<P>) -> Result<Response<PR>, Status>
+    where
+        P: Message,
+        J: Message + Default + Serialize,
+        JR: Message + DeserializeOwned,
+        PR: Message + Default,
+    {
+        match self.run::<P, J>(method, request).await? {
+            Reply::Result(body) => {
+                let value =
+                    serde_json::to_value(&*body).map_err(|e| Status::internal(format!("Internal error: {e}")))?;
+                Ok(Response::new(from_json::<JR, PR>(value)?))
+            }
+            Reply::Stream(_) => Err(Status::internal("Internal error: a unary method streamed")),
+        }
+    }
+
+    /// A server-streaming RPC.
+    async fn streaming<P, J>(&self, method: &str, request: Request<P>) -> Result<Response<EventStream>, Status>
+    where
+        P: Message,
+        J: Message + Default + Serialize,
+    {
+        match self.run::<P, J>(method, request).await? {
+            Reply::Stream(subscription) => Ok(Response::new(event_stream(subscription))),
+            Reply::Result(_) => Err(Status::internal("Internal error: a streaming method answered once")),
+        }
+    }
+}
+
+/// The events of a subscription as `StreamResponse` messages; a subscriber that fell
+/// behind gets a final RESOURCE_EXHAUSTED status naming the last event it received.
+type EventStream = BoxStream<'static, Result<proto::StreamResponse, Status>>;
+
+fn event_stream(sub: Subscription) -> EventStream {
+    let live = match sub.live {
+        Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
+        None => stream::empty().boxed(),
+    };
+    let overflowed = sub.overflowed;
+    let last = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = Arc::clone(&last);
+    let events = stream::iter(sub.initial).chain(live).map(move |event| {
+        seen.store(event.seq, Ordering::Relaxed);
+        let value: serde_json::Value =
+            serde_json::from_str(&event.json).map_err(|e| Status::internal(format!("Internal error: {e}")))?;
+        from_json::<protojson::StreamResponse, proto::StreamResponse>(value)
+    });
+    let tail = stream::once(async move {
+        overflowed.load(Ordering::Acquire).then(|| {
+            let last = last.load(Ordering::Relaxed).to_string();
+            Err(to_status(A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last)))
+        })
+    })
+    .filter_map(|e| async move { e });
+    events.chain(tail).boxed()
+}
+
+#[tonic::async_trait]
+impl proto::a2a_service_server::A2aService for A2aGrpc {
+    async fn send_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<proto::SendMessageResponse>, Status> {
+        self.unary::<_, protojson::SendMessageRequest, protojson::SendMessageResponse, _>("SendMessage", request).await
+    }
+
+    type SendStreamingMessageStream = EventStream;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<proto::SendMessageRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        self.streaming::<_, protojson::SendMessageRequest>("SendStreamingMessage", request).await
+    }
+
+    async fn get_task(&self, request: Request<proto::GetTaskRequest>) -> Result<Response<proto::Task>, Status> {
+        self.unary::<_, protojson::GetTaskRequest, protojson::Task, _>("GetTask", request).await
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<proto::ListTasksRequest>,
+    ) -> Result<Response<proto::ListTasksResponse>, Status> {
+        self.unary::<_, protojson::ListTasksRequest, protojson::ListTasksResponse, _>("ListTasks", request).await
+    }
+
+    async fn cancel_task(&self, request: Request<proto::CancelTaskRequest>) -> Result<Response<proto::Task>, Status> {
+        self.unary::<_, protojson::CancelTaskRequest, protojson::Task, _>("CancelTask", request).await
+    }
+
+    type SubscribeToTaskStream = EventStream;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<proto::SubscribeToTaskRequest>,
+    ) -> Result<Response<EventStream>, Status> {
+        self.streaming::<_, protojson::SubscribeToTaskRequest>("SubscribeToTask", request).await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<proto::TaskPushNotificationConfig>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        self.unary::<_, protojson::TaskPushNotificationConfig, protojson::TaskPushNotificationConfig, _>(
+            "CreateTaskPushNotificationConfig",
+            request,
+        )
+        .await
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<proto::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
+        self.unary::<_, protojson::GetTaskPushNotificationConfigRequest, protojson::TaskPushNotificationConfig, _>(
+            "GetTaskPushNotificationConfig",
+            request,
+        )
+        .await
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
+        self.unary::<
+            _,
+            protojson::ListTaskPushNotificationConfigsRequest,
+            protojson::ListTaskPushNotificationConfigsResponse,
+            _,
+        >("ListTaskPushNotificationConfigs", request)
+        .await
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<proto::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<proto::AgentCard>, Status> {
+        self.unary::<_, protojson::GetExtendedAgentCardRequest, protojson::AgentCard, _>(
+            "GetExtendedAgentCard",
+            request,
+        )
+        .await
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        match self
+            .run::<_, protojson::DeleteTaskPushNotificationConfigRequest>("DeleteTaskPushNotificationConfig", request)
+            .await?
+        {
+            Reply::Result(_) => Ok(Response::new(())),
+            Reply::Stream(_) => Err(Status::internal("Internal error: a unary method streamed")),
+        }
+    }
+}

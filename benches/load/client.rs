@@ -40,6 +40,7 @@ pub type BodyFor = fn(conn: usize, seq: u64) -> String;
 /// `max_requests` in total. `expect` must appear in every response body.
 pub async fn run(
     addr: SocketAddr,
+    path: &'static str,
     connections: usize,
     warmup: Duration,
     duration: Duration,
@@ -52,7 +53,10 @@ pub async fn run(
     let deadline = measure_from + duration;
     let per_conn = max_requests.div_ceil(connections as u64);
     let tasks: Vec<_> = (0..connections)
-        .map(|conn| tokio::spawn(connection_loop(addr, conn, measure_from, deadline, per_conn, body_for, expect)))
+        .map(|conn| {
+            let target = Target { addr, path, body_for, expect };
+            tokio::spawn(connection_loop(target, conn, measure_from, deadline, per_conn))
+        })
         .collect();
     let mut total = LoadResult { requests: 0, errors: 0, elapsed: Duration::ZERO, latency_us: new_histogram() };
     for task in tasks {
@@ -69,15 +73,23 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds")
 }
 
-async fn connection_loop(
+/// Where one connection sends what.
+#[derive(Clone, Copy)]
+struct Target {
     addr: SocketAddr,
+    path: &'static str,
+    body_for: BodyFor,
+    expect: &'static str,
+}
+
+async fn connection_loop(
+    target: Target,
     conn: usize,
     measure_from: Instant,
     deadline: Instant,
     max_requests: u64,
-    body_for: BodyFor,
-    expect: &'static str,
 ) -> (u64, u64, Histogram<u64>) {
+    let Target { addr, path, body_for, expect } = target;
     let mut hist = new_histogram();
     let (mut requests, mut errors) = (0u64, 0u64);
     let mut stream = TcpStream::connect(addr).await.expect("connect");
@@ -88,7 +100,7 @@ async fn connection_loop(
         let body = body_for(conn, seq);
         seq += 1;
         let sent = Instant::now();
-        post(&mut stream, &body).await.expect("write");
+        post_to(&mut stream, path, &body).await.expect("write");
         let ok = read_response(&mut stream, &mut buf).await.is_some_and(|text| text.contains(expect));
         if sent >= measure_from {
             requests += 1;
@@ -134,8 +146,13 @@ pub async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<
 
 /// Writes a JSON POST to `/`.
 pub async fn post(stream: &mut TcpStream, body: &str) -> std::io::Result<()> {
+    post_to(stream, "/", body).await
+}
+
+/// Writes a JSON POST to `path`.
+pub async fn post_to(stream: &mut TcpStream, path: &str, body: &str) -> std::io::Result<()> {
     let request = format!(
-        "POST / HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await

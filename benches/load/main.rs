@@ -10,6 +10,7 @@
 
 mod bare;
 mod client;
+mod grpc_load;
 mod memory;
 mod node;
 mod streams;
@@ -54,6 +55,13 @@ fn send_body(conn: usize, _seq: u64) -> String {
     )
 }
 
+/// The same request for the HTTP+JSON binding (the params alone).
+fn rest_body(conn: usize, _seq: u64) -> String {
+    format!(
+        r#"{{"message":{{"messageId":"m-{conn}","contextId":"rest-{conn}","role":"ROLE_USER","parts":[{{"text":"hello from the load driver"}}]}}}}"#
+    )
+}
+
 fn a2ad_binary() -> PathBuf {
     let path = std::env::var_os("A2AD_BIN")
         .map(PathBuf::from)
@@ -72,8 +80,9 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let warmup = Duration::from_secs(2);
     let duration = Duration::from_secs(options.seconds);
-    let load =
-        |addr| client::run(addr, options.connections, warmup, duration, u64::MAX, send_body, "TASK_STATE_COMPLETED");
+    let load = |addr| {
+        client::run(addr, "/", options.connections, warmup, duration, u64::MAX, send_body, "TASK_STATE_COMPLETED")
+    };
 
     println!(
         "SendMessage, {} connections, {} s after {} s warm-up, server on 1 core:",
@@ -88,8 +97,25 @@ fn main() {
     let node_result = runtime.block_on(load(node.addr));
     let node_rss = node.rss_kib();
     drop(node);
+    let rest = Node::start(&bin, &["--workers", "1"]);
+    let rest_result = runtime.block_on(client::run(
+        rest.addr,
+        "/a2a/message:send",
+        options.connections,
+        warmup,
+        duration,
+        u64::MAX,
+        rest_body,
+        "TASK_STATE_COMPLETED",
+    ));
+    drop(rest);
+    let grpc = Node::start(&bin, &["--workers", "1"]);
+    let grpc_result = runtime.block_on(grpc_load::run(grpc.grpc_addr(), options.connections, warmup, duration));
+    drop(grpc);
     println!("{}", bare_result.summary("bare actix-web handler"));
-    println!("{}", node_result.summary("a2ad (echo, sled, fsync)"));
+    println!("{}", node_result.summary("a2ad JSON-RPC (sled, fsync)"));
+    println!("{}", rest_result.summary("a2ad HTTP+JSON"));
+    println!("{}", grpc_result.summary("a2ad gRPC"));
     println!(
         "ratio a2ad / bare: {:.3}  (a2ad RSS after run: {} MiB)",
         node_result.throughput() / bare_result.throughput(),

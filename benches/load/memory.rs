@@ -32,6 +32,7 @@ async fn fill(bin: &Path, contexts: u64, idle_timeout: &str) -> u64 {
     let node = Node::start(bin, &["--workers", "1", "--idle-timeout", idle_timeout]);
     let result = client::run(
         node.addr,
+        "/",
         64,
         Duration::ZERO,
         Duration::from_secs(600),

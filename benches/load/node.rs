@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 pub struct Node {
     child: Child,
     pub addr: SocketAddr,
+    grpc: Option<SocketAddr>,
     _data: Option<tempfile::TempDir>,
 }
 
@@ -38,7 +39,13 @@ impl Node {
         BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
         let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL in the first line");
         let addr = url.trim_start_matches("http://").trim_end_matches('/').parse().expect("host:port");
-        Node { child, addr, _data: data }
+        let grpc = line.split("gRPC on ").nth(1).and_then(|rest| rest.trim().trim_end_matches(')').parse().ok());
+        Node { child, addr, grpc, _data: data }
+    }
+
+    /// The gRPC address the node printed.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.grpc.expect("the node runs gRPC")
     }
 
     /// Resident set size, from /proc.

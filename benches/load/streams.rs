@@ -42,7 +42,7 @@ pub async fn streams_per_second(
     duration: Duration,
 ) -> client::LoadResult {
     let (node, _config) = start(bin, &[]);
-    client::run(node.addr, connections, warmup, duration, u64::MAX, stream_body, "TASK_STATE_COMPLETED").await
+    client::run(node.addr, "/", connections, warmup, duration, u64::MAX, stream_body, "TASK_STATE_COMPLETED").await
 }
 
 fn send(skill: &str, text: &str, stream: bool, return_immediately: bool) -> String {

@@ -1,36 +1,45 @@
 #!/usr/bin/env python3
 """Interop check: drives a running a2ad node with the official A2A Python SDK (a2a-sdk 1.x).
 
-Usage: python client_check.py <base_url>      e.g. http://127.0.0.1:8080
+Usage: python client_check.py [--transport jsonrpc|rest|grpc] <base_url>
+       e.g. python client_check.py --transport rest http://127.0.0.1:8080
 
-The node must run tests/interop/a2ad.yml (agents echo, slow, chat) on a fresh data dir:
-check (e) compares ListTasks with the tasks this script created. Prints "ok <check>" or
-"FAIL <check>: <why>" per check and a summary line; exits 1 on any failure, 2 on bad usage.
+The node must run tests/interop/a2ad.yml (agents echo, slow, chat). It may be shared by
+several runs (one per transport): check (e) walks the whole ListTasks listing and checks
+that every task this run created is in it, and that a contextId filter finds exactly it.
+Prints "ok <check>" or "FAIL <check>: <why>" per check and a summary line
+"interop[<transport>]: N passed, M failed"; exits 1 on any failure, 2 on bad usage.
 
-SDK pieces used: A2ACardResolver (card discovery), ClientFactory + ClientConfig ->
-BaseClient over JsonRpcTransport (every call), the proto request/response types from
-a2a.types. Besides the SDK's own (lenient) parsing, every JSON-RPC result and SSE event is
-re-parsed strictly (unknown fields rejected) with protobuf's json_format, so a field the
-SDK would silently drop fails the check that received it.
+SDK pieces used: A2ACardResolver (card discovery over HTTP), ClientFactory + ClientConfig
+(supported_protocol_bindings = [the one binding asked for]) -> BaseClient over
+JsonRpcTransport, RestTransport or GrpcTransport (every call), the proto request/response
+types from a2a.types. Besides the SDK's own (lenient) parsing, every JSON-RPC result, REST
+body and SSE event is re-parsed strictly (unknown fields rejected) with protobuf's
+json_format, so a field the SDK would silently drop fails the check that received it. gRPC
+messages arrive as typed protobuf, so there is nothing to re-parse there.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import re
 import sys
 import uuid
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import grpc
 import httpx
 
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.client.transports import JsonRpcTransport
+from a2a.client.transports import JsonRpcTransport, RestTransport
+from a2a.client.transports.grpc import GrpcTransport
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -59,8 +68,17 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
 
 CHECK_TIMEOUT = 30.0  # seconds, per check (the whole check, streams included)
 HTTP_TIMEOUT = 30.0
+MAX_PAGES = 500  # ListTasks pages (of 2) walked by check (e)
 EXPECTED_NAME = 'a2ad-interop'  # card.name in tests/interop/a2ad.yml
 EXPECTED_SKILLS = ['echo', 'slow', 'chat']
+REST_PATH = '/a2a'  # the HTTP+JSON interface is <base>/a2a
+
+# --transport value -> (card protocolBinding, the SDK transport class the factory must pick)
+TRANSPORTS: dict[str, tuple[str, type]] = {
+    'jsonrpc': (TransportProtocol.JSONRPC, JsonRpcTransport),
+    'rest': (TransportProtocol.HTTP_JSON, RestTransport),
+    'grpc': (TransportProtocol.GRPC, GrpcTransport),
+}
 
 COMPLETED = TaskState.TASK_STATE_COMPLETED
 CANCELED = TaskState.TASK_STATE_CANCELED
@@ -167,15 +185,49 @@ class TeeStream(httpx.AsyncByteStream):
             self._on_done(bytes(self._buf))
 
 
-async def on_response(response: httpx.Response) -> None:
-    """httpx response hook: strict validation of the card and every JSON-RPC answer."""
+REST_TASK_ROUTE = re.compile(r'^/tasks/([^/:]+)(:cancel|:subscribe)?$')
+
+
+def rest_route(method: str, rel: str) -> tuple[str, type[ProtoMessage]] | None:
+    """(A2A method, response body / SSE event type) of an HTTP+JSON request, by route."""
+    if method == 'POST' and rel == '/message:send':
+        return 'SendMessage', SendMessageResponse
+    if method == 'POST' and rel == '/message:stream':
+        return 'SendStreamingMessage', StreamResponse
+    if method == 'GET' and rel == '/tasks':
+        return 'ListTasks', ListTasksResponse
+    m = REST_TASK_ROUTE.match(rel)
+    if m and m.group(2) is None and method == 'GET':
+        return 'GetTask', Task
+    if m and m.group(2) == ':cancel' and method == 'POST':
+        return 'CancelTask', Task
+    if m and m.group(2) == ':subscribe':
+        return 'SubscribeToTask', StreamResponse
+    return None
+
+
+def make_response_hook(ctx: Ctx) -> Callable[[httpx.Response], Awaitable[None]]:
+    """httpx response hook: strict validation of the card and every answer of the binding
+    under test (JSON-RPC envelopes and results, or bare HTTP+JSON bodies and SSE events)."""
+
+    async def on_response(response: httpx.Response) -> None:
+        request = response.request
+        if request.method == 'GET' and request.url.path == AGENT_CARD_WELL_KNOWN_PATH:
+            await response.aread()
+            if response.status_code == 200:
+                strict_parse(response.json(), AgentCard, 'agent card')
+            return
+        if ctx.transport == 'jsonrpc':
+            await check_jsonrpc_response(response)
+        elif ctx.transport == 'rest':
+            await check_rest_response(ctx, response)
+
+    return on_response
+
+
+async def check_jsonrpc_response(response: httpx.Response) -> None:
     request = response.request
     ctype = response.headers.get('content-type', '')
-    if request.method == 'GET' and request.url.path == AGENT_CARD_WELL_KNOWN_PATH:
-        await response.aread()
-        if response.status_code == 200:
-            strict_parse(response.json(), AgentCard, 'agent card')
-        return
     if request.method != 'POST':
         return
     try:
@@ -209,27 +261,82 @@ async def on_response(response: httpx.Response) -> None:
     validate_envelope(body, method, req_id, method)
 
 
+async def check_rest_response(ctx: Ctx, response: httpx.Response) -> None:
+    """HTTP+JSON: the 2xx body (or each SSE event's data) is the bare proto message."""
+    request = response.request
+    path = request.url.path
+    if not path.startswith(ctx.rest_prefix + '/'):
+        return
+    route = rest_route(request.method, path[len(ctx.rest_prefix):])
+    if route is None:
+        return
+    method, msg_type = route
+    where = f'{method} ({request.method} {path})'
+    if 'text/event-stream' in response.headers.get('content-type', ''):
+        def done(raw: bytes) -> None:
+            for i, (name, data) in enumerate(parse_sse(raw)):
+                ev_where = f'{where} SSE event {i}'
+                try:
+                    body = json.loads(data)
+                except json.JSONDecodeError as e:
+                    STRICT_PROBLEMS.append(f'{ev_where}: data is not JSON: {e}')
+                    continue
+                if name == 'error' or (isinstance(body, dict) and 'error' in body):
+                    continue  # errors are surfaced by the SDK itself
+                strict_parse(body, msg_type, ev_where)
+
+        response.stream = TeeStream(response.stream, done)  # type: ignore[arg-type]
+        return
+    await response.aread()
+    if response.status_code >= 400:
+        return  # errors (google.rpc.Status JSON) are surfaced by the SDK itself
+    try:
+        body = response.json()
+    except Exception:  # noqa: BLE001
+        STRICT_PROBLEMS.append(f'{where}: HTTP {response.status_code} body is not JSON')
+        return
+    strict_parse(body, msg_type, where)
+
+
 # --------------------------------------------------------------------------------------
 # Helpers over the SDK client.
 
 
 class Ctx:
+    transport: str  # jsonrpc | rest | grpc
     base_url: str
-    http: httpx.AsyncClient
+    rest_prefix: str  # URL path of the HTTP+JSON interface, e.g. /a2a
+    http: httpx.AsyncClient | None = None
     card: AgentCard | None = None
     client: Any = None  # BaseClient, ClientConfig(streaming=False): SendMessage
     stream_client: Any = None  # BaseClient, ClientConfig(streaming=True)
-    raw_transport: JsonRpcTransport | None = None
-    created: list[str]
+    raw_transport: Any = None  # the SDK transport of the same binding, used directly
+    created: list[str]  # task ids this run created, in order
+    contexts: dict[str, str]  # task id -> its contextId
+    channels: list[grpc.aio.Channel]
 
-    def __init__(self, base_url: str, http: httpx.AsyncClient):
+    def __init__(self, transport: str, base_url: str):
+        self.transport = transport
         self.base_url = base_url
-        self.http = http
+        self.rest_prefix = httpx.URL(base_url).path.rstrip('/') + REST_PATH
         self.created = []
+        self.contexts = {}
+        self.channels = []
+
+    def grpc_channel(self, target: str) -> grpc.aio.Channel:
+        """ClientConfig.grpc_channel_factory: an insecure channel to the card's host:port."""
+        channel = grpc.aio.insecure_channel(target)
+        self.channels.append(channel)
+        return channel
+
+    async def close(self) -> None:
+        for channel in self.channels:
+            await channel.close()
 
     def note(self, task: Task) -> None:
         if task.id and task.id not in self.created:
             self.created.append(task.id)
+            self.contexts[task.id] = task.context_id
 
 
 def user_message(text: str, skill: str | None = None, *, task_id: str = '', context_id: str = '') -> Message:
@@ -264,7 +371,8 @@ def stream_source(ctx: Ctx, kind: str, request: Any) -> AsyncIterator[StreamResp
 
     BaseClient only streams when the card declares capabilities.streaming (otherwise it
     silently falls back to SendMessage, or refuses to subscribe); in that case the SDK's
-    JsonRpcTransport is used directly, so the node's real answer is what the check sees.
+    transport of the binding under test is used directly, so the node's real answer is
+    what the check sees.
     """
     streaming = ctx.card is not None and ctx.card.capabilities.streaming
     if kind == 'send':
@@ -352,21 +460,49 @@ async def check_card(ctx: Ctx) -> None:
     card = await resolver.get_agent_card()
     ctx.card = card
     expect(card.name == EXPECTED_NAME, f'card name is {card.name!r}, expected {EXPECTED_NAME!r}')
-    jsonrpc = [i for i in card.supported_interfaces if i.protocol_binding == TransportProtocol.JSONRPC]
-    expect(jsonrpc, f'card has no JSONRPC interface: {list(card.supported_interfaces)}')
-    iface = jsonrpc[0]
+    binding, transport_cls = TRANSPORTS[ctx.transport]
+    ifaces = [i for i in card.supported_interfaces if i.protocol_binding == binding]
+    listed = [(i.protocol_binding, i.url) for i in card.supported_interfaces]
+    expect(ifaces, f'card has no {binding} interface: {listed}')
+    iface = ifaces[0]
     expect(iface.protocol_version == '1.0',
-           f'JSONRPC interface protocolVersion is {iface.protocol_version!r}, expected "1.0"')
-    expect(iface.url.rstrip('/') == ctx.base_url.rstrip('/'),
-           f'JSONRPC interface url is {iface.url!r}, expected {ctx.base_url!r}')
+           f'{binding} interface protocolVersion is {iface.protocol_version!r}, expected "1.0"')
+    if ctx.transport == 'jsonrpc':
+        expect(iface.url.rstrip('/') == ctx.base_url.rstrip('/'),
+               f'JSONRPC interface url is {iface.url!r}, expected {ctx.base_url!r}')
+    elif ctx.transport == 'rest':
+        want = ctx.base_url.rstrip('/') + REST_PATH
+        expect(iface.url.rstrip('/') == want, f'HTTP+JSON interface url is {iface.url!r}, expected {want!r}')
+        ctx.rest_prefix = httpx.URL(iface.url).path.rstrip('/')
+    else:
+        expect(re.fullmatch(r'[^/:]+:[0-9]{1,5}', iface.url),
+               f'GRPC interface url is {iface.url!r}, expected host:port')
     skills = [s.id for s in card.skills]
     expect(skills == EXPECTED_SKILLS, f'card skills are {skills}, expected {EXPECTED_SKILLS}')
 
-    # Clients for the other checks, made by the SDK's factory from the resolved card (so
-    # the factory's interface selection is exercised too). The httpx client is shared.
-    ctx.client = ClientFactory(ClientConfig(httpx_client=ctx.http, streaming=False)).create(card)
-    ctx.stream_client = ClientFactory(ClientConfig(httpx_client=ctx.http, streaming=True)).create(card)
-    ctx.raw_transport = JsonRpcTransport(ctx.http, card, iface.url, is_shared_httpx=True)
+    # Clients for the other checks, made by the SDK's factory from the resolved card, told
+    # to support only the binding under test (so the factory's interface selection is
+    # exercised too). The httpx client is shared; gRPC gets channels from ctx.grpc_channel.
+    def config(streaming: bool) -> ClientConfig:
+        return ClientConfig(
+            httpx_client=ctx.http,
+            streaming=streaming,
+            supported_protocol_bindings=[binding],
+            grpc_channel_factory=ctx.grpc_channel,
+        )
+
+    ctx.client = ClientFactory(config(False)).create(card)
+    ctx.stream_client = ClientFactory(config(True)).create(card)
+    for c in (ctx.client, ctx.stream_client):
+        used = getattr(c, '_transport', None)
+        expect(type(used) is transport_cls,
+               f'the SDK factory made a {type(used).__name__} client, expected {transport_cls.__name__}')
+    if ctx.transport == 'jsonrpc':
+        ctx.raw_transport = JsonRpcTransport(ctx.http, card, iface.url, is_shared_httpx=True)
+    elif ctx.transport == 'rest':
+        ctx.raw_transport = RestTransport(ctx.http, card, iface.url, is_shared_httpx=True)
+    else:
+        ctx.raw_transport = GrpcTransport(ctx.grpc_channel(iface.url), card)
 
     expect(card.capabilities.HasField('streaming') and card.capabilities.streaming,
            'card capabilities.streaming is not true')
@@ -408,11 +544,15 @@ async def check_history_length(ctx: Ctx) -> None:
 
 
 async def check_list_tasks(ctx: Ctx) -> None:
+    """Walks the whole listing (other runs against the same node may have added tasks),
+    then checks that it holds every task this run created, and filters by each one's
+    contextId (each of those contexts holds exactly that one task)."""
+    expect(ctx.created, 'the earlier checks created no task')
     ids: list[str] = []
     stamps: list[str] = []
     totals: set[int] = set()
     token = ''
-    for page in range(1, 51):
+    for page in range(1, MAX_PAGES + 1):
         req = ListTasksRequest(page_size=2, page_token=token)
         resp = await ctx.client.list_tasks(req)
         expect(len(resp.tasks) <= 2, f'page {page} has {len(resp.tasks)} tasks with pageSize 2')
@@ -425,14 +565,22 @@ async def check_list_tasks(ctx: Ctx) -> None:
         if not token:
             break
     else:
-        raise CheckFailed('still a nextPageToken after 50 pages')
+        raise CheckFailed(f'still a nextPageToken after {MAX_PAGES} pages')
     expect(len(totals) == 1, f'totalSize changed between pages: {sorted(totals)}')
     total = totals.pop()
     expect(len(ids) == len(set(ids)), f'duplicate task ids across pages: {ids}')
     expect(len(ids) == total, f'walked {len(ids)} tasks, totalSize is {total}')
-    expect(set(ids) == set(ctx.created),
-           f'listed {len(ids)} tasks {sorted(ids)}, this script created {len(ctx.created)} {sorted(ctx.created)}')
+    missing = [t for t in ctx.created if t not in set(ids)]
+    expect(not missing,
+           f'{len(ctx.created) - len(missing)} of the {len(ctx.created)} tasks this run created are listed; '
+           f'missing {missing} from {len(ids)} listed tasks')
     expect(stamps == sorted(stamps, reverse=True), f'tasks are not newest-first by status timestamp: {stamps}')
+    for task_id, context_id in ctx.contexts.items():
+        resp = await ctx.client.list_tasks(ListTasksRequest(context_id=context_id))
+        got = [t.id for t in resp.tasks]
+        expect(got == [task_id] and resp.total_size == 1 and resp.next_page_token == '',
+               f'ListTasks contextId={context_id!r} gave tasks {got} (totalSize {resp.total_size}, '
+               f'nextPageToken {resp.next_page_token!r}), expected only {task_id!r}')
 
 
 async def check_cancel(ctx: Ctx) -> None:
@@ -503,39 +651,48 @@ def explain(e: BaseException) -> str:
     return f'{type(e).__name__}: {e}'
 
 
-async def main(base_url: str) -> int:
+async def main(transport: str, base_url: str) -> int:
     passed = failed = 0
-    headers = {VERSION_HEADER: PROTOCOL_VERSION_CURRENT}  # A2A-Version: 1.0 on every request
+    headers = {VERSION_HEADER: PROTOCOL_VERSION_CURRENT}  # A2A-Version: 1.0 on every HTTP request
+    ctx = Ctx(transport, base_url)
     async with httpx.AsyncClient(
-        headers=headers, timeout=HTTP_TIMEOUT, event_hooks={'response': [on_response]}
+        headers=headers, timeout=HTTP_TIMEOUT, event_hooks={'response': [make_response_hook(ctx)]}
     ) as http:
-        ctx = Ctx(base_url, http)
-        for name, fn in CHECKS:
-            STRICT_PROBLEMS.clear()
-            if name != 'card' and ctx.client is None:
-                print(f'FAIL {name}: skipped, no client (the card check failed before creating one)')
-                failed += 1
-                continue
-            try:
-                await asyncio.wait_for(fn(ctx), CHECK_TIMEOUT)
-                expect(not STRICT_PROBLEMS, '; '.join(STRICT_PROBLEMS))
-            except asyncio.TimeoutError:
-                print(f'FAIL {name}: timed out after {CHECK_TIMEOUT:.0f} s')
-                failed += 1
-            except Exception as e:  # noqa: BLE001 - every failure is reported, then counted
-                extra = f' (also: {"; ".join(STRICT_PROBLEMS)})' if STRICT_PROBLEMS and not isinstance(e, CheckFailed) else ''
-                print(f'FAIL {name}: {one_line(explain(e) + extra)}')
-                failed += 1
-            else:
-                print(f'ok {name}')
-                passed += 1
-            sys.stdout.flush()
-    print(f'interop: {passed} passed, {failed} failed')
+        ctx.http = http
+        try:
+            for name, fn in CHECKS:
+                STRICT_PROBLEMS.clear()
+                if name != 'card' and ctx.client is None:
+                    print(f'FAIL {name}: skipped, no client (the card check failed before creating one)')
+                    failed += 1
+                    continue
+                try:
+                    await asyncio.wait_for(fn(ctx), CHECK_TIMEOUT)
+                    expect(not STRICT_PROBLEMS, '; '.join(STRICT_PROBLEMS))
+                except asyncio.TimeoutError:
+                    print(f'FAIL {name}: timed out after {CHECK_TIMEOUT:.0f} s')
+                    failed += 1
+                except Exception as e:  # noqa: BLE001 - every failure is reported, then counted
+                    also = '; '.join(STRICT_PROBLEMS)
+                    extra = f' (also: {also})' if STRICT_PROBLEMS and not isinstance(e, CheckFailed) else ''
+                    print(f'FAIL {name}: {one_line(explain(e) + extra)}')
+                    failed += 1
+                else:
+                    print(f'ok {name}')
+                    passed += 1
+                sys.stdout.flush()
+        finally:
+            await ctx.close()
+    print(f'interop[{transport}]: {passed} passed, {failed} failed')
     return 1 if failed else 0
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 2 or not sys.argv[1].startswith(('http://', 'https://')):
-        print('usage: python client_check.py <base_url>   (e.g. http://127.0.0.1:8080)', file=sys.stderr)
-        sys.exit(2)
-    sys.exit(asyncio.run(main(sys.argv[1].rstrip('/'))))
+    parser = argparse.ArgumentParser(description='a2a-sdk interop check against a running a2ad node.')
+    parser.add_argument('--transport', choices=sorted(TRANSPORTS), default='jsonrpc',
+                        help='the binding the SDK client uses (default: jsonrpc)')
+    parser.add_argument('base_url', help='the node base URL, e.g. http://127.0.0.1:8080')
+    args = parser.parse_args()
+    if not args.base_url.startswith(('http://', 'https://')):
+        parser.error(f'base_url must be an http(s) URL, got {args.base_url!r}')
+    sys.exit(asyncio.run(main(args.transport, args.base_url.rstrip('/'))))

@@ -39,24 +39,18 @@ pub type BodyFor = fn(conn: usize, seq: u64) -> String;
 /// Runs `connections` loops against `addr` for `duration` (after `warmup`), or until
 /// `max_requests` in total. `expect` must appear in every response body.
 pub async fn run(
-    addr: SocketAddr,
-    path: &'static str,
+    target: Target,
     connections: usize,
     warmup: Duration,
     duration: Duration,
     max_requests: u64,
-    body_for: BodyFor,
-    expect: &'static str,
 ) -> LoadResult {
     let start = Instant::now();
     let measure_from = start + warmup;
     let deadline = measure_from + duration;
     let per_conn = max_requests.div_ceil(connections as u64);
     let tasks: Vec<_> = (0..connections)
-        .map(|conn| {
-            let target = Target { addr, path, body_for, expect };
-            tokio::spawn(connection_loop(target, conn, measure_from, deadline, per_conn))
-        })
+        .map(|conn| tokio::spawn(connection_loop(target, conn, measure_from, deadline, per_conn)))
         .collect();
     let mut total = LoadResult { requests: 0, errors: 0, elapsed: Duration::ZERO, latency_us: new_histogram() };
     for task in tasks {
@@ -73,13 +67,14 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds")
 }
 
-/// Where one connection sends what.
+/// Where the load goes and what it sends: a POST of `body_for(conn, seq)` to `path`,
+/// whose response must contain `expect`.
 #[derive(Clone, Copy)]
-struct Target {
-    addr: SocketAddr,
-    path: &'static str,
-    body_for: BodyFor,
-    expect: &'static str,
+pub struct Target {
+    pub addr: SocketAddr,
+    pub path: &'static str,
+    pub body_for: BodyFor,
+    pub expect: &'static str,
 }
 
 async fn connection_loop(

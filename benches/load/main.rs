@@ -81,7 +81,8 @@ fn main() {
     let warmup = Duration::from_secs(2);
     let duration = Duration::from_secs(options.seconds);
     let load = |addr| {
-        client::run(addr, "/", options.connections, warmup, duration, u64::MAX, send_body, "TASK_STATE_COMPLETED")
+        let target = client::Target { addr, path: "/", body_for: send_body, expect: "TASK_STATE_COMPLETED" };
+        client::run(target, options.connections, warmup, duration, u64::MAX)
     };
 
     println!(
@@ -98,16 +99,13 @@ fn main() {
     let node_rss = node.rss_kib();
     drop(node);
     let rest = Node::start(&bin, &["--workers", "1"]);
-    let rest_result = runtime.block_on(client::run(
-        rest.addr,
-        "/a2a/message:send",
-        options.connections,
-        warmup,
-        duration,
-        u64::MAX,
-        rest_body,
-        "TASK_STATE_COMPLETED",
-    ));
+    let target = client::Target {
+        addr: rest.addr,
+        path: "/a2a/message:send",
+        body_for: rest_body,
+        expect: "TASK_STATE_COMPLETED",
+    };
+    let rest_result = runtime.block_on(client::run(target, options.connections, warmup, duration, u64::MAX));
     drop(rest);
     let grpc = Node::start(&bin, &["--workers", "1"]);
     let grpc_result = runtime.block_on(grpc_load::run(grpc.grpc_addr(), options.connections, warmup, duration));

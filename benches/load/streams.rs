@@ -42,7 +42,8 @@ pub async fn streams_per_second(
     duration: Duration,
 ) -> client::LoadResult {
     let (node, _config) = start(bin, &[]);
-    client::run(node.addr, "/", connections, warmup, duration, u64::MAX, stream_body, "TASK_STATE_COMPLETED").await
+    let target = client::Target { addr: node.addr, path: "/", body_for: stream_body, expect: "TASK_STATE_COMPLETED" };
+    client::run(target, connections, warmup, duration, u64::MAX).await
 }
 
 fn send(skill: &str, text: &str, stream: bool, return_immediately: bool) -> String {

@@ -3,7 +3,7 @@
 use crate::agent::TurnSignal;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Message, Task};
-use a2ad_storage::{ContextKey, LoggedEvent, SessionRecord, TaskRecord};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskRecord};
 use actix::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -114,6 +114,16 @@ impl ContextActor {
             self.rt.store.put_session(session, &appended, limit)?;
         }
         Ok(())
+    }
+
+    /// This context's task `task_id` as stored, if `owner` owns it; else TaskNotFound, so
+    /// that another owner's task is never revealed.
+    pub(super) fn stored_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, RuntimeError> {
+        self.rt
+            .store
+            .get_task(task_id)?
+            .filter(|r| &r.owner == owner && r.task.context_id == self.key.context_id)
+            .ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))
     }
 
     /// Writes the task and logs `events`. Durability comes from the group commit that

@@ -31,13 +31,7 @@ impl Handler<CancelTask> for ContextActor {
             Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
             _ => {}
         }
-        let mut record = self
-            .rt
-            .store
-            .get_task(&msg.task_id)
-            .map_err(RuntimeError::from)?
-            .filter(|r| r.owner == msg.owner && r.task.context_id == self.key.context_id)
-            .ok_or_else(|| RuntimeError::TaskNotFound(msg.task_id.clone()))?;
+        let mut record = self.stored_task(&msg.owner, &msg.task_id)?;
         if record.state().is_terminal() {
             return Err(RuntimeError::NotCancelable(msg.task_id, record.state()).into());
         }

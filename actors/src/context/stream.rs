@@ -108,13 +108,7 @@ impl ContextActor {
             turn.subscribers.push(subscriber);
             return Ok(subscription);
         }
-        let record = self
-            .rt
-            .store
-            .get_task(&msg.task_id)
-            .map_err(RuntimeError::from)?
-            .filter(|r| r.owner == msg.owner && r.task.context_id == self.key.context_id)
-            .ok_or_else(|| RuntimeError::TaskNotFound(msg.task_id.clone()))?;
+        let record = self.stored_task(&msg.owner, &msg.task_id)?;
         if record.state().is_terminal() {
             return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
         }

@@ -115,12 +115,7 @@ impl ContextActor {
 
     /// The context's interrupted task `task_id`, ready to continue.
     fn resumable_task(&self, task_id: &str, owner: &Owner) -> Result<TaskRecord, RuntimeError> {
-        let record = self
-            .rt
-            .store
-            .get_task(task_id)?
-            .filter(|r| &r.owner == owner && r.task.context_id == self.key.context_id)
-            .ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))?;
+        let record = self.stored_task(owner, task_id)?;
         let state = record.state();
         if state.is_terminal() {
             return Err(RuntimeError::TaskTerminal(task_id.to_owned(), state));

@@ -65,6 +65,12 @@ impl SledStore {
         self
     }
 
+    /// Another tree of the same database, for stores that share its durability (one
+    /// flush, one group commit): push configs, the local push queue.
+    pub fn tree(&self, name: &str) -> Result<sled::Tree, StoreError> {
+        Ok(self.db.open_tree(name)?)
+    }
+
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
         let json = bytes.get(Stamp::LEN..).ok_or_else(|| StoreError::Corrupt("short task record".into()))?;
         serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))

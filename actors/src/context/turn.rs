@@ -25,6 +25,23 @@ const TURN_CHANNEL_CAPACITY: usize = 64;
 /// How long an idle context keeps its session in memory.
 const SESSION_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Runs the agent as a task of its own on this arbiter; its events, then its result,
+/// reach the actor through one bounded channel consumed as a stream.
+fn spawn_agent(
+    agent: &dyn crate::agent::Agent,
+    input: TurnInput,
+    turn_id: u64,
+    ctx: &mut Context<ContextActor>,
+) -> tokio::task::JoinHandle<()> {
+    let (tx, rx) = mpsc::channel(TURN_CHANNEL_CAPACITY);
+    let run = agent.run(input, EventSink::new(tx.clone(), turn_id));
+    ctx.add_stream(stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) }));
+    actix::spawn(async move {
+        let result = run.await;
+        let _ = tx.send(TurnSignal { turn: turn_id, kind: SignalKind::Finished(result) }).await;
+    })
+}
+
 /// How stale the stored progress of a running task may be.
 const PROGRESS_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -36,24 +53,9 @@ impl ContextActor {
         }
         let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
         let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
-        let mut record = match &msg.task_id {
-            Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
-            None => self.new_task(&msg.owner, &skill),
-        };
-        // The turn starts right away (a busy context refused above), so the task is
-        // WORKING from the moment it is stored: no SUBMITTED write that nobody could see.
-        let is_new = msg.task_id.is_none();
-        record.task.status = TaskStatus::now(TaskState::Working, None);
-        let mut message = msg.message;
-        message.context_id = Some(self.key.context_id.clone());
-        message.task_id = Some(record.task.id.clone());
-        record.task.history.push(message.clone());
-        // The turn's first event: the new task itself, or the resumed task's WORKING.
-        record.last_event_seq += 1;
-        let first = if is_new { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };
-        self.save(&record, &[LoggedEvent::encode(record.last_event_seq, &first)])?;
-        self.pending = vec![message.clone()];
+        let (record, message) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
+        self.pending = vec![message.clone()];
 
         self.turns_started += 1;
         let turn_id = self.turns_started;
@@ -66,13 +68,7 @@ impl ContextActor {
             history,
             cancel: cancel.clone(),
         };
-        let (tx, rx) = mpsc::channel(TURN_CHANNEL_CAPACITY);
-        let run = agent.run(input, EventSink::new(tx.clone(), turn_id));
-        let join = actix::spawn(async move {
-            let result = run.await;
-            let _ = tx.send(TurnSignal { turn: turn_id, kind: SignalKind::Finished(result) }).await;
-        });
-        ctx.add_stream(stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) }));
+        let join = spawn_agent(agent.as_ref(), input, turn_id, ctx);
 
         let (done_tx, done) = oneshot::channel();
         let mut subscribers = Vec::new();
@@ -95,6 +91,27 @@ impl ContextActor {
             snapshot_cache: None,
         }));
         Ok(TurnTicket { task, done, subscription })
+    }
+
+    /// The task the turn works on, WORKING with the user's message, stored with the
+    /// turn's first event: the new task itself, or the resumed task's WORKING status. The
+    /// turn starts right away (a busy context refused earlier), so no SUBMITTED write that
+    /// nobody could see.
+    fn open_task(&self, msg: &StartTurn, skill: &str) -> Result<(TaskRecord, Message), RuntimeError> {
+        let mut record = match &msg.task_id {
+            Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
+            None => self.new_task(&msg.owner, skill),
+        };
+        record.task.status = TaskStatus::now(TaskState::Working, None);
+        let mut message = msg.message.clone();
+        message.context_id = Some(self.key.context_id.clone());
+        message.task_id = Some(record.task.id.clone());
+        record.task.history.push(message.clone());
+        record.last_event_seq += 1;
+        let first =
+            if msg.task_id.is_none() { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };
+        self.save(&record, &[LoggedEvent::encode(record.last_event_seq, &first)])?;
+        Ok((record, message))
     }
 
     fn new_task(&self, owner: &Owner, skill: &str) -> TaskRecord {

@@ -16,4 +16,5 @@ pub mod config;
 pub mod core;
 pub mod grpc;
 pub mod http;
+pub mod push;
 pub mod startup;

@@ -55,6 +55,29 @@ impl AgentConfig {
     }
 }
 
+/// The `agents:` list, checked: the default echo agent when absent; never empty; ids
+/// unique. Errors name the key.
+pub(super) fn build_all(entries: Option<Vec<AgentEntry>>) -> Result<Vec<AgentConfig>, super::ConfigError> {
+    let invalid = |key: String, message: String| super::ConfigError::Invalid { key, message };
+    let agents = match entries {
+        None => vec![AgentConfig::default_echo()],
+        Some(entries) if entries.is_empty() => {
+            return Err(invalid("agents".into(), "at least one agent is required".into()));
+        }
+        Some(entries) => entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, entry)| entry.into_config(i).map_err(|(key, message)| invalid(key, message)))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    for (i, agent) in agents.iter().enumerate() {
+        if agents[..i].iter().any(|earlier| earlier.id == agent.id) {
+            return Err(invalid(format!("agents[{i}].id"), format!("`{}` is used twice", agent.id)));
+        }
+    }
+    Ok(agents)
+}
+
 /// An entry as written in YAML.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

@@ -216,6 +216,30 @@ impl Config {
 
 impl ConfigFile {
     fn validate(self) -> Result<Config, ConfigError> {
+        self.check_values()?;
+        let agents = agents::build_all(self.agents)?;
+        Ok(Config {
+            listen: self.listen,
+            public_url: self.public_url.map(|u| u.trim_end_matches('/').to_owned()),
+            data_dir: self.data_dir,
+            idle_timeout: self.idle_timeout,
+            body_limit: self.body_limit,
+            max_contexts: self.max_contexts,
+            workers: self.workers,
+            session_history_limit: self.session_history_limit,
+            stream_keep_alive: self.stream_keep_alive,
+            stream_buffer: self.stream_buffer,
+            event_retention: self.event_retention,
+            rest_prefix: self.rest_prefix,
+            grpc_listen: self.grpc_listen,
+            grpc_public_address: self.grpc_public_address,
+            card: self.card,
+            agents,
+        })
+    }
+
+    /// The checks that serde's types cannot express.
+    fn check_values(&self) -> Result<(), ConfigError> {
         if let Some(url) = &self.public_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
                 return Err(ConfigError::invalid("public-url", "must be an http:// or https:// URL"));
@@ -251,40 +275,7 @@ impl ConfigFile {
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
         }
-        let agents = match self.agents {
-            None => vec![AgentConfig::default_echo()],
-            Some(entries) if entries.is_empty() => {
-                return Err(ConfigError::invalid("agents", "at least one agent is required"));
-            }
-            Some(entries) => entries
-                .into_iter()
-                .enumerate()
-                .map(|(i, entry)| entry.into_config(i).map_err(|(key, msg)| ConfigError::Invalid { key, message: msg }))
-                .collect::<Result<Vec<_>, _>>()?,
-        };
-        for (i, agent) in agents.iter().enumerate() {
-            if agents[..i].iter().any(|earlier| earlier.id == agent.id) {
-                return Err(ConfigError::invalid(&format!("agents[{i}].id"), format!("`{}` is used twice", agent.id)));
-            }
-        }
-        Ok(Config {
-            listen: self.listen,
-            public_url: self.public_url.map(|u| u.trim_end_matches('/').to_owned()),
-            data_dir: self.data_dir,
-            idle_timeout: self.idle_timeout,
-            body_limit: self.body_limit,
-            max_contexts: self.max_contexts,
-            workers: self.workers,
-            session_history_limit: self.session_history_limit,
-            stream_keep_alive: self.stream_keep_alive,
-            stream_buffer: self.stream_buffer,
-            event_retention: self.event_retention,
-            rest_prefix: self.rest_prefix,
-            grpc_listen: self.grpc_listen,
-            grpc_public_address: self.grpc_public_address,
-            card: self.card,
-            agents,
-        })
+        Ok(())
     }
 }
 

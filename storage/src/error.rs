@@ -11,6 +11,9 @@ pub enum StoreError {
     Corrupt(String),
     #[error("the store is shutting down")]
     Closed,
+    /// The push-secret key, or a value sealed with it (never carries key or secret material).
+    #[error("push secret key: {0}")]
+    Key(String),
 }
 
 /// Callers see a generic internal error: the details (paths, engine messages) go to the

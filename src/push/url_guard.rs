@@ -1,0 +1,724 @@
+//! The SSRF guard for webhook URLs.
+//!
+//! A push config's `url` is judged twice: by [`UrlPolicy::check_url`] when the config is
+//! stored (and again before every dispatch), and by [`GuardedResolver`] when the delivery
+//! client connects, so a name that resolves to an inside address, or is rebound to one
+//! after it was stored, still cannot be reached.
+//!
+//! * Only `http` and `https`; no userinfo; a host is required.
+//! * Host names: `localhost`, `*.localhost`, `localhost.localdomain` and names without a
+//!   dot are refused unless the operator allowlisted the name.
+//! * Addresses (literal in the URL, or resolved at connect time) are refused when they are
+//!   loopback, private (RFC 1918), link-local, unique-local, site-local, CGNAT, multicast,
+//!   unspecified, broadcast, reserved (240/4) or a cloud metadata address. IPv6 forms that
+//!   carry an IPv4 address (`::ffff:a.b.c.d`, `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4
+//!   `2002::/16`) are judged as the IPv4 address they carry. Documentation ranges are fine.
+//! * The operator's allowlist ([`UrlPolicy::new`]) lets trusted internal receivers
+//!   through, by CIDR / IP or by host name. A cloud metadata address (169.254.169.254,
+//!   fd00:ec2::254, 100.100.100.200) is only let through by an entry for exactly that
+//!   address (`169.254.169.254` or `/32`): never by a wider CIDR, nor by a host name.
+//!
+//! Literal-IP URLs never reach a resolver (hyper connects to them directly), so
+//! [`UrlPolicy::check_url`] must run before every dispatch as well as at create time; host
+//! names are judged again, by address, at every connect. The [`client`] follows no
+//! redirects and uses no proxy, so the checked URL is the one connected to.
+
+use a2ad_protocol::A2aError;
+use ipnet::IpNet;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::Url;
+use std::error::Error as StdError;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The cloud metadata endpoints (AWS/GCP/Azure/OpenStack, AWS over IPv6, Alibaba).
+const METADATA: [IpAddr; 3] = [
+    IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254)),
+    IpAddr::V6(Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254)),
+    IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
+];
+
+/// One operator allowlist entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Allowed {
+    /// A CIDR; a bare IP is stored as a /32 or /128.
+    Net(IpNet),
+    /// An exact host name, lowercase, without a trailing dot.
+    Host(String),
+    /// `*.suffix`: any name strictly below `suffix` (not `suffix` itself).
+    Subdomains(String),
+}
+
+/// Which webhook URLs and addresses may be used: the fixed rules plus the operator's
+/// allowlist.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UrlPolicy {
+    allow: Vec<Allowed>,
+}
+
+/// Why an address is forbidden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AddrKind {
+    Loopback,
+    /// RFC 1918.
+    Private,
+    LinkLocal,
+    UniqueLocal,
+    /// fec0::/10 (deprecated, still routed inside some networks).
+    SiteLocal,
+    /// 100.64.0.0/10 (RFC 6598).
+    Cgnat,
+    Multicast,
+    /// `0.0.0.0/8` or `::`.
+    Unspecified,
+    Broadcast,
+    /// 240.0.0.0/4.
+    Reserved,
+    CloudMetadata,
+}
+
+impl AddrKind {
+    /// "a loopback address", as the refusal reads.
+    pub fn describe(self) -> &'static str {
+        match self {
+            AddrKind::Loopback => "a loopback address",
+            AddrKind::Private => "a private address",
+            AddrKind::LinkLocal => "a link-local address",
+            AddrKind::UniqueLocal => "a unique-local address",
+            AddrKind::SiteLocal => "a site-local address",
+            AddrKind::Cgnat => "a carrier-grade NAT (100.64.0.0/10) address",
+            AddrKind::Multicast => "a multicast address",
+            AddrKind::Unspecified => "an unspecified address",
+            AddrKind::Broadcast => "a broadcast address",
+            AddrKind::Reserved => "a reserved address",
+            AddrKind::CloudMetadata => "a cloud metadata address",
+        }
+    }
+}
+
+/// One forbidden address and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForbiddenAddr {
+    pub ip: IpAddr,
+    pub kind: AddrKind,
+    /// The IPv4 address an IPv6 form carries, when that is what was judged.
+    pub carries: Option<Ipv4Addr>,
+}
+
+impl fmt::Display for ForbiddenAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is {}", self.ip, self.kind.describe())?;
+        if let Some(v4) = self.carries {
+            write!(f, " (it carries IPv4 {v4})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a webhook URL (or a connection to it) was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UrlRefusal {
+    /// Not a URL at all.
+    Unparsable(String),
+    /// A scheme other than http or https.
+    Scheme(String),
+    /// `user:password@` in the URL.
+    Userinfo,
+    /// No host (e.g. `http:///x` after normalisation, or a non-hierarchical URL).
+    NoHost,
+    /// `localhost`, `*.localhost`, `localhost.localdomain`.
+    LocalName(String),
+    /// A name without a dot (resolved via search domains to something internal).
+    DotlessName(String),
+    /// A literal IP that is forbidden.
+    Address(ForbiddenAddr),
+    /// At connect time, every address the host resolved to was forbidden.
+    Resolved { host: String, refused: Vec<ForbiddenAddr> },
+}
+
+impl UrlRefusal {
+    /// The reason, without the "push URL refused: " prefix.
+    pub fn reason(&self) -> String {
+        match self {
+            UrlRefusal::Unparsable(e) => format!("it is not a valid URL ({e})"),
+            UrlRefusal::Scheme(s) => format!("scheme `{s}` is not allowed (only http and https)"),
+            UrlRefusal::Userinfo => "it carries userinfo (user:password@); put credentials in `authentication`".into(),
+            UrlRefusal::NoHost => "it has no host".into(),
+            UrlRefusal::LocalName(h) => format!("`{h}` is a local host name"),
+            UrlRefusal::DotlessName(h) => format!("`{h}` is not a fully qualified host name"),
+            UrlRefusal::Address(a) => a.to_string(),
+            UrlRefusal::Resolved { host, refused } => {
+                let list: Vec<String> = refused.iter().map(ToString::to_string).collect();
+                format!("`{host}` resolves only to forbidden addresses: {}", list.join("; "))
+            }
+        }
+    }
+
+    /// A stable, machine-readable name for the reason (`ErrorInfo.metadata.refusal`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            UrlRefusal::Unparsable(_) => "invalid_url",
+            UrlRefusal::Scheme(_) => "scheme",
+            UrlRefusal::Userinfo => "userinfo",
+            UrlRefusal::NoHost => "no_host",
+            UrlRefusal::LocalName(_) => "local_name",
+            UrlRefusal::DotlessName(_) => "dotless_name",
+            UrlRefusal::Address(_) => "forbidden_address",
+            UrlRefusal::Resolved { .. } => "resolves_to_forbidden_address",
+        }
+    }
+}
+
+impl fmt::Display for UrlRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "push URL refused: {}", self.reason())
+    }
+}
+
+impl StdError for UrlRefusal {}
+
+impl From<UrlRefusal> for A2aError {
+    fn from(refusal: UrlRefusal) -> Self {
+        A2aError::invalid_field("url", &format!("is refused: {}", refusal.reason()))
+            .with_meta("refusal", refusal.code())
+    }
+}
+
+/// Finds the [`UrlRefusal`] behind a failed request (the resolver's, when every address
+/// was forbidden), walking the error's source chain. `None` for ordinary network errors.
+pub fn refusal_of<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a UrlRefusal> {
+    let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(r) = e.downcast_ref::<UrlRefusal>() {
+            return Some(r);
+        }
+        cur = e.source();
+    }
+    None
+}
+
+impl UrlPolicy {
+    /// Builds the policy from the operator's allowlist: CIDRs (`10.0.0.0/8`, `::1/128`),
+    /// bare IPs, host names (exact, case-insensitive) and `*.domain` (any subdomain).
+    pub fn new(allow: &[String]) -> Result<UrlPolicy, String> {
+        let allow = allow.iter().map(|e| parse_entry(e)).collect::<Result<_, _>>()?;
+        Ok(UrlPolicy { allow })
+    }
+
+    /// The static check: parses `url` and refuses it if its scheme, userinfo, host name or
+    /// literal address is forbidden (and not allowlisted). Needs no network.
+    pub fn check_url(&self, url: &str) -> Result<Url, UrlRefusal> {
+        let parsed = Url::parse(url.trim()).map_err(|e| UrlRefusal::Unparsable(e.to_string()))?;
+        match parsed.scheme() {
+            "http" | "https" => {}
+            other => return Err(UrlRefusal::Scheme(other.to_owned())),
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(UrlRefusal::Userinfo);
+        }
+        // The URL parser has already normalised the host: IPv6 in brackets, every IPv4
+        // spelling (`2130706433`, `0x7f.1`) in dotted form, names lowercased.
+        let host = parsed.host_str().ok_or(UrlRefusal::NoHost)?;
+        if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            let v6: Ipv6Addr = v6.parse().map_err(|_| UrlRefusal::Unparsable(format!("bad IPv6 host {host}")))?;
+            self.check_ip(IpAddr::V6(v6))?;
+        } else if let Ok(v4) = host.parse::<Ipv4Addr>() {
+            self.check_ip(IpAddr::V4(v4))?;
+        } else {
+            self.check_name(host)?;
+        }
+        Ok(parsed)
+    }
+
+    /// Refuses a forbidden address unless it is allowlisted by CIDR / IP.
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), UrlRefusal> {
+        match self.forbidden_addr(None, ip) {
+            Some(f) => Err(UrlRefusal::Address(f)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a host name is allowlisted (exactly, or under a `*.` entry).
+    pub fn allows_host(&self, host: &str) -> bool {
+        let host = normalise_name(host);
+        self.allow.iter().any(|a| match a {
+            Allowed::Host(h) => *h == host,
+            Allowed::Subdomains(s) => {
+                host.len() > s.len() + 1 && host.ends_with(s.as_str()) && host[..host.len() - s.len()].ends_with('.')
+            }
+            Allowed::Net(_) => false,
+        })
+    }
+
+    fn check_name(&self, name: &str) -> Result<(), UrlRefusal> {
+        if self.allows_host(name) {
+            return Ok(());
+        }
+        let host = normalise_name(name);
+        if host == "localhost" || host.ends_with(".localhost") || host == "localhost.localdomain" {
+            return Err(UrlRefusal::LocalName(name.to_owned()));
+        }
+        if host.is_empty() {
+            return Err(UrlRefusal::NoHost);
+        }
+        if !host.contains('.') {
+            return Err(UrlRefusal::DotlessName(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The address's refusal, or `None` when it may be connected to. `host` is the name it
+    /// was resolved from, if any: an allowlisted name lets any address through except a
+    /// cloud metadata one.
+    fn forbidden_addr(&self, host: Option<&str>, ip: IpAddr) -> Option<ForbiddenAddr> {
+        let (kind, carries) = classify(ip)?;
+        let candidates = [Some(ip), carries.map(IpAddr::V4)];
+        let by_net = self.allow.iter().any(|a| match a {
+            Allowed::Net(net) => candidates.iter().flatten().any(|c| {
+                net.contains(c) && (kind != AddrKind::CloudMetadata || net.prefix_len() == net.max_prefix_len())
+            }),
+            _ => false,
+        });
+        let by_host = kind != AddrKind::CloudMetadata && host.is_some_and(|h| self.allows_host(h));
+        if by_net || by_host {
+            None
+        } else {
+            Some(ForbiddenAddr { ip, kind, carries })
+        }
+    }
+}
+
+fn normalise_name(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+fn parse_entry(entry: &str) -> Result<Allowed, String> {
+    let e = entry.trim();
+    let bad = |why: &str| format!("push URL allowlist entry `{entry}`: {why}");
+    if e.is_empty() {
+        return Err(bad("is empty"));
+    }
+    if e.contains('/') {
+        return e.parse::<IpNet>().map(|n| Allowed::Net(n.trunc())).map_err(|_| bad("is not a valid CIDR"));
+    }
+    let bare = e.strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or(e);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(Allowed::Net(IpNet::from(ip)));
+    }
+    let (wild, name) = match e.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, e),
+    };
+    let name = normalise_name(name);
+    let valid_label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(valid_label) {
+        return Err(bad("is not a CIDR, an IP address or a host name (`*.` may only lead)"));
+    }
+    Ok(if wild { Allowed::Subdomains(name) } else { Allowed::Host(name) })
+}
+
+/// The fixed rules: why `ip` is forbidden (and the IPv4 address it carries, when that is
+/// what was judged), or `None` when it is a public address.
+fn classify(ip: IpAddr) -> Option<(AddrKind, Option<Ipv4Addr>)> {
+    if METADATA.contains(&ip) {
+        return Some((AddrKind::CloudMetadata, None));
+    }
+    match ip {
+        IpAddr::V4(v4) => classify_v4(v4).map(|k| (k, None)),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = embedded_v4(v6) {
+                return classify(IpAddr::V4(v4)).map(|(k, _)| (k, Some(v4)));
+            }
+            classify_v6(v6).map(|k| (k, None))
+        }
+    }
+}
+
+fn classify_v4(v4: Ipv4Addr) -> Option<AddrKind> {
+    let o = v4.octets();
+    Some(if v4.is_broadcast() {
+        AddrKind::Broadcast
+    } else if o[0] == 0 {
+        AddrKind::Unspecified
+    } else if v4.is_loopback() {
+        AddrKind::Loopback
+    } else if v4.is_private() {
+        AddrKind::Private
+    } else if v4.is_link_local() {
+        AddrKind::LinkLocal
+    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
+        AddrKind::Cgnat
+    } else if v4.is_multicast() {
+        AddrKind::Multicast
+    } else if o[0] >= 240 {
+        AddrKind::Reserved
+    } else {
+        return None;
+    })
+}
+
+fn classify_v6(v6: Ipv6Addr) -> Option<AddrKind> {
+    let s = v6.segments();
+    Some(if v6.is_unspecified() {
+        AddrKind::Unspecified
+    } else if v6.is_loopback() {
+        AddrKind::Loopback
+    } else if v6.is_multicast() {
+        AddrKind::Multicast
+    } else if s[0] & 0xffc0 == 0xfe80 {
+        AddrKind::LinkLocal
+    } else if s[0] & 0xffc0 == 0xfec0 {
+        AddrKind::SiteLocal
+    } else if s[0] & 0xfe00 == 0xfc00 {
+        AddrKind::UniqueLocal
+    } else {
+        return None;
+    })
+}
+
+/// The IPv4 address an IPv6 form carries: mapped `::ffff:0:0/96`, compatible `::/96`
+/// (but not `::` or `::1`), NAT64 `64:ff9b::/96`, 6to4 `2002::/16`.
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        Some(v4)
+    } else if (s[..6].iter().all(|&x| x == 0) && !v6.is_unspecified() && !v6.is_loopback())
+        || (s[0] == 0x0064 && s[1] == 0xff9b && s[2..6].iter().all(|&x| x == 0))
+    {
+        Some(low)
+    } else if s[0] == 0x2002 {
+        Some(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8))
+    } else {
+        None
+    }
+}
+
+/// A reqwest resolver that drops every forbidden address a name resolves to, so DNS
+/// rebinding cannot reach inside the network. An address is kept when it is public, when
+/// it is allowlisted by CIDR / IP, or when the name itself is allowlisted (except cloud
+/// metadata addresses, which only an exact IP entry lets through). When nothing is left
+/// the connection fails with a [`UrlRefusal::Resolved`] (see [`refusal_of`]).
+#[derive(Debug, Clone)]
+pub struct GuardedResolver {
+    policy: Arc<UrlPolicy>,
+}
+
+impl GuardedResolver {
+    pub fn new(policy: Arc<UrlPolicy>) -> Self {
+        GuardedResolver { policy }
+    }
+
+    /// Splits resolved addresses into the usable ones and the refused ones.
+    fn filter(&self, host: &str, addrs: impl IntoIterator<Item = SocketAddr>) -> (Vec<SocketAddr>, Vec<ForbiddenAddr>) {
+        let (mut ok, mut refused) = (Vec::new(), Vec::new());
+        for addr in addrs {
+            match self.policy.forbidden_addr(Some(host), addr.ip()) {
+                None => ok.push(addr),
+                Some(f) if !refused.contains(&f) => refused.push(f),
+                Some(_) => {}
+            }
+        }
+        (ok, refused)
+    }
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let this = self.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let (ok, refused) = this.filter(&host, resolved);
+            if !refused.is_empty() {
+                tracing::warn!(host = %host, kept = ok.len(), refused = ?refused, "push: dropped forbidden addresses");
+            }
+            if ok.is_empty() {
+                if refused.is_empty() {
+                    let msg = format!("push: `{host}` resolved to no address");
+                    return Err(std::io::Error::new(std::io::ErrorKind::NotFound, msg).into());
+                }
+                return Err(Box::new(UrlRefusal::Resolved { host, refused }) as _);
+            }
+            Ok(Box::new(ok.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// The HTTP client every webhook delivery uses: no redirects, no proxy, the
+/// [`GuardedResolver`], `timeout` for the whole request, `User-Agent: a2ad/<version>`,
+/// https through rustls with the ring provider and the webpki roots.
+pub fn client(policy: Arc<UrlPolicy>, timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver::new(policy)))
+        .timeout(timeout)
+        .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("the push HTTP client builds (rustls with the ring provider)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2ad_protocol::ErrorCode;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    fn policy(allow: &[&str]) -> UrlPolicy {
+        UrlPolicy::new(&allow.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    fn refused(p: &UrlPolicy, url: &str) -> String {
+        match p.check_url(url) {
+            Ok(u) => panic!("{url} was accepted as {u}"),
+            Err(r) => r.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_forbidden_form_is_refused_with_its_reason() {
+        let p = UrlPolicy::default();
+        let cases = [
+            ("ftp://example.com/x", "scheme `ftp` is not allowed"),
+            ("file:///etc/passwd", "scheme `file` is not allowed"),
+            ("gopher://example.com/", "scheme `gopher`"),
+            ("javascript:alert(1)", "scheme `javascript`"),
+            ("not a url", "not a valid URL"),
+            ("https://user:pw@example.com/hook", "userinfo"),
+            ("https://user@example.com/hook", "userinfo"),
+            ("http://localhost/hook", "`localhost` is a local host name"),
+            ("http://LOCALHOST.:8080/hook", "is a local host name"),
+            ("http://api.localhost/hook", "`api.localhost` is a local host name"),
+            ("http://localhost.localdomain/", "is a local host name"),
+            ("http://intranet/hook", "`intranet` is not a fully qualified host name"),
+            ("http://127.0.0.1/hook", "127.0.0.1 is a loopback address"),
+            ("http://127.1.2.3:9/hook", "127.1.2.3 is a loopback address"),
+            ("http://2130706433/", "127.0.0.1 is a loopback address"),
+            ("http://0x7f.1/", "127.0.0.1 is a loopback address"),
+            ("http://[::1]/hook", "::1 is a loopback address"),
+            ("http://[::ffff:127.0.0.1]/hook", "::ffff:127.0.0.1 is a loopback address (it carries IPv4 127.0.0.1)"),
+            ("http://[::ffff:10.0.0.5]/", "is a private address (it carries IPv4 10.0.0.5)"),
+            ("http://[64:ff9b::a9fe:a9fe]/", "is a cloud metadata address (it carries IPv4 169.254.169.254)"),
+            ("http://[::127.0.0.1]/", "::7f00:1 is a loopback address (it carries IPv4 127.0.0.1)"),
+            ("http://[2002:7f00:1::]/", "is a loopback address (it carries IPv4 127.0.0.1)"),
+            ("http://10.0.0.5/hook", "10.0.0.5 is a private address"),
+            ("http://10.255.255.255/", "10.255.255.255 is a private address"),
+            ("http://172.16.0.1/", "172.16.0.1 is a private address"),
+            ("http://172.31.255.254/", "172.31.255.254 is a private address"),
+            ("http://192.168.1.1/", "192.168.1.1 is a private address"),
+            ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a cloud metadata address"),
+            ("http://[fd00:ec2::254]/", "fd00:ec2::254 is a cloud metadata address"),
+            ("http://100.100.100.200/", "100.100.100.200 is a cloud metadata address"),
+            ("http://169.254.1.1/", "169.254.1.1 is a link-local address"),
+            ("http://100.64.0.1/", "100.64.0.1 is a carrier-grade NAT"),
+            ("http://100.127.255.254/", "carrier-grade NAT"),
+            ("http://[fc00::1]/", "fc00::1 is a unique-local address"),
+            ("http://[fd12:3456::1]/", "is a unique-local address"),
+            ("http://[fe80::1]/", "fe80::1 is a link-local address"),
+            ("http://[fec0::1]/", "fec0::1 is a site-local address"),
+            ("http://224.0.0.1/", "224.0.0.1 is a multicast address"),
+            ("http://[ff02::1]/", "ff02::1 is a multicast address"),
+            ("http://0.0.0.0/", "0.0.0.0 is an unspecified address"),
+            ("http://0.1.2.3/", "0.1.2.3 is an unspecified address"),
+            ("http://[::]/", ":: is an unspecified address"),
+            ("http://255.255.255.255/", "255.255.255.255 is a broadcast address"),
+            ("http://240.0.0.1/", "240.0.0.1 is a reserved address"),
+        ];
+        for (url, why) in cases {
+            let msg = refused(&p, url);
+            assert!(msg.starts_with("push URL refused: "), "{url}: {msg}");
+            assert!(msg.contains(why), "{url}: expected {why:?} in {msg:?}");
+        }
+        assert_eq!(refused(&p, "http://10.0.0.5/"), "push URL refused: 10.0.0.5 is a private address");
+    }
+
+    #[test]
+    fn public_urls_are_accepted() {
+        let p = UrlPolicy::default();
+        for url in [
+            "https://93.184.216.34/hook",
+            "https://example.com/hook",
+            "http://example.com:8080/a?b=c",
+            "https://Hooks.Example.COM./x",
+            "http://[2606:4700:4700::1111]/hook",
+            "http://192.0.2.10/doc-range",
+            "http://[2001:db8::1]/doc-range",
+            "http://100.63.255.255/",
+            "http://172.32.0.1/",
+            "http://[::ffff:93.184.216.34]/",
+        ] {
+            let u = p.check_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert!(u.host().is_some());
+        }
+    }
+
+    #[test]
+    fn allowlist_by_cidr_and_ip() {
+        let p = policy(&["127.0.0.1/32", "::1/128", "10.0.0.0/8", "192.168.7.7", "[fe80::5]"]);
+        for url in [
+            "http://127.0.0.1:8080/hook",
+            "http://[::1]:9/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://10.1.2.3/",
+            "http://192.168.7.7/",
+            "http://[fe80::5]/",
+        ] {
+            p.check_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        }
+        assert!(refused(&p, "http://127.0.0.2/").contains("loopback"));
+        assert!(refused(&p, "http://192.168.7.8/").contains("private"));
+        assert!(refused(&p, "http://172.16.0.1/").contains("private"));
+        // Allowlisting an address does not allowlist local names.
+        assert!(refused(&p, "http://localhost:8080/").contains("local host name"));
+    }
+
+    #[test]
+    fn metadata_needs_an_exact_entry() {
+        let wide = policy(&["169.254.0.0/16", "100.64.0.0/10", "*.internal", "fd00::/8"]);
+        assert!(wide.check_url("http://169.254.1.1/").is_ok());
+        assert!(refused(&wide, "http://169.254.169.254/").contains("cloud metadata"));
+        assert!(refused(&wide, "http://100.100.100.200/").contains("cloud metadata"));
+        assert!(refused(&wide, "http://[fd00:ec2::254]/").contains("cloud metadata"));
+        let r = GuardedResolver::new(Arc::new(wide));
+        let meta = SocketAddr::from(([169, 254, 169, 254], 0));
+        assert_eq!(r.filter("metadata.google.internal", [meta]).0, vec![]);
+        let exact = policy(&["169.254.169.254"]);
+        assert!(exact.check_url("http://169.254.169.254/").is_ok());
+    }
+
+    #[test]
+    fn allowlist_by_host() {
+        let p = policy(&["Receiver", "hooks.corp.example", "*.svc.cluster.local", "LocalHost"]);
+        for url in [
+            "http://receiver:8080/",
+            "http://RECEIVER./",
+            "http://hooks.corp.example/",
+            "http://a.svc.cluster.local/",
+            "http://a.b.svc.cluster.local/",
+            "http://localhost:1/",
+        ] {
+            p.check_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        }
+        assert!(p.allows_host("x.svc.cluster.local"));
+        assert!(!p.allows_host("svc.cluster.local"));
+        assert!(!p.allows_host("xsvc.cluster.local"));
+        assert!(!p.allows_host("hooks.corp.example.evil.com"));
+        assert!(refused(&p, "http://other/").contains("not a fully qualified"));
+        // A host entry lets that name's resolved addresses through; CIDRs are untouched.
+        let r = GuardedResolver::new(Arc::new(p));
+        let lo = SocketAddr::from(([127, 0, 0, 1], 0));
+        assert_eq!(r.filter("receiver", [lo]).0, vec![lo]);
+        assert_eq!(r.filter("other.example", [lo]).0, vec![]);
+        assert!(refused(&policy(&["receiver"]), "http://127.0.0.1/").contains("loopback"));
+    }
+
+    #[test]
+    fn bad_allowlist_entries_are_named() {
+        for entry in
+            ["", "10.0.0.0/33", "300.1.1.1/8", "http://x.example", "*.", "a..b", "foo bar", "a.*.b", "-x.example"]
+        {
+            let err = UrlPolicy::new(&[entry.to_string()]).unwrap_err();
+            assert!(err.contains(&format!("`{entry}`")), "{entry:?}: {err}");
+        }
+        assert!(UrlPolicy::new(&["10.0.0.0/8".into(), "2001:db8::/32".into(), "*.example.com".into()]).is_ok());
+    }
+
+    #[test]
+    fn refusal_becomes_invalid_params_naming_url() {
+        let err: A2aError = UrlPolicy::default().check_url("http://10.0.0.5/").unwrap_err().into();
+        assert_eq!(err.code, ErrorCode::InvalidParams);
+        assert_eq!(err.message, "Invalid params: `url` is refused: 10.0.0.5 is a private address");
+        assert_eq!(err.metadata.get("field").map(String::as_str), Some("url"));
+        assert_eq!(err.metadata.get("refusal").map(String::as_str), Some("forbidden_address"));
+    }
+
+    /// A one-request-per-connection HTTP server on 127.0.0.1: `/redirect` answers 302 to
+    /// `/elsewhere`, everything else 200 with the request's User-Agent as the body.
+    async fn loopback_server() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&buf).to_string();
+                    let ua = head
+                        .lines()
+                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("user-agent:").map(|v| v.trim().to_owned()))
+                        .unwrap_or_default();
+                    let resp = if head.starts_with("GET /redirect ") {
+                        "HTTP/1.1 302 Found\r\nlocation: /elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            .to_owned()
+                    } else {
+                        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{ua}", ua.len())
+                    };
+                    let _ = sock.write_all(resp.as_bytes()).await;
+                    let _ = sock.shutdown().await;
+                });
+            }
+        });
+        port
+    }
+
+    #[tokio::test]
+    async fn resolver_refuses_loopback_unless_allowlisted_by_cidr() {
+        // Not allowlisted: resolving fails, with the refusal as the error.
+        let strict = GuardedResolver::new(Arc::new(UrlPolicy::default()));
+        let err = match strict.resolve("localhost".parse().unwrap()).await {
+            Ok(addrs) => panic!("resolved to {:?}", addrs.collect::<Vec<_>>()),
+            Err(e) => e,
+        };
+        let refusal = err.downcast_ref::<UrlRefusal>().expect("a UrlRefusal");
+        assert!(matches!(refusal, UrlRefusal::Resolved { .. }));
+        assert!(refusal
+            .to_string()
+            .contains("`localhost` resolves only to forbidden addresses: 127.0.0.1 is a loopback"));
+
+        // 127.0.0.1/32 allowlisted (by CIDR only, not by name): yields 127.0.0.1, no ::1.
+        let open = GuardedResolver::new(Arc::new(policy(&["127.0.0.1/32"])));
+        let addrs: Vec<SocketAddr> = open.resolve("localhost".parse().unwrap()).await.unwrap().collect();
+        assert!(!addrs.is_empty());
+        assert!(addrs.iter().all(|a| a.ip() == IpAddr::V4(Ipv4Addr::LOCALHOST)), "{addrs:?}");
+    }
+
+    #[tokio::test]
+    async fn client_connects_only_where_the_policy_allows() {
+        let port = loopback_server().await;
+        // (check_url would refuse the `localhost` name; this exercises the connect-time guard.)
+        let url = format!("http://localhost:{port}/hook");
+
+        let allowed = client(Arc::new(policy(&["127.0.0.1/32"])), Duration::from_secs(5));
+        let resp = allowed.get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.text().await.unwrap(), concat!("a2ad/", env!("CARGO_PKG_VERSION")));
+
+        // Redirects are returned, not followed.
+        let resp = allowed.get(format!("http://localhost:{port}/redirect")).send().await.unwrap();
+        assert_eq!(resp.status(), 302);
+
+        // Not allowlisted: the connection fails with the resolver's refusal (DNS rebinding).
+        let strict = client(Arc::new(UrlPolicy::default()), Duration::from_secs(5));
+        let err = strict.get(&url).send().await.unwrap_err();
+        assert!(err.is_connect(), "{err:?}");
+        let refusal = refusal_of(&err).expect("the refusal is in the source chain");
+        assert_eq!(refusal.code(), "resolves_to_forbidden_address");
+    }
+}

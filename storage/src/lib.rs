@@ -21,7 +21,7 @@ pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use model::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecord};
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
-pub use push_queue::{DeadJob, PushJob, PushQueue};
+pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue};
 pub use sled_store::{SledStore, DEFAULT_EVENT_RETENTION};
 
 use a2ad_protocol::{Message, TaskState};

@@ -10,6 +10,9 @@
 //! [`PushQueue::bury`]. Nothing marks a job as taken on disk: if the process dies
 //! mid-delivery the job is still pending and is delivered after the restart. That is the
 //! at-least-once promise; receivers deduplicate on the job's event id.
+//!
+//! [`JobQueue`] is what the delivery worker codes against; this sled queue and the Redis
+//! Streams queue implement it.
 
 use crate::StoreError;
 use serde::{Deserialize, Serialize};
@@ -31,6 +34,33 @@ pub struct PushJob {
     pub next_attempt_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Where a queue keeps track of the job while it is leased (a Redis stream entry id);
+    /// not part of the job.
+    #[serde(skip)]
+    pub receipt: Option<String>,
+}
+
+/// A durable queue of push jobs with retries and dead letters. Methods may block on I/O;
+/// async callers run them on a blocking thread.
+pub trait JobQueue: Send + Sync + 'static {
+    /// Adds jobs.
+    fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError>;
+    /// Up to `max` jobs due at `now_ms`, leaving out `in_flight` ids. The caller owns them
+    /// until it settles each with `ack`, `reschedule` or `bury`.
+    fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError>;
+    /// The job was delivered.
+    fn ack(&self, job: &PushJob) -> Result<(), StoreError>;
+    /// The job failed and is tried again as `next` (attempts and due time updated).
+    fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError>;
+    /// The job goes to the dead letters.
+    fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError>;
+    /// Every dead job.
+    fn dead(&self) -> Result<Vec<DeadJob>, StoreError>;
+    /// Moves the dead job `id` (or all, with `None`) back to pending, due now, with fresh
+    /// attempts. Returns how many.
+    fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError>;
+    /// Jobs waiting (pending and scheduled retries).
+    fn depth(&self) -> Result<usize, StoreError>;
 }
 
 impl PushJob {
@@ -45,6 +75,7 @@ impl PushJob {
             first_enqueued_ms: now_ms,
             next_attempt_ms: now_ms,
             last_error: None,
+            receipt: None,
         }
     }
 
@@ -99,9 +130,11 @@ impl PushQueue {
     pub fn new(tree: sled::Tree) -> Self {
         PushQueue { tree }
     }
+}
 
+impl JobQueue for PushQueue {
     /// Adds jobs, atomically.
-    pub fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
+    fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         for job in jobs {
             batch.insert(job.pending_key(), encode(job)?);
@@ -111,7 +144,7 @@ impl PushQueue {
     }
 
     /// Up to `max` jobs due at `now_ms`, earliest first, leaving out `in_flight` ids.
-    pub fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
+    fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
         let mut end = vec![b'j'];
         end.extend_from_slice(&u64::try_from(now_ms).unwrap_or(0).saturating_add(1).to_be_bytes());
         let mut out = Vec::new();
@@ -129,14 +162,14 @@ impl PushQueue {
     }
 
     /// The job was delivered.
-    pub fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
+    fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
         self.tree.remove(job.pending_key())?;
         Ok(())
     }
 
     /// The job failed and will be tried again as `next` (its attempts and due time
     /// updated by the caller).
-    pub fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
+    fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
         batch.remove(job.pending_key());
         batch.insert(next.pending_key(), encode(next)?);
@@ -145,7 +178,7 @@ impl PushQueue {
     }
 
     /// The job goes to the dead letters.
-    pub fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
+    fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
         let dead = DeadJob { job: job.clone(), reason: reason.to_owned(), died_ms: now_ms };
         let mut batch = sled::Batch::default();
         batch.remove(job.pending_key());
@@ -155,13 +188,13 @@ impl PushQueue {
     }
 
     /// Every dead job, by id.
-    pub fn dead(&self) -> Result<Vec<DeadJob>, StoreError> {
+    fn dead(&self) -> Result<Vec<DeadJob>, StoreError> {
         self.tree.scan_prefix([b'd']).map(|entry| decode(&entry?.1)).collect()
     }
 
     /// Moves dead jobs back to pending, due now, with fresh attempts: the one with `id`,
     /// or all with `None`. Returns how many.
-    pub fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
+    fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
         let dead: Vec<DeadJob> = match id {
             Some(id) => self.tree.get(dead_key(id))?.map(|v| decode(&v)).transpose()?.into_iter().collect(),
             None => self.dead()?,
@@ -179,9 +212,8 @@ impl PushQueue {
         Ok(dead.len())
     }
 
-    /// Pending jobs (the queue depth).
-    pub fn depth(&self) -> usize {
-        self.tree.scan_prefix([b'j']).count()
+    fn depth(&self) -> Result<usize, StoreError> {
+        Ok(self.tree.scan_prefix([b'j']).count())
     }
 }
 
@@ -213,7 +245,7 @@ mod tests {
         assert_eq!(q.due(6000, 10, &HashSet::new()).unwrap(), vec![later.clone(), b.clone()]);
         q.ack(&later).unwrap();
         q.bury(&b, "HTTP 404", 7000).unwrap();
-        assert_eq!(q.depth(), 0);
+        assert_eq!(q.depth().unwrap(), 0);
         let dead = q.dead().unwrap();
         assert_eq!((dead.len(), dead[0].reason.as_str()), (1, "HTTP 404"));
         assert_eq!(q.revive(Some(&b.id()), 8000).unwrap(), 1);

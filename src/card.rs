@@ -62,7 +62,7 @@ pub fn build_card(config: &Config, public_url: &str, grpc_address: Option<&str>)
         documentation_url: config.card.documentation_url.clone(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(config.push.enabled),
             extended_agent_card: Some(false),
             extensions: Vec::new(),
         },

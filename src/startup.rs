@@ -6,7 +6,9 @@ use crate::config::Config;
 use crate::core::Core;
 use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
+use crate::push::{PushSetupError, PushStack};
 use a2ad_actors::messages::{GetStats, StopAll, SupervisorStats};
+use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
 use a2ad_storage::{GroupCommit, SledStore, StoreError, TaskStore};
@@ -25,6 +27,8 @@ pub enum StartupError {
     Store { path: String, source: StoreError },
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: String, source: std::io::Error },
+    #[error(transparent)]
+    Push(#[from] PushSetupError),
 }
 
 /// A node that is bound and ready to run.
@@ -36,6 +40,69 @@ pub struct Application {
     commit: GroupCommit,
     recovered: usize,
     grpc: Option<GrpcServer>,
+    push_worker: Option<Addr<PushWorker>>,
+}
+
+/// The bound servers, before the application around them is assembled.
+struct Served {
+    server: Server,
+    local: std::net::SocketAddr,
+    public_url: String,
+    grpc: Option<GrpcServer>,
+}
+
+/// Creates the data dir and opens the sled store in it.
+fn open_store(config: &Config) -> Result<SledStore, StartupError> {
+    let shown = config.data_dir.display().to_string();
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|source| StartupError::DataDir { path: shown.clone(), source })?;
+    Ok(SledStore::open(&config.data_dir)
+        .map_err(|source| StartupError::Store { path: shown, source })?
+        .with_event_retention(config.event_retention))
+}
+
+fn runtime_settings(config: &Config, workers: usize) -> RuntimeSettings {
+    RuntimeSettings {
+        idle_timeout: config.idle_timeout,
+        sweep_interval: (config.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(5)),
+        max_contexts: config.max_contexts,
+        session_history_limit: config.session_history_limit,
+        worker_threads: workers,
+        stream_buffer: config.stream_buffer,
+    }
+}
+
+/// Binds HTTP (and gRPC) and builds the card.
+fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, StartupError> {
+    let listener = TcpListener::bind(config.listen)
+        .map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
+    let local =
+        listener.local_addr().map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
+    let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+    let grpc = match config.grpc_listen {
+        Some(addr) => Some(
+            GrpcServer::start(Arc::clone(&core), addr, workers)
+                .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?,
+        ),
+        None => None,
+    };
+    let grpc_address =
+        grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
+    let card = Arc::new(CardDocument::new(build_card(config, &public_url, grpc_address.as_deref())));
+    let state = web::Data::new(AppState {
+        core,
+        card,
+        body_limit: config.body_limit,
+        stream_keep_alive: config.stream_keep_alive,
+    });
+    let rest_prefix = config.rest_prefix.clone();
+    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(|c| routes(c, &rest_prefix)))
+        .workers(workers)
+        .shutdown_timeout(10)
+        .listen(listener)
+        .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
+        .run();
+    Ok(Served { server, local, public_url, grpc })
 }
 
 impl Application {
@@ -43,65 +110,33 @@ impl Application {
     /// Must run inside an actix system.
     pub async fn build(config: Config) -> Result<Self, StartupError> {
         let shown = config.data_dir.display().to_string();
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|source| StartupError::DataDir { path: shown.clone(), source })?;
-        let store: Arc<dyn TaskStore> = Arc::new(
-            SledStore::open(&config.data_dir)
-                .map_err(|source| StartupError::Store { path: shown.clone(), source })?
-                .with_event_retention(config.event_retention),
-        );
         let store_error = |source| StartupError::Store { path: shown.clone(), source };
-        let recovered = recovery::fail_interrupted_turns(store.as_ref()).map_err(store_error)?;
-        store.flush().map_err(store_error)?;
+        let sled = open_store(&config)?;
+        let push = match config.push.enabled {
+            true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
+            false => None,
+        };
+        let store: Arc<dyn TaskStore> = Arc::new(sled);
         let commit = GroupCommit::start(Arc::clone(&store)).map_err(store_error)?;
-
         let workers = if config.workers == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
         } else {
             config.workers
         };
-        let settings = RuntimeSettings {
-            idle_timeout: config.idle_timeout,
-            sweep_interval: (config.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(5)),
-            max_contexts: config.max_contexts,
-            session_history_limit: config.session_history_limit,
-            worker_threads: workers,
-            stream_buffer: config.stream_buffer,
-        };
-        let agents = build_registry(&config.agents);
-        let rt = Arc::new(Runtime { store, commit: commit.clone(), agents, settings });
-        let supervisor = Supervisor::new(Arc::clone(&rt)).start();
-
-        let listener = TcpListener::bind(config.listen)
-            .map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
-        let local =
-            listener.local_addr().map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
-        let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
-        let core = Arc::new(Core { rt, supervisor: supervisor.clone() });
-        let grpc = match config.grpc_listen {
-            Some(addr) => Some(
-                GrpcServer::start(Arc::clone(&core), addr, workers)
-                    .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?,
-            ),
-            None => None,
-        };
-        let grpc_address =
-            grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
-        let card = Arc::new(CardDocument::new(build_card(&config, &public_url, grpc_address.as_deref())));
-        let state = web::Data::new(AppState {
-            core,
-            card,
-            body_limit: config.body_limit,
-            stream_keep_alive: config.stream_keep_alive,
+        let rt = Arc::new(Runtime {
+            store: Arc::clone(&store),
+            commit: commit.clone(),
+            agents: build_registry(&config.agents),
+            settings: runtime_settings(&config, workers),
+            push: push.as_ref().map(|p| p.hooks.clone()),
         });
-        let rest_prefix = config.rest_prefix.clone();
-        let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(|c| routes(c, &rest_prefix)))
-            .workers(workers)
-            .shutdown_timeout(10)
-            .listen(listener)
-            .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
-            .run();
-        Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc })
+        let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
+        store.flush().map_err(store_error)?;
+        let push_worker = push.as_ref().map(PushStack::start_worker);
+        let supervisor = Supervisor::new(Arc::clone(&rt)).start();
+        let core = Arc::new(Core { rt, supervisor: supervisor.clone(), push_policy: push.map(|p| p.policy) });
+        let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
+        Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc, push_worker })
     }
 
     pub fn port(&self) -> u16 {
@@ -144,6 +179,10 @@ impl Application {
         let served = self.server.await;
         if let Some(mut grpc) = self.grpc.take() {
             let _ = actix_web::web::block(move || grpc.stop()).await;
+        }
+        // In-flight deliveries stop here; their jobs stay in the queue for the next start.
+        if let Some(worker) = self.push_worker.take() {
+            let _ = worker.send(a2ad_actors::push::StopWorker).await;
         }
         let _ = self.supervisor.send(StopAll).await;
         if let Err(e) = self.commit.commit().await {

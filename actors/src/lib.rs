@@ -10,12 +10,15 @@
 //!   and evicts idle ones; an evicted context is rebuilt from storage on its next message.
 //! * Agents plug in through the [`agent::Agent`] trait.
 //!
+//! * [`push::PushWorker`] delivers push notifications from a durable queue.
+//!
 //! All actor messages are in [`messages`].
 
 pub mod agent;
 pub mod context;
 mod error;
 pub mod messages;
+pub mod push;
 pub mod recovery;
 mod runtime;
 pub mod supervisor;

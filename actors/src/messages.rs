@@ -1,7 +1,7 @@
 //! Every message the actors exchange, in one place.
 
 use crate::context::ContextActor;
-use a2ad_protocol::{A2aError, Message, Task};
+use a2ad_protocol::{A2aError, Message, Task, TaskPushNotificationConfig};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner};
 use actix::prelude::*;
 use std::sync::atomic::AtomicBool;
@@ -22,6 +22,9 @@ pub struct StartTurn {
     pub task_id: Option<String>,
     /// Subscribe the caller to the turn's events (`SendStreamingMessage`).
     pub stream: bool,
+    /// `configuration.taskPushNotificationConfig`: stored for the task (already checked)
+    /// before its first event, so that every event is pushed.
+    pub push_config: Option<TaskPushNotificationConfig>,
 }
 
 /// What [`StartTurn`] gives back.

@@ -1,7 +1,8 @@
 //! What every actor shares: the store, group commit, the agents and the settings.
 
 use crate::agent::AgentRegistry;
-use a2ad_storage::{GroupCommit, TaskStore};
+use crate::push::PushHooks;
+use a2ad_storage::{GroupCommit, LoggedEvent, StoreError, TaskRecord, TaskStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,4 +42,18 @@ pub struct Runtime {
     pub commit: GroupCommit,
     pub agents: AgentRegistry,
     pub settings: RuntimeSettings,
+    /// Set when push notifications are on.
+    pub push: Option<PushHooks>,
+}
+
+impl Runtime {
+    /// Stores a task with its new events and queues their push deliveries. Both writes
+    /// precede the group commit that makes them durable together.
+    pub fn persist(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
+        self.store.put_task(record, events)?;
+        if let Some(push) = &self.push {
+            push.enqueue_events(&record.task.id, events, chrono::Utc::now().timestamp_millis())?;
+        }
+        Ok(())
+    }
 }

@@ -5,9 +5,11 @@
 //! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
 
 mod agents;
+mod push;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
+pub use push::{PushConfig, PushQueueKind};
 
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
@@ -32,6 +34,10 @@ pub const ENV_KEYS: &[&str] = &[
     "rest-prefix",
     "grpc-listen",
     "grpc-public-address",
+    "push-notifications",
+    "push-queue",
+    "push-redis-url",
+    "push-consumer-name",
 ];
 
 /// Everything a node needs to start.
@@ -68,6 +74,8 @@ pub struct Config {
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
     pub agents: Vec<AgentConfig>,
+    /// Push notifications (the `push-*` keys).
+    pub push: PushConfig,
 }
 
 /// What the card says about the node.
@@ -205,17 +213,30 @@ impl Config {
         found
     }
 
+    /// The `push-*` keys are read into their own struct (serde cannot flatten a struct
+    /// that refuses unknown keys), the rest into [`ConfigFile`].
     fn from_value(root: Value) -> Result<Self, ConfigError> {
-        let file: ConfigFile = serde_path_to_error::deserialize(root).map_err(|e| {
-            let key = e.path().to_string();
-            ConfigError::Invalid { key, message: e.into_inner().to_string() }
-        })?;
-        file.validate()
+        let Value::Mapping(all) = root else {
+            return Err(ConfigError::invalid(".", "the config file must be a mapping of keys to values"));
+        };
+        let (push, rest): (Mapping, Mapping) =
+            all.into_iter().partition(|(k, _)| k.as_str().is_some_and(|k| k.starts_with("push-")));
+        let file: ConfigFile = deserialize_named(Value::Mapping(rest))?;
+        let push: push::PushKeys = deserialize_named(Value::Mapping(push))?;
+        file.validate(push.check()?)
     }
 }
 
+/// Deserializes, naming the key at fault.
+fn deserialize_named<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::Invalid { key, message: e.into_inner().to_string() }
+    })
+}
+
 impl ConfigFile {
-    fn validate(self) -> Result<Config, ConfigError> {
+    fn validate(self, push: PushConfig) -> Result<Config, ConfigError> {
         self.check_values()?;
         let agents = agents::build_all(self.agents)?;
         Ok(Config {
@@ -235,6 +256,7 @@ impl ConfigFile {
             grpc_public_address: self.grpc_public_address,
             card: self.card,
             agents,
+            push,
         })
     }
 

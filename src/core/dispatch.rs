@@ -9,8 +9,9 @@ use super::Core;
 use a2ad_actors::messages::Subscription;
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{
-    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
-    SendMessageResponse, SubscribeToTaskRequest, Task,
+    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+    SendMessageResponse, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
 use a2ad_storage::Owner;
 use serde::Serialize;
@@ -25,8 +26,10 @@ pub enum Call {
     CancelTask(CancelTaskRequest),
     /// With the binding's `Last-Event-ID`, if any.
     SubscribeToTask(SubscribeToTaskRequest, Option<u64>),
-    /// Any of the four push-config methods (the capability is not offered yet).
-    PushConfig,
+    CreatePushConfig(TaskPushNotificationConfig),
+    GetPushConfig(TaskPushNotificationConfigRef),
+    ListPushConfigs(ListTaskPushNotificationConfigsRequest),
+    DeletePushConfig(TaskPushNotificationConfigRef),
     GetExtendedAgentCard,
 }
 
@@ -55,10 +58,10 @@ impl Call {
             "ListTasks" => Call::ListTasks(parse_params(params)?),
             "CancelTask" => Call::CancelTask(parse_params(params)?),
             "SubscribeToTask" => Call::SubscribeToTask(parse_params(params)?, last_event_id),
-            "CreateTaskPushNotificationConfig"
-            | "GetTaskPushNotificationConfig"
-            | "ListTaskPushNotificationConfigs"
-            | "DeleteTaskPushNotificationConfig" => Call::PushConfig,
+            "CreateTaskPushNotificationConfig" => Call::CreatePushConfig(parse_params(params)?),
+            "GetTaskPushNotificationConfig" => Call::GetPushConfig(parse_params(params)?),
+            "ListTaskPushNotificationConfigs" => Call::ListPushConfigs(parse_params(params)?),
+            "DeleteTaskPushNotificationConfig" => Call::DeletePushConfig(parse_params(params)?),
             "GetExtendedAgentCard" => Call::GetExtendedAgentCard,
             other => {
                 let shown: String = other.chars().filter(|c| !c.is_control()).take(64).collect();
@@ -81,6 +84,10 @@ pub enum ReplyBody {
     SendMessage(SendMessageResponse),
     Task(Task),
     ListTasks(ListTasksResponse),
+    PushConfig(TaskPushNotificationConfig),
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    /// `google.protobuf.Empty`: `null` over JSON-RPC, `{}` over HTTP+JSON.
+    Empty,
 }
 
 impl Core {
@@ -97,7 +104,13 @@ impl Core {
             Call::SubscribeToTask(req, last_event_id) => {
                 return Ok(Reply::Stream(self.subscribe_to_task(owner, req, last_event_id).await?));
             }
-            Call::PushConfig => return Err(A2aError::of(ErrorCode::PushNotificationNotSupported)),
+            Call::CreatePushConfig(config) => ReplyBody::PushConfig(self.create_push_config(owner, config).await?),
+            Call::GetPushConfig(req) => ReplyBody::PushConfig(self.get_push_config(owner, req).await?),
+            Call::ListPushConfigs(req) => ReplyBody::PushConfigs(self.list_push_configs(owner, req).await?),
+            Call::DeletePushConfig(req) => {
+                self.delete_push_config(owner, req).await?;
+                ReplyBody::Empty
+            }
             Call::GetExtendedAgentCard => {
                 return Err(A2aError::unsupported(
                     "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",

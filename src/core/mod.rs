@@ -8,6 +8,7 @@ mod cancel_task;
 mod dispatch;
 mod get_task;
 mod list_tasks;
+mod push_config;
 mod send_message;
 mod subscribe;
 pub mod version;
@@ -27,6 +28,8 @@ pub use dispatch::{Call, Reply, ReplyBody, METHODS};
 pub struct Core {
     pub rt: Arc<Runtime>,
     pub supervisor: Addr<Supervisor>,
+    /// The webhook URL policy, when push notifications are on.
+    pub push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
 }
 
 impl Core {

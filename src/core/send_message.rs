@@ -69,8 +69,9 @@ fn prepare_turn(
         None => (message.context_id.clone().unwrap_or_else(ids::new_id), None),
     };
     message.context_id = Some(context_id.clone());
+    let push_config = config.task_push_notification_config.clone().map(|c| core.checked_push_config(c)).transpose()?;
     let key = ContextKey::new(owner.clone(), context_id);
-    Ok((key, StartTurn { owner: owner.clone(), message, skill, task_id, stream }, config))
+    Ok((key, StartTurn { owner: owner.clone(), message, skill, task_id, stream, push_config }, config))
 }
 
 fn validate_message(message: &Message) -> Result<(), A2aError> {

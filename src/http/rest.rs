@@ -11,7 +11,7 @@
 
 use super::sse::{self, Envelope};
 use super::{body, check_version, AppState};
-use crate::core::{Call, Reply};
+use crate::core::{Call, Reply, ReplyBody};
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::Owner;
@@ -28,7 +28,10 @@ enum Route {
     ListTasks,
     CancelTask,
     SubscribeToTask,
-    PushConfig,
+    CreatePushConfig,
+    GetPushConfig,
+    ListPushConfigs,
+    DeletePushConfig,
     GetExtendedAgentCard,
 }
 
@@ -41,10 +44,10 @@ const ROUTES: &[(&str, &str, Route)] = &[
     ("GET", "/tasks/{id:[^/:]+}:subscribe", Route::SubscribeToTask),
     ("POST", "/tasks/{id:[^/:]+}:subscribe", Route::SubscribeToTask),
     ("GET", "/tasks/{id:[^/:]+}", Route::GetTask),
-    ("POST", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs", Route::PushConfig),
-    ("GET", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs", Route::PushConfig),
-    ("GET", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs/{id}", Route::PushConfig),
-    ("DELETE", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs/{id}", Route::PushConfig),
+    ("POST", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs", Route::CreatePushConfig),
+    ("GET", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs", Route::ListPushConfigs),
+    ("GET", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs/{id}", Route::GetPushConfig),
+    ("DELETE", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs/{id}", Route::DeletePushConfig),
     ("GET", "/extendedAgentCard", Route::GetExtendedAgentCard),
 ];
 
@@ -70,6 +73,9 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
     // Authentication comes later; until then every caller is the anonymous owner.
     let owner = Owner::anonymous();
     match state.core.execute(&owner, call).await {
+        Ok(Reply::Result(body)) if matches!(*body, ReplyBody::Empty) => {
+            HttpResponse::Ok().content_type("application/a2a+json").body("{}")
+        }
         Ok(Reply::Result(body)) => match serde_json::to_vec(&body) {
             Ok(bytes) => HttpResponse::Ok().content_type("application/a2a+json").body(bytes),
             Err(e) => error_response(&A2aError::internal(format!("Internal error: could not encode the result ({e})"))),
@@ -85,12 +91,11 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
 async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Route) -> Result<Call, A2aError> {
     check_version(req)?;
     let mut fields = match route {
-        Route::SendMessage | Route::SendStreamingMessage | Route::CancelTask | Route::SubscribeToTask => {
-            read_json_object(req, payload, state.body_limit).await?
-        }
-        Route::PushConfig if req.method() == actix_web::http::Method::POST => {
-            read_json_object(req, payload, state.body_limit).await?
-        }
+        Route::SendMessage
+        | Route::SendStreamingMessage
+        | Route::CancelTask
+        | Route::SubscribeToTask
+        | Route::CreatePushConfig => read_json_object(req, payload, state.body_limit).await?,
         _ => Map::new(),
     };
     query_fields(req.query_string(), &mut fields)?;
@@ -108,7 +113,10 @@ async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
         Route::ListTasks => Call::ListTasks(parse_params(params)?),
         Route::CancelTask => Call::CancelTask(parse_params(params)?),
         Route::SubscribeToTask => Call::SubscribeToTask(parse_params(params)?, last_event_id),
-        Route::PushConfig => Call::PushConfig,
+        Route::CreatePushConfig => Call::CreatePushConfig(parse_params(params)?),
+        Route::GetPushConfig => Call::GetPushConfig(parse_params(params)?),
+        Route::ListPushConfigs => Call::ListPushConfigs(parse_params(params)?),
+        Route::DeletePushConfig => Call::DeletePushConfig(parse_params(params)?),
         Route::GetExtendedAgentCard => Call::GetExtendedAgentCard,
     })
 }

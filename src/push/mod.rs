@@ -1,7 +1,71 @@
-//! Push notifications (issue 6). So far only the SSRF guard for webhook URLs lives here:
-//! [`url_guard`] judges a push config's `url` when the config is stored and again before
-//! every dispatch, and builds the one HTTP client deliveries go through (no redirects, no
-//! proxy, a resolver that drops loopback, private, link-local, metadata and similar
-//! addresses at connect time, so DNS rebinding cannot aim a webhook inside the network).
+//! Push notifications on the node's side: the SSRF guard for webhook URLs, the HTTP
+//! sender, and starting the push stack (config store, queue, worker) from the config.
 
+pub mod sender;
 pub mod url_guard;
+
+use crate::config::{PushConfig, PushQueueKind};
+use a2ad_actors::push::{PushHooks, PushSettings, PushWorker};
+use a2ad_storage::{JobQueue, PushConfigStore, PushQueue, SecretKey, SledStore, StoreError};
+use actix::prelude::*;
+use std::path::Path;
+use std::sync::Arc;
+use url_guard::UrlPolicy;
+
+/// The push stack of a node, before and after its worker starts.
+pub struct PushStack {
+    pub hooks: PushHooks,
+    pub policy: Arc<UrlPolicy>,
+    settings: PushSettings,
+    timeout: std::time::Duration,
+}
+
+/// Why push could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PushSetupError {
+    #[error("push: {0}")]
+    Store(#[from] StoreError),
+    #[error("push: {0}")]
+    Config(String),
+}
+
+impl PushStack {
+    /// Opens the config store (the key from `A2AD_PUSH_KEY`, else `push.key` in the data
+    /// dir) and the queue.
+    pub fn open(config: &PushConfig, sled: &SledStore, data_dir: &Path) -> Result<PushStack, PushSetupError> {
+        let key = match std::env::var("A2AD_PUSH_KEY") {
+            Ok(text) => SecretKey::from_base64(&text)?,
+            Err(_) => SecretKey::load_or_create(data_dir)?,
+        };
+        let configs = PushConfigStore::new(sled.tree("push_configs")?, key);
+        let queue = open_queue(config, sled)?;
+        let policy = Arc::new(UrlPolicy::new(&config.allow).map_err(PushSetupError::Config)?);
+        let settings = PushSettings {
+            max_attempts: config.max_attempts,
+            max_age: config.max_age,
+            retry_base: config.retry_base,
+            retry_max: config.retry_max,
+            concurrency: config.concurrency,
+            ..PushSettings::default()
+        };
+        let hooks = PushHooks { configs, queue, terminal_only: config.terminal_only };
+        Ok(PushStack { hooks, policy, settings, timeout: config.timeout })
+    }
+
+    /// Starts the delivery worker.
+    pub fn start_worker(&self) -> Addr<PushWorker> {
+        let sender = Arc::new(sender::HttpSender::new(Arc::clone(&self.policy), self.timeout));
+        PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone())
+            .start()
+    }
+}
+
+/// The queue `push-queue` names.
+pub fn open_queue(config: &PushConfig, sled: &SledStore) -> Result<Arc<dyn JobQueue>, PushSetupError> {
+    match config.queue {
+        PushQueueKind::LocalFile => Ok(Arc::new(PushQueue::new(sled.tree("push_queue")?))),
+        PushQueueKind::RedisStreams => {
+            Err(PushSetupError::Config("the redis-streams queue is not available yet".into()))
+        }
+    }
+}

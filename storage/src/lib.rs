@@ -13,6 +13,7 @@ mod model;
 mod page_token;
 mod push_configs;
 mod push_queue;
+mod push_queue_redis;
 mod sled_store;
 
 pub use error::StoreError;
@@ -22,6 +23,7 @@ pub use model::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskPage, TaskQue
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
 pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue};
+pub use push_queue_redis::{redact_url, RedisQueue, RedisQueueOptions};
 pub use sled_store::{SledStore, DEFAULT_EVENT_RETENTION};
 
 use a2ad_protocol::{Message, TaskState};

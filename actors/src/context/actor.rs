@@ -129,7 +129,7 @@ impl ContextActor {
     /// Writes the task and logs `events`. Durability comes from the group commit that
     /// callers await before answering.
     pub(super) fn save(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), RuntimeError> {
-        self.rt.store.put_task(record, events)?;
+        self.rt.persist(record, events)?;
         Ok(())
     }
 

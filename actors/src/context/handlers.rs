@@ -38,7 +38,7 @@ impl Handler<CancelTask> for ContextActor {
         record.task.status = TaskStatus::now(TaskState::Canceled, None);
         record.last_event_seq += 1;
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
-        self.rt.store.put_task(&record, &[event]).map_err(RuntimeError::from)?;
+        self.rt.persist(&record, &[event]).map_err(RuntimeError::from)?;
         Ok(record.task)
     }
 }

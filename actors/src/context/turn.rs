@@ -107,6 +107,13 @@ impl ContextActor {
         message.context_id = Some(self.key.context_id.clone());
         message.task_id = Some(record.task.id.clone());
         record.task.history.push(message.clone());
+        if let Some(config) = &msg.push_config {
+            let push = self.rt.push.as_ref().ok_or(RuntimeError::PushDisabled)?;
+            let mut config = config.clone();
+            config.task_id = Some(record.task.id.clone());
+            config.id.get_or_insert_with(ids::new_id);
+            push.configs.put(&msg.owner, &config)?;
+        }
         record.last_event_seq += 1;
         let first =
             if msg.task_id.is_none() { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };
@@ -203,7 +210,7 @@ impl ContextActor {
             turn.save_scheduled = false;
             if !turn.unsaved_events.is_empty() {
                 let events = std::mem::take(&mut turn.unsaved_events);
-                if let Err(e) = rt.store.put_task(&turn.record, &events) {
+                if let Err(e) = rt.persist(&turn.record, &events) {
                     tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
                 }
             }

@@ -1,0 +1,89 @@
+//! The push worker's state and polling loop.
+
+use super::{PushSender, PushSettings};
+use a2ad_storage::{JobQueue, PushConfigStore, PushJob};
+use actix::prelude::*;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Delivers push jobs. One per node; the queue is durable, so the worker itself keeps only
+/// what is in flight.
+pub struct PushWorker {
+    pub(super) queue: Arc<dyn JobQueue>,
+    pub(super) configs: PushConfigStore,
+    pub(super) sender: Arc<dyn PushSender>,
+    pub(super) settings: PushSettings,
+    /// Ids of jobs being delivered: never handed out twice at once.
+    pub(super) in_flight: HashSet<String>,
+    /// A poll of the queue is under way.
+    pub(super) polling: bool,
+}
+
+impl PushWorker {
+    pub fn new(
+        queue: Arc<dyn JobQueue>,
+        configs: PushConfigStore,
+        sender: Arc<dyn PushSender>,
+        settings: PushSettings,
+    ) -> Self {
+        PushWorker { queue, configs, sender, settings, in_flight: HashSet::new(), polling: false }
+    }
+
+    /// Takes due jobs, up to the free delivery slots, off a blocking thread (a Redis queue
+    /// does network I/O), and starts each.
+    fn poll(&mut self, ctx: &mut Context<Self>) {
+        let free = self.settings.concurrency.saturating_sub(self.in_flight.len());
+        if self.polling || free == 0 {
+            return;
+        }
+        self.polling = true;
+        let queue = Arc::clone(&self.queue);
+        let in_flight = self.in_flight.clone();
+        let due = async move { tokio::task::spawn_blocking(move || queue.due(now_ms(), free, &in_flight)).await };
+        ctx.spawn(due.into_actor(self).map(|result, act, ctx| {
+            act.polling = false;
+            match result {
+                Ok(Ok(jobs)) => jobs.into_iter().for_each(|job| act.start(job, ctx)),
+                Ok(Err(e)) => tracing::error!(error = %e, "could not read the push queue"),
+                Err(e) => tracing::error!(error = %e, "push queue poll was interrupted"),
+            }
+        }));
+    }
+
+    pub(super) fn start(&mut self, job: PushJob, ctx: &mut Context<Self>) {
+        self.in_flight.insert(job.id());
+        let attempt = self.attempt(job);
+        ctx.spawn(attempt.into_actor(self).map(|(job, outcome), act, _| {
+            act.in_flight.remove(&job.id());
+            act.settle(job, outcome);
+        }));
+    }
+}
+
+impl Actor for PushWorker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(64);
+        ctx.run_interval(self.settings.poll_interval, Self::poll);
+    }
+}
+
+/// Stops the worker: deliveries in flight are dropped, and their jobs, never settled,
+/// stay due in the queue for the next start.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopWorker;
+
+impl Handler<StopWorker> for PushWorker {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopWorker, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+/// Milliseconds since the epoch.
+pub(super) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

@@ -1,0 +1,97 @@
+//! Sending one job and settling it: ack, retry later, or the dead letters.
+
+use super::actor::{now_ms, PushWorker};
+use super::{backoff, Delivery, SendOutcome};
+use a2ad_storage::PushJob;
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+
+/// What became of an attempt, as the worker settles it.
+pub(super) enum Attempt {
+    Sent(SendOutcome),
+    /// The config was deleted: nothing to deliver any more.
+    Gone,
+    /// The config could not be read (a store or key failure): retried like a network error.
+    Unreadable(String),
+}
+
+impl PushWorker {
+    /// Builds the request for `job` from its config and sends it.
+    pub(super) fn attempt(&self, job: PushJob) -> BoxFuture<'static, (PushJob, Attempt)> {
+        let stored = self.configs.get(&job.task_id, &job.config_id);
+        let sender = Arc::clone(&self.sender);
+        Box::pin(async move {
+            let config = match stored {
+                Ok(Some(stored)) => stored.config,
+                Ok(None) => return (job, Attempt::Gone),
+                Err(e) => return (job, Attempt::Unreadable(e.to_string())),
+            };
+            let mut headers = vec![
+                ("Content-Type".to_owned(), "application/json".to_owned()),
+                ("X-A2A-Event-Id".to_owned(), job.event_id()),
+            ];
+            if let Some(auth) = &config.authentication {
+                let value = match &auth.credentials {
+                    Some(credentials) => format!("{} {credentials}", auth.scheme),
+                    None => auth.scheme.clone(),
+                };
+                headers.push(("Authorization".to_owned(), value));
+            }
+            if let Some(token) = &config.token {
+                headers.push(("X-A2A-Notification-Token".to_owned(), token.clone()));
+                headers.push(("A2A-Notification-Token".to_owned(), token.clone()));
+            }
+            let delivery = Delivery { url: config.url, headers, body: job.body.clone() };
+            let outcome = sender.send(delivery).await;
+            (job, Attempt::Sent(outcome))
+        })
+    }
+
+    /// Records the outcome in the queue (off the actor thread: the queue may be remote).
+    pub(super) fn settle(&mut self, job: PushJob, attempt: Attempt) {
+        let queue = Arc::clone(&self.queue);
+        let settings = self.settings.clone();
+        actix::spawn(async move {
+            let result = tokio::task::spawn_blocking(move || {
+                let now = now_ms();
+                match attempt {
+                    Attempt::Sent(SendOutcome::Delivered) | Attempt::Gone => queue.ack(&job),
+                    Attempt::Sent(SendOutcome::Permanent(reason)) => queue.bury(&job, &reason, now),
+                    Attempt::Sent(SendOutcome::Retry { reason, after }) => {
+                        retry(&*queue, &settings, job, reason, after, now)
+                    }
+                    Attempt::Unreadable(reason) => retry(&*queue, &settings, job, reason, None, now),
+                }
+            })
+            .await;
+            match result {
+                Ok(Err(e)) => tracing::error!(error = %e, "could not settle a push job"),
+                Err(e) => tracing::error!(error = %e, "settling a push job was interrupted"),
+                Ok(Ok(())) => {}
+            }
+        });
+    }
+}
+
+/// Schedules the next attempt, or buries the job once it has had its attempts or its time.
+fn retry(
+    queue: &dyn a2ad_storage::JobQueue,
+    settings: &super::PushSettings,
+    job: PushJob,
+    reason: String,
+    after: Option<std::time::Duration>,
+    now: i64,
+) -> Result<(), a2ad_storage::StoreError> {
+    let attempts = job.attempts + 1;
+    let age_ms = now.saturating_sub(job.first_enqueued_ms);
+    if attempts >= settings.max_attempts || age_ms >= settings.max_age.as_millis() as i64 {
+        let why = format!("gave up after {attempts} attempts: {reason}");
+        return queue.bury(&job, &why, now);
+    }
+    let wait = backoff(attempts, settings.retry_base, settings.retry_max).max(after.unwrap_or_default());
+    let mut next = job.clone();
+    next.attempts = attempts;
+    next.next_attempt_ms = now + wait.as_millis() as i64;
+    next.last_error = Some(reason);
+    queue.reschedule(&job, &next)
+}

@@ -1,0 +1,121 @@
+//! Push delivery: every persisted task event becomes one job per push config of its task
+//! ([`PushHooks::enqueue_events`], called where the event is stored), and the
+//! [`PushWorker`] actor delivers the jobs from a durable [`JobQueue`] at least once, with
+//! retries and dead letters.
+//!
+//! * [`actor`]: the worker's state and its polling loop.
+//! * [`handlers`]: how one job is sent and settled.
+//!
+//! The HTTP side (SSRF guard, client) is behind [`PushSender`], implemented by the node.
+
+mod actor;
+mod handlers;
+
+pub use actor::{PushWorker, StopWorker};
+
+use a2ad_protocol::StreamResponse;
+use a2ad_storage::{JobQueue, LoggedEvent, PushConfigStore, PushJob, StoreError};
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One HTTP POST to a receiver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// How a delivery went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendOutcome {
+    /// 2xx: acknowledged.
+    Delivered,
+    /// 408, 429, 5xx or a network error: try again (no sooner than `after`, if given).
+    Retry { reason: String, after: Option<Duration> },
+    /// Any other 4xx, or a URL refused at dispatch: never again.
+    Permanent(String),
+}
+
+/// Sends deliveries (the node's HTTP client, with its URL policy).
+pub trait PushSender: Send + Sync + 'static {
+    fn send(&self, delivery: Delivery) -> BoxFuture<'static, SendOutcome>;
+}
+
+/// Retry and concurrency settings of delivery.
+#[derive(Debug, Clone)]
+pub struct PushSettings {
+    /// Attempts before a job goes to the dead letters.
+    pub max_attempts: u32,
+    /// A job older than this goes to the dead letters instead of another retry.
+    pub max_age: Duration,
+    /// The first retry waits about this long; each next one twice as long.
+    pub retry_base: Duration,
+    /// No retry waits longer than this.
+    pub retry_max: Duration,
+    /// Deliveries in flight at once.
+    pub concurrency: usize,
+    /// How often the queue is polled for due jobs.
+    pub poll_interval: Duration,
+}
+
+impl Default for PushSettings {
+    fn default() -> Self {
+        PushSettings {
+            max_attempts: 8,
+            max_age: Duration::from_secs(3600),
+            retry_base: Duration::from_secs(1),
+            retry_max: Duration::from_secs(300),
+            concurrency: 32,
+            poll_interval: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What the context actors need to turn events into jobs.
+#[derive(Clone)]
+pub struct PushHooks {
+    pub configs: PushConfigStore,
+    pub queue: Arc<dyn JobQueue>,
+    /// Only terminal and interrupted states are delivered.
+    pub terminal_only: bool,
+}
+
+impl PushHooks {
+    /// One job per event and push config of `task_id`.
+    pub fn enqueue_events(&self, task_id: &str, events: &[LoggedEvent], now_ms: i64) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let configs = self.configs.list(task_id)?;
+        if configs.is_empty() {
+            return Ok(());
+        }
+        let mut jobs = Vec::new();
+        for event in events.iter().filter(|e| !self.terminal_only || ends_turn(e)) {
+            for stored in &configs {
+                let config_id = stored.config.id.as_deref().unwrap_or_default();
+                jobs.push(PushJob::new(task_id, config_id, event.seq, event.json.to_string(), now_ms));
+            }
+        }
+        self.queue.enqueue(&jobs)
+    }
+}
+
+/// Whether an event is a status update into a terminal or interrupted state.
+fn ends_turn(event: &LoggedEvent) -> bool {
+    match serde_json::from_str::<StreamResponse>(&event.json) {
+        Ok(StreamResponse::StatusUpdate(update)) => update.status.state.ends_turn(),
+        Ok(StreamResponse::Task(task)) => task.status.state.ends_turn(),
+        _ => false,
+    }
+}
+
+/// Exponential backoff with jitter: about `base * 2^(attempt-1)`, at most `max`, drawn
+/// from the upper half so that retries of many jobs spread out.
+pub fn backoff(attempt: u32, base: Duration, max: Duration) -> Duration {
+    let exp = base.saturating_mul(1u32 << attempt.saturating_sub(1).min(20)).min(max);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % 1000) as u32;
+    exp / 2 + exp / 2 * jitter / 1000
+}

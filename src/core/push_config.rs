@@ -1,0 +1,92 @@
+//! The four push-config methods. A config belongs to its task's owner: another owner's
+//! task (or a missing config) is TaskNotFound. A config may be created on a task in any
+//! state; its id defaults to a new id; its URL must pass the node's webhook policy (the
+//! same check runs again before every delivery); delete is idempotent.
+
+use super::Core;
+use crate::push::url_guard::UrlPolicy;
+use a2ad_actors::push::PushHooks;
+use a2ad_protocol::{
+    ids, A2aError, ErrorCode, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+};
+use a2ad_storage::Owner;
+
+impl Core {
+    /// The push stack, or PushNotificationNotSupported when push is off.
+    fn push(&self) -> Result<(&PushHooks, &UrlPolicy), A2aError> {
+        match (&self.rt.push, &self.push_policy) {
+            (Some(hooks), Some(policy)) => Ok((hooks, policy)),
+            _ => Err(A2aError::of(ErrorCode::PushNotificationNotSupported)),
+        }
+    }
+
+    /// Checks a config a client sent (with or without its task id), filling in its id.
+    pub fn checked_push_config(
+        &self,
+        mut config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let (_, policy) = self.push()?;
+        policy.check_url(&config.url)?;
+        match &config.id {
+            Some(id) => ids::validate_id("id", id)?,
+            None => config.id = Some(ids::new_id()),
+        }
+        if config.authentication.as_ref().is_some_and(|a| a.scheme.trim().is_empty()) {
+            return Err(A2aError::invalid_field("authentication.scheme", "must not be empty"));
+        }
+        Ok(config)
+    }
+
+    pub async fn create_push_config(
+        &self,
+        owner: &Owner,
+        config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let (hooks, _) = self.push()?;
+        let task_id = config
+            .task_id
+            .clone()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| A2aError::invalid_field("taskId", "is required"))?;
+        self.owned_task(owner, &task_id)?;
+        let mut config = self.checked_push_config(config)?;
+        config.task_id = Some(task_id);
+        hooks.configs.put(owner, &config)?;
+        self.rt.commit.commit().await?;
+        Ok(config)
+    }
+
+    pub async fn get_push_config(
+        &self,
+        owner: &Owner,
+        req: TaskPushNotificationConfigRef,
+    ) -> Result<TaskPushNotificationConfig, A2aError> {
+        let (hooks, _) = self.push()?;
+        self.owned_task(owner, &req.task_id)?;
+        match hooks.configs.get(&req.task_id, &req.id)? {
+            Some(stored) if &stored.owner == owner => Ok(stored.config),
+            _ => Err(A2aError::task_not_found(&req.task_id).with_meta("configId", req.id)),
+        }
+    }
+
+    pub async fn list_push_configs(
+        &self,
+        owner: &Owner,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
+        let (hooks, _) = self.push()?;
+        self.owned_task(owner, &req.task_id)?;
+        let configs =
+            hooks.configs.list(&req.task_id)?.into_iter().filter(|s| &s.owner == owner).map(|s| s.config).collect();
+        Ok(ListTaskPushNotificationConfigsResponse { configs, next_page_token: String::new() })
+    }
+
+    pub async fn delete_push_config(&self, owner: &Owner, req: TaskPushNotificationConfigRef) -> Result<(), A2aError> {
+        let (hooks, _) = self.push()?;
+        self.owned_task(owner, &req.task_id)?;
+        hooks.configs.delete(&req.task_id, &req.id)?;
+        self.rt.commit.commit().await?;
+        Ok(())
+    }
+}

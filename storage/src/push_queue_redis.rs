@@ -1,0 +1,923 @@
+//! The Redis Streams push queue (`push-queue: redis-streams`), for several nodes sharing
+//! one queue.
+//!
+//! Keys (all configurable, see [`RedisQueueOptions`]):
+//! * the stream (`a2ad:push`): one entry per job ready to go, field `job` = the job JSON,
+//!   read by the workers of one consumer group;
+//! * the retry key (`a2ad:push:retry`): a sorted set of jobs waiting for a retry, member =
+//!   the job JSON, score = when it falls due (ms);
+//! * the dead stream (`a2ad:push:dead`): jobs after the last attempt or a permanent
+//!   refusal, fields `job`, `reason`, `died_ms`.
+//!
+//! A worker's [`JobQueue::due`] first moves the retries that have fallen due into the
+//! stream (one Lua script, so a retry is never lost or doubled between the two), then
+//! takes over, with XAUTOCLAIM, entries another worker leased more than the lease timeout
+//! ago without settling them (that worker died), then reads new entries with XREADGROUP.
+//! Every job it hands out carries its stream entry id in [`PushJob::receipt`]; settling the
+//! job acknowledges (XACK) and deletes (XDEL) that entry, atomically with whatever else the
+//! settlement writes. A job whose worker dies stays in the group's pending list and is
+//! delivered again once the lease expires: at least once, like the sled queue; receivers
+//! deduplicate on the job's event id.
+
+use crate::{DeadJob, JobQueue, PushJob, StoreError};
+use redis::{Connection, ConnectionLike, RedisError, Value};
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long connecting, and any one command, may take before it fails.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most this many XAUTOCLAIM rounds per [`JobQueue::due`] call (each scans up to ten
+/// times its COUNT pending entries).
+const CLAIM_ROUNDS: usize = 4;
+
+/// Where the Redis queue lives and who this worker is.
+#[derive(Clone)]
+pub struct RedisQueueOptions {
+    /// `redis://[user][:password@]host[:port][/db]` (no TLS).
+    pub url: String,
+    /// The stream of ready jobs.
+    pub stream: String,
+    /// The sorted set of scheduled retries.
+    pub retry_key: String,
+    /// The stream of dead jobs.
+    pub dead_stream: String,
+    /// The consumer group every worker of the queue joins.
+    pub group: String,
+    /// This worker's name in the group; unique per process.
+    pub consumer: String,
+    /// How long a worker may hold a job before another worker takes it over.
+    pub lease_timeout: Duration,
+}
+
+impl Default for RedisQueueOptions {
+    fn default() -> Self {
+        RedisQueueOptions {
+            url: "redis://127.0.0.1:6379/".to_owned(),
+            stream: "a2ad:push".to_owned(),
+            retry_key: "a2ad:push:retry".to_owned(),
+            dead_stream: "a2ad:push:dead".to_owned(),
+            group: "a2ad".to_owned(),
+            consumer: default_consumer(),
+            lease_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Never shows the URL's password.
+impl fmt::Debug for RedisQueueOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisQueueOptions")
+            .field("url", &redact_url(&self.url))
+            .field("stream", &self.stream)
+            .field("retry_key", &self.retry_key)
+            .field("dead_stream", &self.dead_stream)
+            .field("group", &self.group)
+            .field("consumer", &self.consumer)
+            .field("lease_timeout", &self.lease_timeout)
+            .finish()
+    }
+}
+
+/// `hostname-pid`: unique per process, and a restarted node is a new consumer (the old
+/// one's unsettled jobs are reclaimed once their lease expires).
+fn default_consumer() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "a2ad".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The URL with any password replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some(parts) => parts,
+        None => return url.to_owned(),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => format!("{userinfo}@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    // `redis+unix:///socket?pass=...` carries the password in the query.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password") => {
+                        format!("{key}=***")
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// Moves the retries due by ARGV[1] (at most ARGV[2]) from the sorted set KEYS[1] into the
+/// stream KEYS[2]. Returns how many.
+const MOVE_DUE_RETRIES: &str = r"
+local jobs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, job in ipairs(jobs) do
+  redis.call('XADD', KEYS[2], '*', 'job', job)
+  redis.call('ZREM', KEYS[1], job)
+end
+return #jobs
+";
+
+/// Moves the dead entry ARGV[1] of KEYS[1] to the stream KEYS[2] as the job ARGV[2], if it
+/// is still there (two operators reviving at once revive it once). Returns 1 or 0.
+const REVIVE: &str = r"
+if redis.call('XDEL', KEYS[1], ARGV[1]) == 1 then
+  redis.call('XADD', KEYS[2], '*', 'job', ARGV[2])
+  return 1
+end
+return 0
+";
+
+/// A failure inside one locked use of the connection.
+enum Failure {
+    Redis(RedisError),
+    Store(StoreError),
+}
+
+impl From<RedisError> for Failure {
+    fn from(e: RedisError) -> Self {
+        Failure::Redis(e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Store(e)
+    }
+}
+
+/// The queue over Redis Streams. Send + Sync: one connection behind a mutex, reopened
+/// when it breaks.
+pub struct RedisQueue {
+    options: RedisQueueOptions,
+    client: redis::Client,
+    conn: Mutex<Option<Connection>>,
+    /// The URL as it may be shown.
+    shown_url: String,
+    password: Option<String>,
+    move_due_retries: redis::Script,
+    revive: redis::Script,
+}
+
+impl fmt::Debug for RedisQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisQueue").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+impl RedisQueue {
+    /// Connects, and creates the stream and the consumer group if they do not exist. An
+    /// unreachable Redis is an error naming the URL (without its password).
+    pub fn connect(options: RedisQueueOptions) -> Result<Self, StoreError> {
+        let shown_url = redact_url(&options.url);
+        let client = redis::Client::open(options.url.as_str()).map_err(|e| {
+            failure(std::io::ErrorKind::InvalidInput, format!("invalid Redis URL {shown_url}: {e}"), None)
+        })?;
+        let password = client.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
+        let queue = RedisQueue {
+            options,
+            client,
+            conn: Mutex::new(None),
+            shown_url,
+            password,
+            move_due_retries: redis::Script::new(MOVE_DUE_RETRIES),
+            revive: redis::Script::new(REVIVE),
+        };
+        queue.with_conn("create the consumer group", |conn, q| Ok(q.create_group(conn)?))?;
+        Ok(queue)
+    }
+
+    pub fn options(&self) -> &RedisQueueOptions {
+        &self.options
+    }
+
+    /// XGROUP CREATE ... $ MKSTREAM; an existing group is fine.
+    fn create_group(&self, conn: &mut Connection) -> Result<(), RedisError> {
+        let created: Result<(), RedisError> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(&self.options.stream)
+            .arg(&self.options.group)
+            .arg("$")
+            .arg("MKSTREAM")
+            .query(conn);
+        match created {
+            Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+            other => other,
+        }
+    }
+
+    fn open_connection(&self) -> Result<Connection, StoreError> {
+        let conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
+            self.redis_failure(&format!("cannot connect to Redis at {} (push queue)", self.shown_url), &e)
+        })?;
+        conn.set_read_timeout(Some(IO_TIMEOUT))
+            .and_then(|()| conn.set_write_timeout(Some(IO_TIMEOUT)))
+            .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
+        Ok(conn)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Connection>> {
+        match self.conn.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                // A panic mid-command may have left a reply unread: start afresh.
+                let mut guard = poisoned.into_inner();
+                *guard = None;
+                self.conn.clear_poison();
+                guard
+            }
+        }
+    }
+
+    /// Runs `f` on the connection (opened first if needed); a broken connection is dropped
+    /// and reopened by the next call.
+    fn with_conn<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut Connection, &Self) -> Result<T, Failure>,
+    ) -> Result<T, StoreError> {
+        let mut guard = self.lock();
+        if !guard.as_ref().is_some_and(|c| c.is_open()) {
+            *guard = Some(self.open_connection()?);
+        }
+        let conn = guard.as_mut().expect("the connection was just opened");
+        match f(conn, self) {
+            Ok(value) => Ok(value),
+            Err(Failure::Store(e)) => Err(e),
+            Err(Failure::Redis(e)) => {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || !conn.is_open() {
+                    *guard = None;
+                }
+                Err(self.redis_failure(&format!("Redis at {}: cannot {what}", self.shown_url), &e))
+            }
+        }
+    }
+
+    fn redis_failure(&self, context: &str, e: &RedisError) -> StoreError {
+        let kind = if e.is_connection_refusal() {
+            std::io::ErrorKind::ConnectionRefused
+        } else if e.is_timeout() {
+            std::io::ErrorKind::TimedOut
+        } else if e.is_connection_dropped() {
+            std::io::ErrorKind::ConnectionAborted
+        } else {
+            std::io::ErrorKind::Other
+        };
+        failure(kind, format!("{context}: {e}"), self.password.as_deref())
+    }
+
+    /// The stream entry's job, with its receipt; `None` (after quarantining the entry in
+    /// the dead stream) when it is unreadable, so one bad entry cannot stall the queue.
+    fn take_entry(&self, conn: &mut Connection, entry: Entry) -> Result<Option<PushJob>, RedisError> {
+        let raw = entry.field("job");
+        match raw.map(serde_json::from_str::<PushJob>) {
+            Some(Ok(mut job)) => {
+                job.receipt = Some(entry.id);
+                Ok(Some(job))
+            }
+            broken => {
+                let reason = match broken {
+                    Some(Err(e)) => format!("unreadable job: {e}"),
+                    _ => "stream entry without a job field".to_owned(),
+                };
+                tracing::error!(stream = %self.options.stream, entry = %entry.id, %reason, "push queue: moving an unreadable entry to the dead stream");
+                let mut pipe = redis::pipe();
+                pipe.atomic()
+                    .cmd("XADD")
+                    .arg(&self.options.dead_stream)
+                    .arg("*")
+                    .arg("raw")
+                    .arg(raw.unwrap_or_default())
+                    .arg("reason")
+                    .arg(reason)
+                    .arg("died_ms")
+                    .arg(chrono::Utc::now().timestamp_millis())
+                    .ignore();
+                self.settle_cmds(&mut pipe, &entry.id);
+                pipe.query::<()>(conn)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// XACK + XDEL of a settled entry, appended to `pipe`.
+    fn settle_cmds(&self, pipe: &mut redis::Pipeline, receipt: &str) {
+        pipe.cmd("XACK").arg(&self.options.stream).arg(&self.options.group).arg(receipt).ignore();
+        pipe.cmd("XDEL").arg(&self.options.stream).arg(receipt).ignore();
+    }
+
+    fn due_on(
+        &self,
+        conn: &mut Connection,
+        now_ms: i64,
+        max: usize,
+        in_flight: &HashSet<String>,
+    ) -> Result<Vec<PushJob>, RedisError> {
+        let mut out = Vec::new();
+        let skip = |job: &PushJob| {
+            in_flight.contains(&job.id()) || job.receipt.as_ref().is_some_and(|r| in_flight.contains(r))
+        };
+
+        // 1. Retries that have fallen due join the stream.
+        let _moved: i64 = self
+            .move_due_retries
+            .key(&self.options.retry_key)
+            .key(&self.options.stream)
+            .arg(now_ms)
+            .arg(max.max(16))
+            .invoke(conn)?;
+
+        // 2. Jobs leased longer than the lease timeout ago: their worker died (or, when
+        // they are ours and in flight, is slow; those are skipped).
+        let min_idle = u64::try_from(self.options.lease_timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut cursor = "0-0".to_owned();
+        for _ in 0..CLAIM_ROUNDS {
+            let reply: Value = redis::cmd("XAUTOCLAIM")
+                .arg(&self.options.stream)
+                .arg(&self.options.group)
+                .arg(&self.options.consumer)
+                .arg(min_idle)
+                .arg(&cursor)
+                .arg("COUNT")
+                .arg(max - out.len())
+                .query(conn)?;
+            let (next, claimed, gone) = parse_autoclaim(&reply);
+            for id in gone {
+                // Redis 6.2 reports entries deleted while pending as nil: drop them from
+                // the pending list.
+                redis::cmd("XACK").arg(&self.options.stream).arg(&self.options.group).arg(id).query::<()>(conn)?;
+            }
+            for entry in claimed {
+                if let Some(job) = self.take_entry(conn, entry)? {
+                    if !skip(&job) {
+                        out.push(job);
+                    }
+                }
+            }
+            cursor = next;
+            if cursor == "0-0" || out.len() >= max {
+                break;
+            }
+        }
+
+        // 3. New entries. One skipped as in flight stays pending and comes back through
+        // XAUTOCLAIM after the lease.
+        if out.len() < max {
+            let reply: Value = redis::cmd("XREADGROUP")
+                .arg("GROUP")
+                .arg(&self.options.group)
+                .arg(&self.options.consumer)
+                .arg("COUNT")
+                .arg(max - out.len())
+                .arg("STREAMS")
+                .arg(&self.options.stream)
+                .arg(">")
+                .query(conn)?;
+            for entry in parse_read(&reply) {
+                if let Some(job) = self.take_entry(conn, entry)? {
+                    if !skip(&job) {
+                        out.push(job);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl JobQueue for RedisQueue {
+    /// XADD of every job, in one MULTI.
+    fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for job in jobs {
+            pipe.cmd("XADD").arg(&self.options.stream).arg("*").arg("job").arg(encode(job)?).ignore();
+        }
+        self.with_conn("enqueue push jobs", |conn, _| Ok(pipe.query::<()>(conn)?))
+    }
+
+    /// Due retries into the stream, then expired leases (XAUTOCLAIM), then new entries
+    /// (XREADGROUP), up to `max`, leaving out `in_flight` job ids (or receipts).
+    fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        self.with_conn("read due push jobs", |conn, q| match q.due_on(conn, now_ms, max, in_flight) {
+            // The stream or the group was deleted under us (FLUSHALL, an operator): recreate.
+            Err(e) if e.code() == Some("NOGROUP") => {
+                q.create_group(conn)?;
+                Ok(q.due_on(conn, now_ms, max, in_flight)?)
+            }
+            other => Ok(other?),
+        })
+    }
+
+    /// XACK + XDEL of the job's entry. A job without a receipt was not taken from this
+    /// queue, and there is nothing to settle.
+    fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
+        let Some(receipt) = job.receipt.as_deref() else { return Ok(()) };
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        self.settle_cmds(&mut pipe, receipt);
+        self.with_conn("acknowledge a push job", |conn, _| Ok(pipe.query::<()>(conn)?))
+    }
+
+    /// ZADD of `next` at its due time, and XACK + XDEL of the job's entry, in one MULTI.
+    fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("ZADD").arg(&self.options.retry_key).arg(next.next_attempt_ms).arg(encode(next)?).ignore();
+        if let Some(receipt) = job.receipt.as_deref() {
+            self.settle_cmds(&mut pipe, receipt);
+        }
+        self.with_conn("reschedule a push job", |conn, _| Ok(pipe.query::<()>(conn)?))
+    }
+
+    /// XADD to the dead stream (job, reason, died_ms), and XACK + XDEL of the job's entry,
+    /// in one MULTI.
+    fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("XADD")
+            .arg(&self.options.dead_stream)
+            .arg("*")
+            .arg("job")
+            .arg(encode(job)?)
+            .arg("reason")
+            .arg(reason)
+            .arg("died_ms")
+            .arg(now_ms)
+            .ignore();
+        if let Some(receipt) = job.receipt.as_deref() {
+            self.settle_cmds(&mut pipe, receipt);
+        }
+        self.with_conn("bury a push job", |conn, _| Ok(pipe.query::<()>(conn)?))
+    }
+
+    /// Every dead job, oldest first (XRANGE of the dead stream). Quarantined unreadable
+    /// entries (field `raw`) are left out; `redis-cli XRANGE` shows them.
+    fn dead(&self) -> Result<Vec<DeadJob>, StoreError> {
+        let entries = self.with_conn("read the dead push jobs", |conn, q| {
+            let reply: Value = redis::cmd("XRANGE").arg(&q.options.dead_stream).arg("-").arg("+").query(conn)?;
+            Ok(parse_entries(&reply))
+        })?;
+        Ok(entries.iter().filter_map(|entry| self.dead_job(entry)).collect())
+    }
+
+    /// Moves the dead jobs with job id `id` (or every one, with `None`) back to the stream,
+    /// due now, with fresh attempts (XDEL + XADD per entry, in one script). Returns how many.
+    fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
+        self.with_conn("revive dead push jobs", |conn, q| {
+            let reply: Value = redis::cmd("XRANGE").arg(&q.options.dead_stream).arg("-").arg("+").query(conn)?;
+            let mut revived = 0;
+            for entry in parse_entries(&reply) {
+                let Some(dead) = q.dead_job(&entry) else { continue };
+                if id.is_some_and(|id| id != dead.job.id() && id != entry.id) {
+                    continue;
+                }
+                let mut fresh = dead.job;
+                fresh.attempts = 0;
+                fresh.first_enqueued_ms = now_ms;
+                fresh.next_attempt_ms = now_ms;
+                fresh.last_error = None;
+                let moved: i64 = q
+                    .revive
+                    .key(&q.options.dead_stream)
+                    .key(&q.options.stream)
+                    .arg(&entry.id)
+                    .arg(encode(&fresh)?)
+                    .invoke(conn)?;
+                revived += usize::try_from(moved).unwrap_or(0);
+            }
+            Ok(revived)
+        })
+    }
+
+    /// Jobs waiting: the group's pending entries (leased, not settled) plus its lag (entries
+    /// not yet delivered, from XINFO GROUPS) plus the scheduled retries (ZCARD). When Redis
+    /// cannot tell the lag (before 7.0, or after some deletions) it is taken as XLEN minus
+    /// pending: exact as long as only this queue settles entries, since settling deletes
+    /// them, so the stream holds exactly the undelivered and the pending entries.
+    fn depth(&self) -> Result<usize, StoreError> {
+        self.with_conn("measure the push queue", |conn, q| {
+            let (groups, len, retries): (Value, u64, u64) = redis::pipe()
+                .cmd("XINFO")
+                .arg("GROUPS")
+                .arg(&q.options.stream)
+                .cmd("XLEN")
+                .arg(&q.options.stream)
+                .cmd("ZCARD")
+                .arg(&q.options.retry_key)
+                .query(conn)
+                .or_else(|e: RedisError| {
+                    // No stream (deleted under us): nothing pending or undelivered.
+                    if e.code() == Some("ERR") && e.to_string().contains("no such key") {
+                        let retries: u64 = redis::cmd("ZCARD").arg(&q.options.retry_key).query(conn)?;
+                        Ok((Value::Array(Vec::new()), 0, retries))
+                    } else {
+                        Err(e)
+                    }
+                })?;
+            let (pending, lag) = group_info(&groups, &q.options.group);
+            let undelivered = lag.unwrap_or_else(|| len.saturating_sub(pending));
+            Ok(usize::try_from(pending + undelivered + retries).unwrap_or(usize::MAX))
+        })
+    }
+}
+
+impl RedisQueue {
+    fn dead_job(&self, entry: &Entry) -> Option<DeadJob> {
+        let job = match serde_json::from_str::<PushJob>(entry.field("job")?) {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::warn!(stream = %self.options.dead_stream, entry = %entry.id, error = %e, "unreadable dead push job");
+                return None;
+            }
+        };
+        Some(DeadJob {
+            job,
+            reason: entry.field("reason").unwrap_or_default().to_owned(),
+            died_ms: entry.field("died_ms").and_then(|v| v.parse().ok()).unwrap_or(0),
+        })
+    }
+}
+
+fn encode(job: &PushJob) -> Result<String, StoreError> {
+    serde_json::to_string(job).map_err(|e| StoreError::Corrupt(format!("push job: {e}")))
+}
+
+/// Redis failures are I/O failures of the storage engine (StoreError has no Redis
+/// variant); the password, should a message ever echo it, is blanked.
+fn failure(kind: std::io::ErrorKind, message: String, password: Option<&str>) -> StoreError {
+    let message = match password {
+        Some(password) => message.replace(password, "***"),
+        None => message,
+    };
+    StoreError::Engine(sled::Error::Io(std::io::Error::new(kind, message)))
+}
+
+/// One stream entry: its id and fields (`None` for an entry deleted while pending, which
+/// Redis 6.2 reports as nil).
+struct Entry {
+    id: String,
+    fields: Option<Vec<(String, String)>>,
+}
+
+impl Entry {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields.as_ref()?.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::VerbatimString { text, .. } => Some(text.clone()),
+        Value::Okay => Some("OK".to_owned()),
+        Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+fn int(value: &Value) -> Option<u64> {
+    match value {
+        Value::Int(i) => u64::try_from(*i).ok(),
+        other => text(other)?.parse().ok(),
+    }
+}
+
+/// Key/value pairs of a RESP2 flat array or a RESP3 map.
+fn pairs(value: &Value) -> Vec<(&Value, &Value)> {
+    match value {
+        Value::Array(items) => items.chunks_exact(2).map(|kv| (&kv[0], &kv[1])).collect(),
+        Value::Map(kvs) => kvs.iter().map(|(k, v)| (k, v)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A list of entries: `[[id, [field, value, ...] | nil], ...]`.
+fn parse_entries(value: &Value) -> Vec<Entry> {
+    let Value::Array(items) = value else { return Vec::new() };
+    items
+        .iter()
+        .filter_map(|item| {
+            let Value::Array(parts) = item else { return None };
+            let id = text(parts.first()?)?;
+            let fields = match parts.get(1) {
+                Some(Value::Nil) | None => None,
+                Some(fields) => {
+                    Some(pairs(fields).into_iter().filter_map(|(k, v)| Some((text(k)?, text(v)?))).collect::<Vec<_>>())
+                }
+            };
+            Some(Entry { id, fields })
+        })
+        .collect()
+}
+
+/// XREADGROUP's reply for one stream: `[[key, entries]]` (RESP3: `{key: entries}`), or nil.
+fn parse_read(value: &Value) -> Vec<Entry> {
+    match value {
+        Value::Array(streams) => streams
+            .iter()
+            .flat_map(|stream| match stream {
+                Value::Array(parts) => parts.get(1).map(parse_entries).unwrap_or_default(),
+                _ => Vec::new(),
+            })
+            .collect(),
+        Value::Map(streams) => streams.iter().flat_map(|(_, entries)| parse_entries(entries)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// XAUTOCLAIM's reply: the next cursor, the claimed entries, and the ids of entries that
+/// were deleted while pending (nil entries on Redis 6.2; Redis 7 drops those itself).
+fn parse_autoclaim(value: &Value) -> (String, Vec<Entry>, Vec<String>) {
+    let Value::Array(parts) = value else { return ("0-0".to_owned(), Vec::new(), Vec::new()) };
+    let next = parts.first().and_then(text).unwrap_or_else(|| "0-0".to_owned());
+    let (claimed, gone): (Vec<Entry>, Vec<Entry>) =
+        parts.get(1).map(parse_entries).unwrap_or_default().into_iter().partition(|e| e.fields.is_some());
+    (next, claimed, gone.into_iter().map(|e| e.id).collect())
+}
+
+/// The group's `pending` and `lag` (None when Redis cannot tell) from XINFO GROUPS.
+fn group_info(groups: &Value, group: &str) -> (u64, Option<u64>) {
+    let Value::Array(groups) = groups else { return (0, None) };
+    for info in groups {
+        let fields: Vec<(String, &Value)> = pairs(info).into_iter().filter_map(|(k, v)| Some((text(k)?, v))).collect();
+        let get = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        if get("name").and_then(text).as_deref() == Some(group) {
+            return (get("pending").and_then(int).unwrap_or(0), get("lag").and_then(int));
+        }
+    }
+    (0, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Stdio};
+    use std::time::Instant;
+
+    /// A redis-server of the test's own, on a free loopback port, killed on drop.
+    struct RedisServer {
+        child: Child,
+        port: u16,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Drop for RedisServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    impl RedisServer {
+        fn url(&self) -> String {
+            format!("redis://127.0.0.1:{}/", self.port)
+        }
+    }
+
+    /// `A2AD_REDIS_SERVER`, else `redis-server` on PATH.
+    fn redis_server_binary() -> Option<PathBuf> {
+        if let Some(path) = std::env::var_os("A2AD_REDIS_SERVER").filter(|p| !p.is_empty()) {
+            return Some(PathBuf::from(path));
+        }
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join("redis-server"))
+            .find(|candidate| candidate.is_file())
+    }
+
+    /// Starts a redis-server, or `None` (with a notice) when there is none to start and
+    /// `A2AD_REQUIRE_REDIS` is unset.
+    fn redis() -> Option<RedisServer> {
+        let Some(binary) = redis_server_binary() else {
+            if std::env::var_os("A2AD_REQUIRE_REDIS").is_some() {
+                panic!("A2AD_REQUIRE_REDIS is set but there is no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh)");
+            }
+            eprintln!("skipped: no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh; A2AD_REQUIRE_REDIS=1 makes this fail)");
+            return None;
+        };
+        // Another process may take the free port between our probe and redis binding it.
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match start(&binary) {
+                Ok(server) => return Some(server),
+                Err(e) => last_error = e,
+            }
+        }
+        panic!("could not start {}: {last_error}", binary.display());
+    }
+
+    fn start(binary: &PathBuf) -> Result<RedisServer, String> {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let child = Command::new(binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let mut server = RedisServer { child, port, _dir: dir };
+        let client = redis::Client::open(server.url()).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let pong: Result<String, _> = client
+                .get_connection_with_timeout(Duration::from_millis(200))
+                .and_then(|mut conn| redis::cmd("PING").query(&mut conn));
+            match pong {
+                Ok(pong) if pong == "PONG" => return Ok(server),
+                _ if Instant::now() >= deadline => return Err(format!("no PONG on port {port} within 5 s")),
+                _ => {}
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!("exited with {status} (port {port} taken?)"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn queue(server: &RedisServer, consumer: &str, lease: Duration) -> RedisQueue {
+        RedisQueue::connect(RedisQueueOptions {
+            url: server.url(),
+            consumer: consumer.to_owned(),
+            lease_timeout: lease,
+            ..RedisQueueOptions::default()
+        })
+        .unwrap()
+    }
+
+    fn none() -> HashSet<String> {
+        HashSet::new()
+    }
+
+    fn unleased(mut job: PushJob) -> PushJob {
+        job.receipt = None;
+        job
+    }
+
+    #[test]
+    fn enqueue_due_ack_round_trip() {
+        let Some(server) = redis() else { return };
+        let q = queue(&server, "w1", Duration::from_secs(30));
+        let a = PushJob::new("t1", "c1", 1, "{\"task\":{}}".into(), 1000);
+        let b = PushJob::new("t1", "c1", 2, "{}".into(), 1000);
+        q.enqueue(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(q.depth().unwrap(), 2);
+
+        let leased: HashSet<String> = [a.id()].into();
+        let got = q.due(1000, 10, &leased).unwrap();
+        assert_eq!(got.into_iter().map(unleased).collect::<Vec<_>>(), vec![b.clone()], "in-flight ids are skipped");
+        // `a` was skipped: it stays pending (and comes back after the lease).
+        assert_eq!(q.depth().unwrap(), 2);
+
+        let c = PushJob::new("t2", "c1", 1, "{}".into(), 1000);
+        q.enqueue(&[c.clone()]).unwrap();
+        let got = q.due(1000, 10, &none()).unwrap();
+        assert_eq!(got.len(), 1, "nothing is handed out twice within the lease");
+        assert!(got[0].receipt.is_some(), "a leased job carries its stream entry id");
+        assert_eq!(unleased(got[0].clone()), c);
+        q.ack(&got[0]).unwrap();
+        assert_eq!(q.depth().unwrap(), 2);
+        assert!(q.due(1000, 10, &none()).unwrap().is_empty());
+        assert!(q.dead().unwrap().is_empty());
+    }
+
+    #[test]
+    fn rescheduled_jobs_fall_due_at_their_time() {
+        let Some(server) = redis() else { return };
+        let q = queue(&server, "w1", Duration::from_secs(30));
+        let job = PushJob::new("t1", "c1", 1, "{}".into(), 1000);
+        q.enqueue(&[job.clone()]).unwrap();
+        let taken = q.due(1000, 10, &none()).unwrap().remove(0);
+
+        let mut next = unleased(taken.clone());
+        next.attempts = 1;
+        next.next_attempt_ms = 5000;
+        next.last_error = Some("HTTP 503".into());
+        q.reschedule(&taken, &next).unwrap();
+        assert_eq!(q.depth().unwrap(), 1, "the scheduled retry counts");
+        assert!(q.due(4999, 10, &none()).unwrap().is_empty(), "not due before its time");
+
+        let again = q.due(5000, 10, &none()).unwrap();
+        assert_eq!(again.iter().cloned().map(unleased).collect::<Vec<_>>(), vec![next]);
+        assert_ne!(again[0].receipt, taken.receipt, "a retry is a new stream entry");
+        q.ack(&again[0]).unwrap();
+        assert_eq!(q.depth().unwrap(), 0);
+        assert!(q.due(10_000, 10, &none()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn buried_jobs_are_dead_until_revived() {
+        let Some(server) = redis() else { return };
+        let q = queue(&server, "w1", Duration::from_secs(30));
+        let a = PushJob::new("t1", "c1", 1, "{}".into(), 1000);
+        let b = PushJob::new("t1", "c1", 2, "{}".into(), 1000);
+        q.enqueue(&[a.clone(), b.clone()]).unwrap();
+        let mut taken = q.due(1000, 10, &none()).unwrap();
+        assert_eq!(taken.len(), 2);
+        q.bury(&taken.remove(0), "HTTP 404", 7000).unwrap();
+        q.bury(&taken.remove(0), "HTTP 410", 7001).unwrap();
+        assert_eq!(q.depth().unwrap(), 0);
+
+        let dead = q.dead().unwrap();
+        assert_eq!(dead.len(), 2);
+        assert_eq!((&dead[0].job, dead[0].reason.as_str(), dead[0].died_ms), (&a, "HTTP 404", 7000));
+        assert_eq!(q.revive(Some("no-such-job"), 8000).unwrap(), 0);
+        assert_eq!(q.revive(Some(&b.id()), 8000).unwrap(), 1);
+        assert_eq!(q.dead().unwrap().len(), 1);
+
+        let revived = q.due(8000, 10, &none()).unwrap();
+        assert_eq!(revived.len(), 1);
+        assert_eq!(revived[0].id(), b.id());
+        assert_eq!((revived[0].attempts, revived[0].first_enqueued_ms, revived[0].next_attempt_ms), (0, 8000, 8000));
+        q.ack(&revived[0]).unwrap();
+
+        assert_eq!(q.revive(None, 9000).unwrap(), 1);
+        assert!(q.dead().unwrap().is_empty());
+        assert_eq!(q.due(9000, 10, &none()).unwrap()[0].id(), a.id());
+    }
+
+    #[test]
+    fn a_dead_workers_job_is_reclaimed_after_the_lease() {
+        let Some(server) = redis() else { return };
+        let lease = Duration::from_millis(200);
+        let a = queue(&server, "worker-a", lease);
+        let b = queue(&server, "worker-b", lease);
+        let job = PushJob::new("t1", "c1", 1, "{}".into(), 1000);
+        b.enqueue(&[job.clone()]).unwrap();
+
+        let taken = a.due(1000, 10, &none()).unwrap();
+        assert_eq!(taken.len(), 1);
+        let leased_at = Instant::now();
+        drop(a); // worker A dies without settling the job
+
+        assert!(b.due(1000, 10, &none()).unwrap().is_empty(), "B must not take a job A still holds");
+        assert_eq!(b.depth().unwrap(), 1, "A's job is still pending");
+        std::thread::sleep(lease.saturating_sub(leased_at.elapsed()) + Duration::from_millis(100));
+
+        let reclaimed = b.due(1000, 10, &none()).unwrap();
+        assert_eq!(reclaimed.len(), 1, "B reclaims A's job once the lease has expired");
+        assert_eq!(reclaimed[0].receipt, taken[0].receipt, "the same stream entry");
+        assert_eq!(unleased(reclaimed[0].clone()), job);
+        b.ack(&reclaimed[0]).unwrap();
+        assert_eq!(b.depth().unwrap(), 0);
+        std::thread::sleep(lease + Duration::from_millis(50));
+        assert!(b.due(1000, 10, &none()).unwrap().is_empty(), "an acknowledged job is not reclaimed");
+    }
+
+    #[test]
+    fn an_unreachable_redis_is_a_clear_error_without_the_password() {
+        let err = RedisQueue::connect(RedisQueueOptions {
+            url: "redis://:secretpw@127.0.0.1:1/".into(),
+            ..RedisQueueOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("cannot connect to Redis at redis://:***@127.0.0.1:1/"), "{err}");
+        assert!(!err.contains("secretpw"), "{err}");
+    }
+
+    #[test]
+    fn urls_are_shown_without_passwords() {
+        assert_eq!(redact_url("redis://127.0.0.1:6379/0"), "redis://127.0.0.1:6379/0");
+        assert_eq!(redact_url("redis://user:pw@host:6379/0"), "redis://user:***@host:6379/0");
+        assert_eq!(redact_url("redis://:p@ss@host"), "redis://:***@host");
+        assert_eq!(
+            redact_url("redis+unix:///run/redis.sock?db=1&pass=pw"),
+            "redis+unix:///run/redis.sock?db=1&pass=***"
+        );
+        let options = RedisQueueOptions { url: "redis://:pw123@h/".into(), ..RedisQueueOptions::default() };
+        assert!(!format!("{options:?}").contains("pw123"));
+        assert!(options.consumer.ends_with(&format!("-{}", std::process::id())));
+    }
+}

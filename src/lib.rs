@@ -10,6 +10,7 @@
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`agents`]: the built-in agents.
 
+pub mod admin;
 pub mod agents;
 pub mod card;
 pub mod config;

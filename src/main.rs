@@ -22,6 +22,57 @@ struct Cli {
 enum Command {
     /// Run a node.
     Serve(ServeArgs),
+    /// Push notifications: the dead letters.
+    Push {
+        #[command(subcommand)]
+        command: PushCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PushCommand {
+    /// Jobs that will not be delivered again unless retried.
+    Dead {
+        #[command(subcommand)]
+        command: DeadCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum DeadCommand {
+    /// List dead jobs (id, attempts, time, reason). With the local-file queue, stop the
+    /// node first.
+    List(StoreArgs),
+    /// Move dead jobs back to the queue; the node delivers them (at its next start, with
+    /// the local-file queue).
+    Retry {
+        /// A job id from `list`.
+        id: Option<String>,
+        /// Every dead job.
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Which node's stores: its config file and/or data dir.
+#[derive(Args)]
+struct StoreArgs {
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    fn load(&self) -> anyhow::Result<Config> {
+        let mut overrides = Config::env_overrides(std::env::vars());
+        if let Some(dir) = &self.data_dir {
+            overrides.push(("data-dir".into(), dir.display().to_string()));
+        }
+        Config::load(self.config.as_deref(), &overrides).context("invalid configuration")
+    }
 }
 
 /// Flags override `A2AD_*` variables, which override the config file.
@@ -78,7 +129,28 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
+        Command::Push { command: PushCommand::Dead { command } } => dead_letters(command),
     }
+}
+
+fn dead_letters(command: DeadCommand) -> anyhow::Result<()> {
+    let now = chrono::Utc::now().timestamp_millis();
+    match command {
+        DeadCommand::List(store) => {
+            let queue = a2ad::admin::push_queue(&store.load()?)?;
+            print!("{}", a2ad::admin::format_dead(&queue.dead()?));
+        }
+        DeadCommand::Retry { id, all, store } => {
+            anyhow::ensure!(id.is_some() || all, "name a job id, or --all");
+            let queue = a2ad::admin::push_queue(&store.load()?)?;
+            let revived = queue.revive(id.as_deref(), now)?;
+            if let Some(id) = id.filter(|_| revived == 0) {
+                anyhow::bail!("no dead job {id}");
+            }
+            println!("{revived} job(s) queued again");
+        }
+    }
+    Ok(())
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {

@@ -6,7 +6,9 @@ pub mod url_guard;
 
 use crate::config::{PushConfig, PushQueueKind};
 use a2ad_actors::push::{PushHooks, PushSettings, PushWorker};
-use a2ad_storage::{JobQueue, PushConfigStore, PushQueue, SecretKey, SledStore, StoreError};
+use a2ad_storage::{
+    JobQueue, PushConfigStore, PushQueue, RedisQueue, RedisQueueOptions, SecretKey, SledStore, StoreError,
+};
 use actix::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -38,7 +40,7 @@ impl PushStack {
             Err(_) => SecretKey::load_or_create(data_dir)?,
         };
         let configs = PushConfigStore::new(sled.tree("push_configs")?, key);
-        let queue = open_queue(config, sled)?;
+        let queue = open_queue(config, Some(sled))?;
         let policy = Arc::new(UrlPolicy::new(&config.allow).map_err(PushSetupError::Config)?);
         let settings = PushSettings {
             max_attempts: config.max_attempts,
@@ -60,10 +62,13 @@ impl PushStack {
     }
 }
 
-/// The queue `push-queue` names.
-pub fn open_queue(config: &PushConfig, sled: &SledStore) -> Result<Arc<dyn JobQueue>, PushSetupError> {
+/// The queue `push-queue` names. The local-file queue lives in `sled` (the node's store).
+pub fn open_queue(config: &PushConfig, sled: Option<&SledStore>) -> Result<Arc<dyn JobQueue>, PushSetupError> {
     match config.queue {
-        PushQueueKind::LocalFile => Ok(Arc::new(PushQueue::new(sled.tree("push_queue")?))),
+        PushQueueKind::LocalFile => {
+            let sled = sled.ok_or_else(|| PushSetupError::Config("the local-file queue needs the data dir".into()))?;
+            Ok(Arc::new(PushQueue::new(sled.tree("push_queue")?)))
+        }
         PushQueueKind::RedisStreams => {
             Err(PushSetupError::Config("the redis-streams queue is not available yet".into()))
         }

@@ -261,7 +261,7 @@ mod tests {
         let job = PushJob::new("t", "c", 7, "{\"task\":{}}".into(), 10);
         {
             let db = sled::open(dir.path()).unwrap();
-            PushQueue::new(db.open_tree("push_queue").unwrap()).enqueue(&[job.clone()]).unwrap();
+            PushQueue::new(db.open_tree("push_queue").unwrap()).enqueue(std::slice::from_ref(&job)).unwrap();
             db.flush().unwrap();
         }
         let db = sled::open(dir.path()).unwrap();

@@ -801,7 +801,7 @@ mod tests {
         assert_eq!(q.depth().unwrap(), 2);
 
         let c = PushJob::new("t2", "c1", 1, "{}".into(), 1000);
-        q.enqueue(&[c.clone()]).unwrap();
+        q.enqueue(std::slice::from_ref(&c)).unwrap();
         let got = q.due(1000, 10, &none()).unwrap();
         assert_eq!(got.len(), 1, "nothing is handed out twice within the lease");
         assert!(got[0].receipt.is_some(), "a leased job carries its stream entry id");
@@ -817,7 +817,7 @@ mod tests {
         let Some(server) = redis() else { return };
         let q = queue(&server, "w1", Duration::from_secs(30));
         let job = PushJob::new("t1", "c1", 1, "{}".into(), 1000);
-        q.enqueue(&[job.clone()]).unwrap();
+        q.enqueue(std::slice::from_ref(&job)).unwrap();
         let taken = q.due(1000, 10, &none()).unwrap().remove(0);
 
         let mut next = unleased(taken.clone());
@@ -874,7 +874,7 @@ mod tests {
         let a = queue(&server, "worker-a", lease);
         let b = queue(&server, "worker-b", lease);
         let job = PushJob::new("t1", "c1", 1, "{}".into(), 1000);
-        b.enqueue(&[job.clone()]).unwrap();
+        b.enqueue(std::slice::from_ref(&job)).unwrap();
 
         let taken = a.due(1000, 10, &none()).unwrap();
         assert_eq!(taken.len(), 1);

@@ -14,5 +14,7 @@ mod grpc;
 mod interop;
 mod interop_js;
 mod list;
+mod push;
+mod receiver;
 mod streaming;
 mod tasks;

@@ -1,0 +1,41 @@
+//! Operator commands that work on a node's stores: `a2ad push dead list|retry`.
+//!
+//! With the local-file queue the data dir is sled's, which one process at a time may
+//! open: run these while the node is stopped (the node delivers revived jobs when it
+//! starts). With redis-streams they work while nodes run.
+
+use crate::config::{Config, PushQueueKind};
+use crate::push::{open_queue, PushSetupError};
+use a2ad_storage::{DeadJob, JobQueue, SledStore};
+use std::sync::Arc;
+
+/// Why an admin command failed. Shown to the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("cannot open the data dir {0} (is the node still running? stop it first): {1}")]
+    Store(String, a2ad_storage::StoreError),
+    #[error(transparent)]
+    Push(#[from] PushSetupError),
+    #[error("push: {0}")]
+    Queue(#[from] a2ad_storage::StoreError),
+}
+
+/// The push queue the config names. A remote queue needs no local store.
+pub fn push_queue(config: &Config) -> Result<Arc<dyn JobQueue>, AdminError> {
+    if config.push.queue != PushQueueKind::LocalFile {
+        return Ok(open_queue(&config.push, None)?);
+    }
+    let sled =
+        SledStore::open(&config.data_dir).map_err(|e| AdminError::Store(config.data_dir.display().to_string(), e))?;
+    Ok(open_queue(&config.push, Some(&sled))?)
+}
+
+/// One line per dead job: id, attempts, when it died, why.
+pub fn format_dead(jobs: &[DeadJob]) -> String {
+    let mut out = String::new();
+    for dead in jobs {
+        let died = a2ad_protocol::timestamp::format(&a2ad_protocol::timestamp::from_millis(dead.died_ms));
+        out.push_str(&format!("{}\tattempts={}\tdied={}\t{}\n", dead.job.id(), dead.job.attempts, died, dead.reason));
+    }
+    out
+}

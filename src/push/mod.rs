@@ -70,7 +70,21 @@ pub fn open_queue(config: &PushConfig, sled: Option<&SledStore>) -> Result<Arc<d
             Ok(Arc::new(PushQueue::new(sled.tree("push_queue")?)))
         }
         PushQueueKind::RedisStreams => {
-            Err(PushSetupError::Config("the redis-streams queue is not available yet".into()))
+            let url =
+                config.redis_url.clone().ok_or_else(|| PushSetupError::Config("push-redis-url is not set".into()))?;
+            let mut options = RedisQueueOptions {
+                url,
+                stream: config.stream.clone(),
+                retry_key: config.retry_key.clone(),
+                dead_stream: config.dead_stream.clone(),
+                group: config.consumer_group.clone(),
+                lease_timeout: config.lease_timeout,
+                ..RedisQueueOptions::default()
+            };
+            if let Some(name) = &config.consumer_name {
+                options.consumer = name.clone();
+            }
+            Ok(Arc::new(RedisQueue::connect(options)?))
         }
     }
 }

@@ -2,7 +2,7 @@
 # Runs the whole test suite: unit tests of every crate and the end-to-end tests in tests/,
 # which start the node (in-process and as the real binary) on loopback ports with temp
 # data dirs, including the interop checks with the official Python client (a2a-sdk) and
-# JavaScript client (@a2a-js/sdk).
+# JavaScript client (@a2a-js/sdk), and the push-queue tests against a real redis-server.
 # It installs whatever the tests need first, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +15,10 @@ export A2AD_INTEROP_PYTHON A2AD_REQUIRE_INTEROP=1
 # The @a2a-js/sdk check (npm ci only when tests/interop/js/package-lock.json changes).
 A2AD_INTEROP_JS=$(scripts/interop-js.sh | tail -n 1)
 export A2AD_INTEROP_JS
+
+# A redis-server binary for the Redis Streams push-queue tests (installed when missing;
+# the tests start their own servers on free ports).
+A2AD_REDIS_SERVER=$(scripts/redis.sh | tail -n 1)
+export A2AD_REDIS_SERVER A2AD_REQUIRE_REDIS=1
 
 cargo test --workspace --locked

@@ -110,6 +110,12 @@ async fn connection_loop(
 /// Handles `Content-Length` bodies and chunked ones (SSE streams, read to their end; the
 /// text then still has the chunk framing, which is fine for counting and matching).
 pub async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    let (head, body) = read_message(stream, buf).await?;
+    head.starts_with("http/1.1 200").then_some(body)
+}
+
+/// Reads one HTTP/1.1 message (a request or a response): its head, lowercased, and body.
+pub async fn read_message(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String)> {
     buf.clear();
     let mut chunk = [0u8; 16384];
     let header_end = loop {
@@ -125,9 +131,11 @@ pub async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<
     let head = String::from_utf8_lossy(&buf[..header_end]).to_ascii_lowercase();
     let length: Option<usize> =
         head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok());
+    let chunked = head.contains("transfer-encoding: chunked");
     let complete = |buf: &[u8]| match length {
         Some(length) => buf.len() >= header_end + length,
-        None => buf.len() >= header_end + 5 && buf.ends_with(b"0\r\n\r\n"),
+        None if chunked => buf.len() >= header_end + 5 && buf.ends_with(b"0\r\n\r\n"),
+        None => true,
     };
     while !complete(buf) {
         let n = stream.read(&mut chunk).await.ok()?;
@@ -136,7 +144,7 @@ pub async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    head.starts_with("http/1.1 200").then(|| String::from_utf8_lossy(&buf[header_end..]).into_owned())
+    Some((head, String::from_utf8_lossy(&buf[header_end..]).into_owned()))
 }
 
 /// Writes a JSON POST to `/`.

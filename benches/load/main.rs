@@ -13,6 +13,7 @@ mod client;
 mod grpc_load;
 mod memory;
 mod node;
+mod push;
 mod streams;
 
 use node::Node;
@@ -25,6 +26,7 @@ struct Options {
     contexts: u64,
     skip_memory: bool,
     skip_streams: bool,
+    skip_push: bool,
 }
 
 impl Options {
@@ -43,6 +45,7 @@ impl Options {
             contexts: value("--contexts", 100_000),
             skip_memory: args.iter().any(|a| a == "--skip-memory"),
             skip_streams: args.iter().any(|a| a == "--skip-streams"),
+            skip_push: args.iter().any(|a| a == "--skip-push"),
         }
     }
 }
@@ -124,6 +127,10 @@ fn main() {
         run_streaming(&runtime, &bin, &options, warmup, duration, bare_result.throughput());
     }
 
+    if !options.skip_push {
+        run_push(&runtime, &bin);
+    }
+
     if !options.skip_memory {
         let mem = runtime.block_on(memory::measure(&bin, options.contexts));
         println!(
@@ -175,4 +182,41 @@ fn run_streaming(
         after,
         (after.saturating_sub(before)) as f64 * 1024.0 / open as f64
     );
+}
+
+fn run_push(runtime: &tokio::runtime::Runtime, bin: &std::path::Path) {
+    let n = 5000;
+    let (rate, elapsed) = runtime.block_on(push::deliveries_per_second(bin, n, "push-queue: local-file\n"));
+    println!("push, local-file queue: {n} deliveries in {:.2} s = {rate:.0} deliveries/s", elapsed.as_secs_f64());
+    match redis_server() {
+        Some((server, port)) => {
+            let queue = format!("push-queue: redis-streams\npush-redis-url: redis://127.0.0.1:{port}/\n");
+            let (rate, elapsed) = runtime.block_on(push::deliveries_per_second(bin, n, &queue));
+            println!(
+                "push, redis-streams queue: {n} deliveries in {:.2} s = {rate:.0} deliveries/s",
+                elapsed.as_secs_f64()
+            );
+            drop(server);
+        }
+        None => println!("push, redis-streams queue: skipped (no redis-server; run scripts/redis.sh)"),
+    }
+}
+
+/// A redis-server on a free port, pinned next to the node (CPU 0), for the Redis run.
+fn redis_server() -> Option<(node::KillOnDrop, u16)> {
+    let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let child = std::process::Command::new(binary)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let guard = node::KillOnDrop(child);
+    for _ in 0..250 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some((guard, port));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }

@@ -91,3 +91,13 @@ fn pinned(program: &Path) -> Command {
         Command::new(program)
     }
 }
+
+/// Kills a child process when dropped.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

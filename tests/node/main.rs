@@ -16,5 +16,6 @@ mod interop_js;
 mod list;
 mod push;
 mod receiver;
+mod redis;
 mod streaming;
 mod tasks;

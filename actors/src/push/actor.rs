@@ -50,13 +50,20 @@ impl PushWorker {
         }));
     }
 
+    /// Sends a job, settles it, then frees its slot and looks for more work at once (a
+    /// busy queue is not held to the poll interval).
     pub(super) fn start(&mut self, job: PushJob, ctx: &mut Context<Self>) {
-        self.in_flight.insert(job.id());
+        let id = job.id();
+        self.in_flight.insert(id.clone());
         let attempt = self.attempt(job);
-        ctx.spawn(attempt.into_actor(self).map(|(job, outcome), act, _| {
-            act.in_flight.remove(&job.id());
-            act.settle(job, outcome);
-        }));
+        ctx.spawn(
+            attempt.into_actor(self).then(|(job, outcome), act, _| act.settle(job, outcome).into_actor(act)).map(
+                move |(), act, ctx| {
+                    act.in_flight.remove(&id);
+                    act.poll(ctx);
+                },
+            ),
+        );
     }
 }
 

@@ -48,10 +48,11 @@ impl PushWorker {
     }
 
     /// Records the outcome in the queue (off the actor thread: the queue may be remote).
-    pub(super) fn settle(&mut self, job: PushJob, attempt: Attempt) {
+    /// The job stays in flight until this is done, so no poll hands it out again.
+    pub(super) fn settle(&self, job: PushJob, attempt: Attempt) -> BoxFuture<'static, ()> {
         let queue = Arc::clone(&self.queue);
         let settings = self.settings.clone();
-        actix::spawn(async move {
+        Box::pin(async move {
             let result = tokio::task::spawn_blocking(move || {
                 let now = now_ms();
                 match attempt {
@@ -69,7 +70,7 @@ impl PushWorker {
                 Err(e) => tracing::error!(error = %e, "settling a push job was interrupted"),
                 Ok(Ok(())) => {}
             }
-        });
+        })
     }
 }
 

@@ -1,0 +1,110 @@
+//! Push delivery through Redis Streams, with a real redis-server started by the test.
+
+use crate::receiver::Receiver;
+use crate::support::{eventually, send_params, NodeProcess};
+use serde_json::json;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A redis-server on a free loopback port; killed on drop.
+struct RedisServer {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// `None` (skip) when no redis-server is found and the run does not require one.
+    fn start() -> Option<RedisServer> {
+        let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let spawned = Command::new(&binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(child) = spawned else {
+            assert!(
+                std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
+                "A2AD_REQUIRE_REDIS is set but {binary} cannot start"
+            );
+            eprintln!("skipped: no redis-server (scripts/test.sh installs one)");
+            return None;
+        };
+        let server = RedisServer { child, port, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(dir: &std::path::Path, redis_port: u16, consumer: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{consumer}.yml"));
+    let text = format!(
+        "push-notifications: true\npush-allow: [127.0.0.1/32]\npush-terminal-only: true\npush-queue: redis-streams\n\
+         push-redis-url: redis://127.0.0.1:{redis_port}/\npush-consumer-name: {consumer}\npush-lease-timeout-ms: 800\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[actix_web::test]
+async fn a_worker_killed_mid_lease_is_replaced_by_another_that_reclaims_the_job() {
+    let Some(redis) = RedisServer::start() else { return };
+    let receiver = Receiver::start();
+    let cwd = tempfile::tempdir().unwrap();
+    let data = cwd.path().join("data");
+    let data = data.to_str().unwrap();
+    let a = config(cwd.path(), redis.port, "worker-a");
+    let node_a = NodeProcess::start(cwd.path(), &["--config", a.to_str().unwrap(), "--data-dir", data]);
+    let hook = json!({"url": format!("{}/slow", receiver.base)});
+    node_a
+        .app_view()
+        .ok("SendMessage", send_params("x", json!({"configuration": {"taskPushNotificationConfig": hook}})))
+        .await;
+    assert!(eventually(400, || async { !receiver.received().is_empty() }).await, "worker a took the job");
+    node_a.crash(); // its lease on the job is now orphaned
+
+    // Another worker of the same group (here on the same store, so it knows the config).
+    let b = config(cwd.path(), redis.port, "worker-b");
+    let started = Instant::now();
+    let _node_b = NodeProcess::start(cwd.path(), &["--config", b.to_str().unwrap(), "--data-dir", data]);
+    let reclaimed = eventually(400, || async { receiver.received().len() >= 2 }).await;
+    assert!(reclaimed, "{:?}", receiver.received());
+    let got = receiver.received();
+    assert_eq!(got[0].event_id(), got[1].event_id());
+    assert_eq!(got[1].status, 200);
+    assert!(started.elapsed() >= Duration::from_millis(300), "not before the lease ran out");
+}
+
+#[test]
+fn an_unreachable_redis_stops_start_up_with_a_clear_error() {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cwd.path().join("r.yml"),
+        "push-notifications: true\npush-queue: redis-streams\npush-redis-url: redis://:hunter2@127.0.0.1:1/\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["serve", "--config", "r.yml", "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Redis") && stderr.contains("127.0.0.1:1"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "no password in errors: {stderr}");
+}

@@ -1,7 +1,7 @@
 //! Push notifications: config methods, delivery, retries, dead letters, crash safety.
 
 use crate::receiver::{Received, Receiver};
-use crate::support::{eventually, send_params, spawn_app, NodeProcess, TestApp};
+use crate::support::{eventually, send_params, spawn_app, NodeProcess};
 use a2ad::config::Config;
 use serde_json::{json, Value};
 use std::process::Command;
@@ -101,10 +101,6 @@ async fn events_are_delivered_with_the_spec_headers_and_body() {
 async fn a_failing_receiver_gets_each_event_once_acknowledged() {
     let receiver = Receiver::start();
     let app = spawn_app(push_on).await;
-    let done = app.send_text("x", json!({"configuration": {"returnImmediately": false}})).await;
-    // A config on a finished task gets no old events; a new turn in a chat would. Use a
-    // task created with the config instead.
-    let _ = done;
     let config = json!({"url": format!("{}/flaky/3", receiver.base)});
     let task = app.send_text("retry me", json!({"configuration": {"taskPushNotificationConfig": config}})).await;
     assert!(wait_delivered(&receiver, "/flaky/3", 3).await, "{:?}", receiver.received());
@@ -253,7 +249,37 @@ async fn a_job_in_flight_when_the_node_is_killed_is_delivered_after_restart() {
     assert_eq!(got[0].event_id(), got[1].event_id(), "the same event, delivered again");
 }
 
-#[allow(dead_code)]
-fn _uses(app: &TestApp) -> &str {
-    &app.url
+#[actix_web::test]
+async fn a_name_that_resolves_to_loopback_is_refused_at_dispatch_once_not_allowlisted() {
+    let receiver = Receiver::start();
+    let cwd = tempfile::tempdir().unwrap();
+    let data = cwd.path().join("data");
+    let data = data.to_str().unwrap();
+    let port = receiver.base.rsplit(':').next().unwrap().to_owned();
+    let write = |name: &str, allow: &str| {
+        let path = cwd.path().join(name);
+        let agents = "agents:\n  - {id: chat, kind: echo, echo: {end-state: input-required}}\n";
+        std::fs::write(&path, format!("push-notifications: true\npush-terminal-only: true\n{allow}{agents}")).unwrap();
+        path
+    };
+    let trusting = write("trusting.yml", "push-allow: [localhost]\n");
+    let strict = write("strict.yml", "");
+
+    let node = NodeProcess::start(cwd.path(), &["--config", trusting.to_str().unwrap(), "--data-dir", data]);
+    let hook = json!({"url": format!("http://localhost:{port}/ok")});
+    let sent = node
+        .app_view()
+        .ok("SendMessage", send_params("x", json!({"configuration": {"taskPushNotificationConfig": hook}})))
+        .await;
+    assert!(wait_delivered(&receiver, "/ok", 1).await, "delivered while localhost was allowlisted");
+    assert!(node.terminate().success());
+
+    let node = NodeProcess::start(cwd.path(), &["--config", strict.to_str().unwrap(), "--data-dir", data]);
+    let follow_up = send_params("more", json!({"taskId": sent["task"]["id"]}));
+    node.app_view().ok("SendMessage", follow_up).await;
+    actix_web::rt::time::sleep(Duration::from_millis(500)).await;
+    assert!(node.terminate().success());
+    assert_eq!(receiver.received().len(), 1, "nothing reached the receiver once it was not allowlisted");
+    let dead = cli(&["push", "dead", "list", "--config", strict.to_str().unwrap(), "--data-dir", data]);
+    assert!(dead.contains("refused") && dead.contains("localhost"), "{dead}");
 }

@@ -195,6 +195,44 @@ async fn subscribe_agrees() {
     assert_eq!(outcome["last"], "TASK_STATE_COMPLETED");
 }
 
+async fn push_crud(app: &TestApp, b: Binding) -> Value {
+    let task = call(app, b, "SendMessage", send_params("x", json!({}))).await.unwrap();
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    let config = json!({"taskId": task_id, "id": "hook-1", "url": "http://127.0.0.1:9/h", "token": "t"});
+    let created = call(app, b, "CreateTaskPushNotificationConfig", config).await;
+    let got = call(app, b, "GetTaskPushNotificationConfig", json!({"taskId": task_id, "id": "hook-1"})).await.unwrap();
+    let listed = call(app, b, "ListTaskPushNotificationConfigs", json!({"taskId": task_id})).await.unwrap();
+    let deleted =
+        call(app, b, "DeleteTaskPushNotificationConfig", json!({"taskId": task_id, "id": "hook-1"})).await.unwrap();
+    let again =
+        call(app, b, "DeleteTaskPushNotificationConfig", json!({"taskId": task_id, "id": "hook-1"})).await.unwrap();
+    let gone =
+        call(app, b, "GetTaskPushNotificationConfig", json!({"taskId": task_id, "id": "hook-1"})).await.unwrap_err();
+    let refused =
+        call(app, b, "CreateTaskPushNotificationConfig", json!({"taskId": task_id, "url": "http://10.1.2.3/"}))
+            .await
+            .unwrap_err();
+    // Delete answers google.protobuf.Empty: `null` over JSON-RPC, `{}` over HTTP+JSON.
+    let empty = match b {
+        Binding::JsonRpc => Value::Null,
+        Binding::Rest => json!({}),
+    };
+    assert_eq!((&deleted, &again), (&empty, &empty));
+    json!({"created": created.unwrap(), "got": got, "listed": listed, "gone": format!("{gone:?}"), "refused": format!("{refused:?}")})
+}
+
+#[actix_web::test]
+async fn push_config_crud_agrees() {
+    let app = spawn_app(|c| {
+        c.push.enabled = true;
+        c.push.allow = vec!["127.0.0.1/32".into()];
+    })
+    .await;
+    let outcome = agree(push_crud(&app, Binding::JsonRpc).await, push_crud(&app, Binding::Rest).await);
+    assert_eq!(outcome["listed"]["configs"].as_array().unwrap().len(), 1);
+    assert_eq!(outcome["got"]["url"], "http://127.0.0.1:9/h");
+}
+
 #[actix_web::test]
 async fn every_error_case_agrees() {
     let app = spawn_app(slow_echo(Duration::from_millis(1))).await;

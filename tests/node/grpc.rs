@@ -163,3 +163,49 @@ async fn the_card_lists_grpc_third_as_host_and_port() {
     assert_eq!(interfaces[2]["url"], app.grpc_url.trim_start_matches("http://"));
     assert!(interfaces.iter().all(|i| i["protocolVersion"] == "1.0"));
 }
+
+#[actix_web::test]
+async fn push_config_crud_over_grpc() {
+    let app = spawn_app(|c| {
+        c.push.enabled = true;
+        c.push.allow = vec!["127.0.0.1/32".into()];
+    })
+    .await;
+    let mut grpc = client(&app).await;
+    let task = task_of(grpc.send_message(send("x", false)).await.unwrap().into_inner());
+    let config = proto::TaskPushNotificationConfig {
+        task_id: task.id.clone(),
+        url: "http://127.0.0.1:9/hook".into(),
+        token: "tok".into(),
+        ..Default::default()
+    };
+    let created = grpc.create_task_push_notification_config(config).await.unwrap().into_inner();
+    assert!(!created.id.is_empty(), "an id is assigned");
+    let reference = proto::GetTaskPushNotificationConfigRequest {
+        task_id: task.id.clone(),
+        id: created.id.clone(),
+        ..Default::default()
+    };
+    let got = grpc.get_task_push_notification_config(reference).await.unwrap().into_inner();
+    assert_eq!(got, created);
+    let listed = grpc
+        .list_task_push_notification_configs(proto::ListTaskPushNotificationConfigsRequest {
+            task_id: task.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.configs, vec![created.clone()]);
+    let delete = proto::DeleteTaskPushNotificationConfigRequest {
+        task_id: task.id.clone(),
+        id: created.id.clone(),
+        ..Default::default()
+    };
+    grpc.delete_task_push_notification_config(delete.clone()).await.unwrap();
+    grpc.delete_task_push_notification_config(delete).await.unwrap();
+    let bad =
+        proto::TaskPushNotificationConfig { task_id: task.id, url: "http://192.168.1.1/".into(), ..Default::default() };
+    let refused = grpc.create_task_push_notification_config(bad).await.unwrap_err();
+    assert_eq!((refused.code(), reason(&refused).as_str()), (Code::InvalidArgument, "INVALID_PARAMS"));
+}

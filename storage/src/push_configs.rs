@@ -280,7 +280,7 @@ mod tests {
     }
 
     fn open(dir: &Path) -> (SledStore, PushConfigStore) {
-        let store = SledStore::open(dir).unwrap();
+        let store = crate::sled_store::open_retrying(dir);
         let key = SecretKey::load_or_create(dir).unwrap();
         let configs = PushConfigStore::new(store.tree("push_configs").unwrap(), key);
         (store, configs)
@@ -415,7 +415,7 @@ mod tests {
             configs.put(&owner(), &config("t1", "c1")).unwrap();
             store.flush().unwrap();
         }
-        let store = SledStore::open(dir.path()).unwrap();
+        let store = crate::sled_store::open_retrying(dir.path());
         let configs = PushConfigStore::new(store.tree("push_configs").unwrap(), SecretKey::generate().unwrap());
         let msg = key_error(configs.get("t1", "c1").unwrap_err());
         assert!(msg.contains("does not decrypt") && msg.contains("t1/c1"), "{msg}");

@@ -264,7 +264,16 @@ mod tests {
             PushQueue::new(db.open_tree("push_queue").unwrap()).enqueue(std::slice::from_ref(&job)).unwrap();
             db.flush().unwrap();
         }
-        let db = sled::open(dir.path()).unwrap();
+        // sled releases its lock from a background thread: retry the reopen briefly.
+        let db = (0..250)
+            .find_map(|_| {
+                let opened = sled::open(dir.path()).ok();
+                if opened.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                opened
+            })
+            .expect("the queue reopens");
         let q = PushQueue::new(db.open_tree("push_queue").unwrap());
         assert_eq!(q.due(10, 5, &HashSet::new()).unwrap(), vec![job]);
     }

@@ -598,7 +598,9 @@ async def check_cancel(ctx: Ctx) -> None:
 
 
 async def check_subscribe(ctx: Ctx) -> None:
-    text = 'subscribe-0123456789'  # 20 characters, 100 ms each
+    # 60 characters at 100 ms each: a 6 s turn, so that the subscription surely starts
+    # while it runs, even on a loaded machine.
+    text = 'subscribe-' + '0123456789' * 5
     task = await send(ctx, user_message(text, 'slow'), return_immediately=True)
     expect(task.status.state not in TERMINAL_OR_INTERRUPTED,
            f'non-blocking send returned state {state_name(task.status.state)}')

@@ -217,5 +217,19 @@ impl TaskStore for SledStore {
     }
 }
 
+/// Opens a store that this process just closed. sled releases its file lock from a
+/// background thread shortly after the last handle is dropped, so a test that reopens at
+/// once retries for a moment instead of failing on the lock.
+#[cfg(test)]
+pub(crate) fn open_retrying(dir: &Path) -> SledStore {
+    for _ in 0..250 {
+        if let Ok(store) = SledStore::open(dir) {
+            return store;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    SledStore::open(dir).expect("the store reopens")
+}
+
 #[cfg(test)]
 mod tests;

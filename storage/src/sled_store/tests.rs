@@ -77,7 +77,7 @@ fn status_changes_move_index_entries_and_survive_reopen() {
         let commit = GroupCommit::start(store.clone()).unwrap();
         futures_block_on(commit.commit()).unwrap();
     }
-    let store = SledStore::open(dir.path()).unwrap();
+    let store = super::open_retrying(dir.path());
     let page = store.list_tasks(&query(&owner)).unwrap();
     assert_eq!(page.total, 1, "the old index entry was removed");
     assert_eq!(page.records[0].state(), TaskState::Completed);

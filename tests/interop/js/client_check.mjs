@@ -508,7 +508,9 @@ async function checkCancel(ctx) {
 }
 
 async function checkSubscribe(ctx) {
-  const text = 'subscribe-0123456789'; // 20 characters, 100 ms each
+  // 60 characters at 100 ms each: a 6 s turn, so that the subscription surely starts
+  // while it runs, even on a loaded machine.
+  const text = 'subscribe-' + '0123456789'.repeat(5);
   const task = await send(ctx, userMessage(text, 'slow'), { returnImmediately: true });
   expect(!TERMINAL_OR_INTERRUPTED.has(task.status?.state), `non-blocking send returned state ${stateName(task.status?.state)}`);
   const events = await collect(streamSource(ctx, 'subscribe', { tenant: '', id: task.id }));

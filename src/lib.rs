@@ -12,7 +12,9 @@
 
 pub mod admin;
 pub mod agents;
+pub mod auth;
 pub mod card;
+pub mod card_signing;
 pub mod config;
 pub mod core;
 pub mod grpc;

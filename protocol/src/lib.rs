@@ -13,6 +13,7 @@
 
 pub mod error;
 pub mod ids;
+pub mod jcs;
 pub mod jsonrpc;
 pub mod timestamp;
 pub mod types;

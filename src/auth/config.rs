@@ -1,0 +1,253 @@
+//! The `auth:` block of the config file. Every type here keeps its secrets out of `Debug`,
+//! and a plaintext `token` / `key` is hashed (SHA-256) while it is read: only the digest
+//! stays in memory.
+//!
+//! ```yaml
+//! auth:
+//!   bearer-tokens:
+//!     - { token-sha256: 9f86d0…, tenant: acme, principal: ci }
+//!   basic-users:
+//!     - { user: alice, password-hash: "pbkdf2-sha256$600000$…$…", tenant: acme, principal: alice }
+//!   api-keys:
+//!     - { key: k-123, tenant: acme, principal: batch }
+//!   integrator-keys:
+//!     - { key-sha256: 3a7b…, tenant: platform }
+//!   jwt:
+//!     secrets: [{ kid: "2025-06", secret-env: A2AD_JWT_SECRET }]
+//!     issuer: https://idp.example
+//!     audience: a2ad
+//! ```
+
+use ring::digest;
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+
+/// Sets one bearer token (tenant `default`, principal `token`).
+pub const ENV_HTTP_TOKEN: &str = "A2AD_HTTP_TOKEN";
+/// Sets one API key (tenant `default`, principal `token`).
+pub const ENV_API_KEY: &str = "A2AD_API_KEY";
+/// The tenant of the credentials set by [`ENV_HTTP_TOKEN`] and [`ENV_API_KEY`].
+pub const ENV_TENANT: &str = "default";
+/// The principal of the credentials set by [`ENV_HTTP_TOKEN`] and [`ENV_API_KEY`].
+pub const ENV_PRINCIPAL: &str = "token";
+
+/// The whole `auth:` block. Empty (the default) means authentication is off, unless one of
+/// the environment variables sets a credential.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct AuthConfig {
+    pub bearer_tokens: Vec<BearerTokenConfig>,
+    pub basic_users: Vec<BasicUserConfig>,
+    pub api_keys: Vec<ApiKeyConfig>,
+    pub integrator_keys: Vec<IntegratorKeyConfig>,
+    pub jwt: Option<JwtConfig>,
+}
+
+/// A static bearer token: exactly one of `token-sha256` (hex) or `token` (plaintext, hashed
+/// at once).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BearerTokenConfig {
+    pub token_sha256: Option<Redacted<String>>,
+    pub token: Option<HashedSecret>,
+    pub tenant: String,
+    pub principal: String,
+}
+
+/// An HTTP Basic user. `password-hash` is `pbkdf2-sha256$<iterations>$<b64 salt>$<b64 hash>`
+/// (see [`super::hash_password`]); plaintext passwords are not accepted.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct BasicUserConfig {
+    pub user: String,
+    pub password_hash: Redacted<String>,
+    pub tenant: String,
+    pub principal: String,
+}
+
+/// An API key sent in `X-Api-Key`: exactly one of `key-sha256` or `key`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    pub key_sha256: Option<Redacted<String>>,
+    pub key: Option<HashedSecret>,
+    pub tenant: String,
+    pub principal: String,
+}
+
+/// An integrator key: `X-Api-Key` plus `X-Platform-User-Id`, whose value becomes the
+/// principal. The integrator is trusted with every principal of its tenant, so that tenant
+/// may not be used by any other static credential.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct IntegratorKeyConfig {
+    pub key_sha256: Option<Redacted<String>>,
+    pub key: Option<HashedSecret>,
+    pub tenant: String,
+}
+
+/// HS256 JWTs in `Authorization: Bearer`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct JwtConfig {
+    /// One or more secrets (key rotation). A token's `kid` picks the secret with that
+    /// `kid`; a token without `kid` (or with one no secret has) is tried against every
+    /// secret without `kid` — or all secrets, when it has no `kid` at all.
+    pub secrets: Vec<JwtSecretConfig>,
+    /// When set, `iss` must equal it.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// When set, `aud` (a string or an array) must contain it.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// The claim that names the tenant.
+    #[serde(default = "default_tenant_claim")]
+    pub tenant_claim: String,
+    /// The claim that names the principal.
+    #[serde(default = "default_subject_claim")]
+    pub subject_claim: String,
+    /// Clock skew allowed on `exp` and `nbf`.
+    #[serde(default = "default_leeway")]
+    pub leeway_seconds: u64,
+    /// Refuse tokens without `exp` (on by default: such a token would never expire).
+    #[serde(default = "default_true")]
+    pub require_exp: bool,
+}
+
+impl JwtConfig {
+    /// A config with these secrets and every default.
+    pub fn new(secrets: Vec<JwtSecretConfig>) -> Self {
+        JwtConfig {
+            secrets,
+            issuer: None,
+            audience: None,
+            tenant_claim: default_tenant_claim(),
+            subject_claim: default_subject_claim(),
+            leeway_seconds: default_leeway(),
+            require_exp: true,
+        }
+    }
+}
+
+/// One HMAC secret: exactly one of `secret` (at least 32 bytes) or `secret-env` (the name
+/// of an environment variable that holds it).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct JwtSecretConfig {
+    #[serde(default)]
+    pub kid: Option<String>,
+    #[serde(default)]
+    pub secret: Option<Redacted<String>>,
+    #[serde(default)]
+    pub secret_env: Option<String>,
+}
+
+fn default_tenant_claim() -> String {
+    "tenant".to_owned()
+}
+
+fn default_subject_claim() -> String {
+    "sub".to_owned()
+}
+
+fn default_leeway() -> u64 {
+    30
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A value that `Debug` never shows.
+#[derive(Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(transparent)]
+pub struct Redacted<T>(pub T);
+
+impl<T> Redacted<T> {
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> From<T> for Redacted<T> {
+    fn from(value: T) -> Self {
+        Redacted(value)
+    }
+}
+
+impl From<&str> for Redacted<String> {
+    fn from(value: &str) -> Self {
+        Redacted(value.to_owned())
+    }
+}
+
+impl<T> fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The SHA-256 digest of a secret written in plaintext: the plaintext is dropped as soon as
+/// it is read. An empty secret is refused.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HashedSecret([u8; 32]);
+
+impl HashedSecret {
+    /// Hashes `secret`.
+    pub fn from_plaintext(secret: &str) -> Self {
+        HashedSecret(sha256(secret.as_bytes()))
+    }
+
+    /// Reads 64 hex digits.
+    pub fn from_hex(hex: &str) -> Result<Self, String> {
+        let hex = hex.trim();
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("must be 64 hex digits (a SHA-256 digest)".to_owned());
+        }
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        }
+        Ok(HashedSecret(out))
+    }
+
+    pub(crate) fn digest(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for HashedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<sha256 redacted>")
+    }
+}
+
+impl<'de> Deserialize<'de> for HashedSecret {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let plaintext = String::deserialize(deserializer)?;
+        if plaintext.is_empty() {
+            return Err(serde::de::Error::custom("must not be empty"));
+        }
+        Ok(HashedSecret::from_plaintext(&plaintext))
+    }
+}
+
+pub(crate) fn sha256(data: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest::digest(&digest::SHA256, data).as_ref());
+    out
+}
+
+/// A bad `auth` setting; `key` is its path (`auth.basic-users[0].password-hash`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct AuthConfigError {
+    pub key: String,
+    pub message: String,
+}
+
+impl AuthConfigError {
+    pub(crate) fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        AuthConfigError { key: key.into(), message: message.into() }
+    }
+}

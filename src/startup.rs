@@ -1,6 +1,7 @@
 //! Building and running a node.
 
 use crate::agents::build_registry;
+use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
 use crate::config::Config;
 use crate::core::Core;
@@ -29,6 +30,8 @@ pub enum StartupError {
     Bind { addr: String, source: std::io::Error },
     #[error(transparent)]
     Push(#[from] PushSetupError),
+    #[error("invalid authentication config: {0}")]
+    Auth(String),
 }
 
 /// A node that is bound and ready to run.
@@ -88,7 +91,9 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
     };
     let grpc_address =
         grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
-    let card = Arc::new(CardDocument::new(build_card(config, &public_url, grpc_address.as_deref())));
+    let mut card = build_card(config, &public_url, grpc_address.as_deref());
+    (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
+    let card = Arc::new(CardDocument::new(card));
     let state = web::Data::new(AppState {
         core,
         card,
@@ -111,6 +116,8 @@ impl Application {
     pub async fn build(config: Config) -> Result<Self, StartupError> {
         let shown = config.data_dir.display().to_string();
         let store_error = |source| StartupError::Store { path: shown.clone(), source };
+        let auth = Authenticator::new(&config.auth, |name| std::env::var(name).ok())
+            .map_err(|e| StartupError::Auth(e.to_string()))?;
         let sled = open_store(&config)?;
         let push = match config.push.enabled {
             true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
@@ -134,7 +141,7 @@ impl Application {
         store.flush().map_err(store_error)?;
         let push_worker = push.as_ref().map(PushStack::start_worker);
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
-        let core = Arc::new(Core { rt, supervisor: supervisor.clone(), push_policy: push.map(|p| p.policy) });
+        let core = Arc::new(Core { rt, supervisor: supervisor.clone(), push_policy: push.map(|p| p.policy), auth });
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc, push_worker })
     }

@@ -76,6 +76,8 @@ pub struct Config {
     pub agents: Vec<AgentConfig>,
     /// Push notifications (the `push-*` keys).
     pub push: PushConfig,
+    /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
+    pub auth: crate::auth::AuthConfig,
 }
 
 /// What the card says about the node.
@@ -134,6 +136,7 @@ struct ConfigFile {
     grpc_public_address: Option<String>,
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
+    auth: crate::auth::AuthConfig,
 }
 
 impl Default for ConfigFile {
@@ -155,6 +158,7 @@ impl Default for ConfigFile {
             grpc_public_address: None,
             card: CardConfig::default(),
             agents: None,
+            auth: crate::auth::AuthConfig::default(),
         }
     }
 }
@@ -257,6 +261,7 @@ impl ConfigFile {
             card: self.card,
             agents,
             push,
+            auth: self.auth,
         })
     }
 

@@ -71,6 +71,24 @@ impl Call {
     }
 }
 
+impl Call {
+    /// The request's `tenant` field, if the client set one.
+    fn tenant(&self) -> Option<&str> {
+        let tenant = match self {
+            Call::SendMessage(r) | Call::SendStreamingMessage(r) => &r.tenant,
+            Call::GetTask(r) => &r.tenant,
+            Call::ListTasks(r) => &r.tenant,
+            Call::CancelTask(r) => &r.tenant,
+            Call::SubscribeToTask(r, _) => &r.tenant,
+            Call::CreatePushConfig(r) => &r.tenant,
+            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => &r.tenant,
+            Call::ListPushConfigs(r) => &r.tenant,
+            Call::GetExtendedAgentCard => &None,
+        };
+        tenant.as_deref().filter(|t| !t.is_empty())
+    }
+}
+
 /// What a call answers: one result, or a stream.
 pub enum Reply {
     Result(Box<ReplyBody>),
@@ -91,8 +109,13 @@ pub enum ReplyBody {
 }
 
 impl Core {
-    /// Applies one call.
+    /// Applies one call. With authentication on, a `tenant` in the request must be the
+    /// caller's own.
     pub async fn execute(&self, owner: &Owner, call: Call) -> Result<Reply, A2aError> {
+        if let Some(tenant) = call.tenant().filter(|t| self.auth.enabled() && *t != owner.tenant) {
+            let shown: String = tenant.chars().filter(|c| !c.is_control()).take(64).collect();
+            return Err(A2aError::invalid_field("tenant", &format!("`{shown}` is not the caller's tenant")));
+        }
         let body = match call {
             Call::SendMessage(req) => ReplyBody::SendMessage(self.send_message(owner, req).await?),
             Call::GetTask(req) => ReplyBody::Task(self.get_task(owner, req).await?),

@@ -30,9 +30,19 @@ pub struct Core {
     pub supervisor: Addr<Supervisor>,
     /// The webhook URL policy, when push notifications are on.
     pub push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
+    /// Who is calling. With nothing configured, everyone is the anonymous owner.
+    pub auth: crate::auth::Authenticator,
 }
 
 impl Core {
+    /// The caller's owner identity from its credentials (any binding).
+    pub fn authenticate(&self, credentials: &crate::auth::RequestCredentials) -> Result<Owner, crate::auth::AuthError> {
+        if !self.auth.enabled() {
+            return Ok(Owner::anonymous());
+        }
+        self.auth.authenticate(credentials)
+    }
+
     /// Sends `msg` to the actor of `key`, starting it if needed. An actor evicted between
     /// routing and delivery is routed again once.
     async fn call<M>(&self, key: &ContextKey, msg: M) -> Result<M::Result, A2aError>

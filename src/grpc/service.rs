@@ -1,11 +1,11 @@
 //! `lf.a2a.v1.A2AService`: each RPC decodes its message, runs the core, encodes.
 
 use super::convert::{from_json, to_json, to_status};
+use crate::auth::RequestCredentials;
 use crate::core::{version, Call, Core, Reply};
 use a2a_pb::{proto, protojson};
 use a2ad_actors::messages::Subscription;
 use a2ad_protocol::{A2aError, ErrorCode};
-use a2ad_storage::Owner;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use prost::Message;
 use serde::de::DeserializeOwned;
@@ -29,6 +29,13 @@ impl A2aGrpc {
         P: Message,
         J: Message + Default + Serialize,
     {
+        let metadata = |name: &str| request.metadata().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let credentials = RequestCredentials {
+            authorization: metadata("authorization"),
+            api_key: metadata("x-api-key"),
+            platform_user_id: metadata("x-platform-user-id"),
+        };
+        let owner = self.core.authenticate(&credentials).map_err(|_| Status::unauthenticated("Unauthorized"))?;
         let requested = request.metadata().get("a2a-version").map(|v| v.to_str().unwrap_or("?").to_owned());
         version::check(requested.as_deref()).map_err(to_status)?;
         let params = to_json::<P, J>(request.get_ref())?;
@@ -39,8 +46,7 @@ impl A2aGrpc {
             })?),
         };
         let call = Call::from_method(method, params, last_event_id).map_err(to_status)?;
-        // Authentication comes later; until then every caller is the anonymous owner.
-        self.core.execute(&Owner::anonymous(), call).await.map_err(to_status)
+        self.core.execute(&owner, call).await.map_err(to_status)
     }
 
     /// A unary RPC whose result is the twin `JR` of the prost response `PR`.

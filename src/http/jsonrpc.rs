@@ -5,17 +5,21 @@
 //! `A2A-Version` (-32009); the method (-32601); its params (-32602, naming the field).
 //! Errors go back with HTTP 200, as the SDKs expect, except an oversized body (413).
 
+use super::caller::caller;
 use super::sse::{self, Envelope};
 use super::{body, check_version, AppState};
 use crate::core::{Call, Reply};
 use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
 use a2ad_protocol::{A2aError, ErrorCode};
-use a2ad_storage::Owner;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 
 pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
+    let owner = match caller(&req, &state.core) {
+        Ok(owner) => owner,
+        Err(unauthorized) => return *unauthorized,
+    };
     let bytes = match body::read_limited(&req, payload, state.body_limit).await {
         Ok(bytes) => bytes,
         Err(e) => return error_response(&Value::Null, &e),
@@ -36,8 +40,6 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
     if let Err(e) = check_version(&req) {
         return error_response(&id, &e);
     }
-    // Authentication comes later; until then every caller is the anonymous owner.
-    let owner = Owner::anonymous();
     let call = sse::last_event_id(&req).and_then(|last| Call::from_method(&rpc.method, rpc.params, last));
     let reply = match call {
         Ok(call) => state.core.execute(&owner, call).await,

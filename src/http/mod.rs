@@ -1,6 +1,7 @@
 //! The HTTP surface: routes, shared state, and helpers every handler uses.
 
 mod body;
+mod caller;
 mod card;
 mod jsonrpc;
 mod rest;

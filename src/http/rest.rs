@@ -9,12 +9,12 @@
 //! `/tasks/{id}:cancel` is told from `/tasks/{id}`. A tenant cannot be named like a
 //! top-level route (`tasks`, `message:send`, ...): those routes win.
 
+use super::caller::caller;
 use super::sse::{self, Envelope};
 use super::{body, check_version, AppState};
 use crate::core::{Call, Reply, ReplyBody};
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
-use a2ad_storage::Owner;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
@@ -66,12 +66,14 @@ pub fn routes(cfg: &mut web::ServiceConfig, prefix: &str) {
 }
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
+    let owner = match caller(&req, &state.core) {
+        Ok(owner) => owner,
+        Err(unauthorized) => return *unauthorized,
+    };
     let call = match decode(&req, payload, &state, route).await {
         Ok(call) => call,
         Err(e) => return error_response(&e),
     };
-    // Authentication comes later; until then every caller is the anonymous owner.
-    let owner = Owner::anonymous();
     match state.core.execute(&owner, call).await {
         Ok(Reply::Result(body)) if matches!(*body, ReplyBody::Empty) => {
             HttpResponse::Ok().content_type("application/a2a+json").body("{}")

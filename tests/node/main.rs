@@ -6,6 +6,7 @@
 mod support;
 
 mod actors;
+mod auth;
 mod binary;
 mod bindings;
 mod card;

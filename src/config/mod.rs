@@ -5,10 +5,12 @@
 //! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
 
 mod agents;
+mod limits;
 mod push;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
+pub use limits::{ExtensionConfig, Limits};
 pub use push::{PushConfig, PushQueueKind};
 
 use serde::Deserialize;
@@ -67,6 +69,12 @@ pub struct Config {
     pub event_retention: usize,
     /// Where the HTTP+JSON binding is mounted (`""` for the root).
     pub rest_prefix: String,
+    /// Rate and concurrency limits (the `limits:` block).
+    pub limits: Limits,
+    /// Extensions announced in the card (`extensions:`).
+    pub extensions: Vec<ExtensionConfig>,
+    /// Offer the extended card (`GetExtendedAgentCard`, authenticated callers only).
+    pub extended_card: bool,
     /// Where the gRPC server listens; `None` turns gRPC off.
     pub grpc_listen: Option<SocketAddr>,
     /// The gRPC `host:port` written in the card; defaults to the bound address.
@@ -132,6 +140,9 @@ struct ConfigFile {
     stream_buffer: usize,
     event_retention: usize,
     rest_prefix: String,
+    limits: Limits,
+    extensions: Vec<ExtensionConfig>,
+    extended_card: bool,
     grpc_listen: Option<SocketAddr>,
     grpc_public_address: Option<String>,
     card: CardConfig,
@@ -154,6 +165,9 @@ impl Default for ConfigFile {
             stream_buffer: 256,
             event_retention: 1000,
             rest_prefix: crate::http::DEFAULT_REST_PREFIX.into(),
+            limits: Limits::default(),
+            extensions: Vec::new(),
+            extended_card: false,
             grpc_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
             grpc_public_address: None,
             card: CardConfig::default(),
@@ -256,6 +270,9 @@ impl ConfigFile {
             stream_buffer: self.stream_buffer,
             event_retention: self.event_retention,
             rest_prefix: self.rest_prefix,
+            limits: self.limits,
+            extensions: self.extensions,
+            extended_card: self.extended_card,
             grpc_listen: self.grpc_listen,
             grpc_public_address: self.grpc_public_address,
             card: self.card,
@@ -298,6 +315,9 @@ impl ConfigFile {
                 "rest-prefix",
                 "must be empty or a path like /a2a (letters, digits, - _ .)",
             ));
+        }
+        if !(self.limits.rate_per_second >= 0.0 && self.limits.rate_per_second.is_finite()) {
+            return Err(ConfigError::invalid("limits.rate-per-second", "must be zero (off) or more"));
         }
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));

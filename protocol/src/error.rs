@@ -181,12 +181,15 @@ pub struct A2aError {
     pub message: String,
     /// Goes into `ErrorInfo.metadata` (e.g. the offending field or task id).
     pub metadata: BTreeMap<String, String>,
+    /// For internal errors: what went wrong, for the log only (never sent). The caller
+    /// gets a correlation id that finds it there.
+    pub detail: Option<String>,
 }
 
 impl A2aError {
     /// An error with an explicit message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        A2aError { code, message: message.into(), metadata: BTreeMap::new() }
+        A2aError { code, message: message.into(), metadata: BTreeMap::new(), detail: None }
     }
 
     /// An error with the table's default message.
@@ -217,8 +220,14 @@ impl A2aError {
         Self::new(ErrorCode::UnsupportedOperation, message)
     }
 
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::Internal, message)
+    /// An unexpected failure. The caller sees only "Internal error" and a correlation id;
+    /// `detail` stays in the log (see [`A2aError::detail`]).
+    pub fn internal(detail: impl Into<String>) -> Self {
+        let correlation = uuid::Uuid::new_v4().simple().to_string();
+        let mut error = Self::new(ErrorCode::Internal, format!("Internal error (correlation id {correlation})"))
+            .with_meta("correlationId", correlation);
+        error.detail = Some(detail.into());
+        error
     }
 
     pub fn busy(message: impl Into<String>) -> Self {
@@ -293,6 +302,16 @@ mod tests {
         assert_eq!(v["data"][0]["reason"], "TASK_NOT_FOUND");
         assert_eq!(v["data"][0]["metadata"]["taskId"], "t1");
         assert_eq!(e.to_rest_body()["error"]["status"], "NOT_FOUND");
+    }
+
+    #[test]
+    fn internal_errors_carry_a_correlation_id_not_the_detail() {
+        let e = A2aError::internal("sled: /var/lib/a2ad/db: permission denied");
+        let wire = serde_json::to_string(&e.to_jsonrpc()).unwrap() + &e.to_rest_body().to_string();
+        assert!(!wire.contains("/var/lib") && !wire.contains("permission"), "{wire}");
+        let id = e.metadata["correlationId"].clone();
+        assert!(e.message.contains(&id) && wire.contains(&id));
+        assert_eq!(e.detail.as_deref(), Some("sled: /var/lib/a2ad/db: permission denied"));
     }
 
     #[test]

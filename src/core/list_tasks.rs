@@ -15,7 +15,7 @@ impl Core {
         let store = self.rt.store.clone();
         let page = actix_web::web::block(move || store.list_tasks(&query))
             .await
-            .map_err(|_| A2aError::internal("Internal error: the listing was interrupted"))??;
+            .map_err(|_| A2aError::internal("the listing was interrupted"))??;
         let include_artifacts = req.include_artifacts.unwrap_or(false);
         let tasks = page
             .records

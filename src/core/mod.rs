@@ -73,6 +73,15 @@ impl Core {
     }
 }
 
+/// Logs the detail of an internal error under its correlation id; every binding calls it
+/// on the errors it answers with, so the id a client reports finds the cause.
+pub fn report(error: &A2aError) {
+    if let Some(detail) = &error.detail {
+        let correlation = error.metadata.get("correlationId").map(String::as_str).unwrap_or("");
+        tracing::error!(correlation_id = correlation, detail = %detail, "internal error");
+    }
+}
+
 /// Checks a `historyLength`: absent, or zero or more.
 fn check_history_length(field: &str, value: Option<i32>) -> Result<(), A2aError> {
     match value {

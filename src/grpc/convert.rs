@@ -1,7 +1,7 @@
 //! Between `a2a-pb`'s prost types, their ProtoJSON twins, our JSON, and gRPC statuses.
 
 use a2ad_protocol::error::ERROR_DOMAIN;
-use a2ad_protocol::A2aError;
+use a2ad_protocol::{A2aError, ErrorCode};
 use prost::Message;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -13,8 +13,8 @@ use tonic_types::{ErrorDetails, StatusExt};
 /// A prost message as ProtoJSON, through its twin type `J` (same proto, with serde).
 pub fn to_json<P: Message, J: Message + Default + Serialize>(message: &P) -> Result<Value, Status> {
     let twin = J::decode(message.encode_to_vec().as_slice())
-        .map_err(|e| Status::invalid_argument(format!("Invalid request: {e}")))?;
-    serde_json::to_value(&twin).map_err(|e| Status::internal(format!("Internal error: {e}")))
+        .map_err(|e| to_status(A2aError::new(ErrorCode::InvalidRequest, format!("Invalid request: {e}"))))?;
+    serde_json::to_value(&twin).map_err(|e| to_status(A2aError::internal(format!("request to JSON: {e}"))))
 }
 
 /// ProtoJSON (as our core writes it) into a prost message, through its twin `J`.
@@ -26,6 +26,7 @@ pub fn from_json<J: Message + DeserializeOwned, P: Message + Default>(value: Val
 
 /// The error table's gRPC status, with a `google.rpc.ErrorInfo` in the details.
 pub fn to_status(error: A2aError) -> Status {
+    crate::core::report(&error);
     let info = error.code.info();
     let metadata: HashMap<String, String> = error.metadata.into_iter().collect();
     let details = ErrorDetails::with_error_info(info.reason, ERROR_DOMAIN, metadata);

@@ -63,7 +63,7 @@ impl A2aGrpc {
                     serde_json::to_value(&*body).map_err(|e| Status::internal(format!("Internal error: {e}")))?;
                 Ok(Response::new(from_json::<JR, PR>(value)?))
             }
-            Reply::Stream(_) => Err(Status::internal("Internal error: a unary method streamed")),
+            Reply::Stream(_) => Err(to_status(A2aError::internal("a unary method streamed"))),
         }
     }
 
@@ -75,7 +75,7 @@ impl A2aGrpc {
     {
         match self.run::<P, J>(method, request).await? {
             Reply::Stream(subscription) => Ok(Response::new(event_stream(subscription))),
-            Reply::Result(_) => Err(Status::internal("Internal error: a streaming method answered once")),
+            Reply::Result(_) => Err(to_status(A2aError::internal("a streaming method answered once"))),
         }
     }
 }
@@ -94,8 +94,8 @@ fn event_stream(sub: Subscription) -> EventStream {
     let seen = Arc::clone(&last);
     let events = stream::iter(sub.initial).chain(live).map(move |event| {
         seen.store(event.seq, Ordering::Relaxed);
-        let value: serde_json::Value =
-            serde_json::from_str(&event.json).map_err(|e| Status::internal(format!("Internal error: {e}")))?;
+        let value: serde_json::Value = serde_json::from_str(&event.json)
+            .map_err(|e| to_status(A2aError::internal(format!("stored event: {e}"))))?;
         from_json::<protojson::StreamResponse, proto::StreamResponse>(value)
     });
     let tail = stream::once(async move {
@@ -205,7 +205,7 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
             .await?
         {
             Reply::Result(_) => Ok(Response::new(())),
-            Reply::Stream(_) => Err(Status::internal("Internal error: a unary method streamed")),
+            Reply::Stream(_) => Err(to_status(A2aError::internal("a unary method streamed"))),
         }
     }
 }

@@ -55,6 +55,7 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
 }
 
 fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
+    crate::core::report(error);
     // JSON-RPC errors travel with 200; only a refused body keeps its HTTP status, since
     // the request was never read as JSON-RPC.
     let status = match error.code {

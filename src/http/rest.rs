@@ -80,7 +80,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
         }
         Ok(Reply::Result(body)) => match serde_json::to_vec(&body) {
             Ok(bytes) => HttpResponse::Ok().content_type("application/a2a+json").body(bytes),
-            Err(e) => error_response(&A2aError::internal(format!("Internal error: could not encode the result ({e})"))),
+            Err(e) => error_response(&A2aError::internal(format!("could not encode the result: {e}"))),
         },
         Ok(Reply::Stream(subscription)) => {
             sse::sse_response(&req, subscription, Envelope::Bare, state.stream_keep_alive)
@@ -166,6 +166,7 @@ fn form_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
 }
 
 fn error_response(error: &A2aError) -> HttpResponse {
+    crate::core::report(error);
     let status = StatusCode::from_u16(error.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string())
 }

@@ -1,6 +1,6 @@
 //! Storage failures, and how they reach a caller.
 
-use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_protocol::A2aError;
 
 /// What can go wrong in a store.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +20,6 @@ pub enum StoreError {
 /// log, never into a response.
 impl From<StoreError> for A2aError {
     fn from(e: StoreError) -> Self {
-        tracing::error!(error = %e, "task store failure");
-        A2aError::new(ErrorCode::Internal, "Internal error: the task store failed")
+        A2aError::internal(format!("task store failure: {e}"))
     }
 }

@@ -283,3 +283,38 @@ async fn a_name_that_resolves_to_loopback_is_refused_at_dispatch_once_not_allowl
     let dead = cli(&["push", "dead", "list", "--config", strict.to_str().unwrap(), "--data-dir", data]);
     assert!(dead.contains("refused") && dead.contains("localhost"), "{dead}");
 }
+
+#[actix_web::test]
+async fn a_forced_internal_failure_answers_with_a_correlation_id_only() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = push_config_file(cwd.path());
+    let data = cwd.path().join("data");
+    let args = ["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()];
+    let node = NodeProcess::start(cwd.path(), &args);
+    let remote = node.app_view();
+    let task = remote.ok("SendMessage", send_params("x", json!({}))).await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    let hook = json!({"taskId": task_id, "id": "c1", "url": "http://127.0.0.1:9/h", "token": "tok-x"});
+    remote.ok("CreateTaskPushNotificationConfig", hook).await;
+    assert!(node.terminate().success());
+
+    // Another (valid, 0600) key: the sealed token can no longer be opened.
+    use base64::Engine as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let key_path = data.join("push.key");
+    std::fs::write(&key_path, base64::engine::general_purpose::STANDARD.encode([7u8; 32])).unwrap();
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let node = NodeProcess::start(cwd.path(), &args);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTaskPushNotificationConfig", "params": {"taskId": task_id, "id": "c1"}});
+    let response: Value =
+        reqwest::Client::new().post(&node.url).json(&body).send().await.unwrap().json().await.unwrap();
+    let error = &response["error"];
+    assert_eq!(error["code"], -32603, "{response}");
+    let correlation = error["data"][0]["metadata"]["correlationId"].as_str().unwrap();
+    assert_eq!(error["message"], format!("Internal error (correlation id {correlation})"));
+    let text = response.to_string();
+    for leak in ["decrypt", "key", "push.key", cwd.path().to_str().unwrap(), "tok-x"] {
+        assert!(!text.contains(leak), "{leak:?} leaked: {text}");
+    }
+}

@@ -17,6 +17,7 @@ pub mod card;
 pub mod card_signing;
 pub mod config;
 pub mod core;
+pub mod extended_card;
 pub mod grpc;
 pub mod http;
 pub mod push;

@@ -4,10 +4,11 @@ use crate::agents::build_registry;
 use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
 use crate::config::Config;
-use crate::core::Core;
+use crate::core::{Core, RateLimiter};
 use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
 use crate::push::{PushSetupError, PushStack};
+use a2ad_actors::limits::TurnLimits;
 use a2ad_actors::messages::{GetStats, StopAll, SupervisorStats};
 use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
@@ -75,6 +76,16 @@ fn runtime_settings(config: &Config, workers: usize) -> RuntimeSettings {
     }
 }
 
+/// How the card announces a configured extension.
+fn announced_extension(extension: &crate::config::ExtensionConfig) -> a2ad_protocol::AgentExtension {
+    a2ad_protocol::AgentExtension {
+        uri: extension.uri.clone(),
+        description: extension.description.clone(),
+        required: extension.required,
+        params: extension.params.clone(),
+    }
+}
+
 /// Binds HTTP (and gRPC) and builds the card.
 fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, StartupError> {
     let listener = TcpListener::bind(config.listen)
@@ -84,8 +95,13 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
     let grpc = match config.grpc_listen {
         Some(addr) => Some(
-            GrpcServer::start(Arc::clone(&core), addr, workers)
-                .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?,
+            GrpcServer::start(
+                Arc::clone(&core),
+                addr,
+                workers,
+                config.limits.grpc_message_limit.unwrap_or(config.body_limit),
+            )
+            .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?,
         ),
         None => None,
     };
@@ -93,11 +109,23 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
         grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
     let mut card = build_card(config, &public_url, grpc_address.as_deref());
     (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
+    card.capabilities.extended_agent_card = Some(config.extended_card);
+    card.capabilities.extensions = config.extensions.iter().map(announced_extension).collect();
+    if config.extended_card {
+        let mut extended = crate::extended_card::extended_card(&card, config);
+        crate::card::sign_with_config(&mut extended, &config.card)
+            .map_err(|e| StartupError::Auth(format!("card.signing-keys: cannot sign the extended card: {e}")))?;
+        let _ = core.extended_card.set(extended);
+    }
+    // Signed last, so the signatures cover the finished card; the ETag covers them too.
+    crate::card::sign_with_config(&mut card, &config.card)
+        .map_err(|e| StartupError::Auth(format!("card.signing-keys: cannot sign the card: {e}")))?;
     let card = Arc::new(CardDocument::new(card));
     let state = web::Data::new(AppState {
         core,
         card,
         body_limit: config.body_limit,
+        rest_body_limit: config.limits.rest_body_limit.unwrap_or(config.body_limit),
         stream_keep_alive: config.stream_keep_alive,
     });
     let rest_prefix = config.rest_prefix.clone();
@@ -118,6 +146,11 @@ impl Application {
         let store_error = |source| StartupError::Store { path: shown.clone(), source };
         let auth = Authenticator::new(&config.auth, |name| std::env::var(name).ok())
             .map_err(|e| StartupError::Auth(e.to_string()))?;
+        if config.extended_card && !auth.enabled() {
+            return Err(StartupError::Auth(
+                "extended-card needs authentication: the extended card is for authenticated callers only".into(),
+            ));
+        }
         let sled = open_store(&config)?;
         let push = match config.push.enabled {
             true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
@@ -136,12 +169,21 @@ impl Application {
             agents: build_registry(&config.agents),
             settings: runtime_settings(&config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
+            turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
         });
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
         store.flush().map_err(store_error)?;
         let push_worker = push.as_ref().map(PushStack::start_worker);
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
-        let core = Arc::new(Core { rt, supervisor: supervisor.clone(), push_policy: push.map(|p| p.policy), auth });
+        let core = Arc::new(Core {
+            rt,
+            supervisor: supervisor.clone(),
+            push_policy: push.map(|p| p.policy),
+            auth,
+            rate: RateLimiter::new(config.limits.rate_per_second, config.limits.rate_burst),
+            extensions: config.extensions.clone(),
+            extended_card: std::sync::OnceLock::new(),
+        });
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc, push_worker })
     }

@@ -23,6 +23,8 @@ pub enum RuntimeError {
     SkillMismatch { bound: String, asked: String },
     #[error("The node is at capacity: {0} contexts are live; try again later")]
     NodeFull(usize),
+    #[error("Limit reached: {0}")]
+    Limit(String),
     #[error("Push notifications are not supported")]
     PushDisabled,
     #[error("The node is shutting down")]
@@ -53,6 +55,7 @@ impl From<RuntimeError> for A2aError {
             RuntimeError::NodeFull(_) | RuntimeError::ShuttingDown | RuntimeError::ContextUnavailable => {
                 A2aError::busy(message)
             }
+            RuntimeError::Limit(_) => A2aError::new(ErrorCode::LimitExceeded, message),
             RuntimeError::PushDisabled => A2aError::of(ErrorCode::PushNotificationNotSupported),
             RuntimeError::Store(inner) => inner.into(),
         }

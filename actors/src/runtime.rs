@@ -1,6 +1,7 @@
 //! What every actor shares: the store, group commit, the agents and the settings.
 
 use crate::agent::AgentRegistry;
+use crate::limits::TurnLimits;
 use crate::push::PushHooks;
 use a2ad_storage::{GroupCommit, LoggedEvent, StoreError, TaskRecord, TaskStore};
 use std::sync::Arc;
@@ -44,6 +45,8 @@ pub struct Runtime {
     pub settings: RuntimeSettings,
     /// Set when push notifications are on.
     pub push: Option<PushHooks>,
+    /// Running turns per tenant and per node.
+    pub turn_limits: Arc<TurnLimits>,
 }
 
 impl Runtime {

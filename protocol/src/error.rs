@@ -87,6 +87,11 @@ pub enum ErrorCode {
     /// A stream's subscriber fell behind its bounded buffer and was dropped; it resumes
     /// with `SubscribeToTask` and `Last-Event-ID`.
     SubscriberTooSlow,
+    /// The caller's request rate is over its limit (answered with `Retry-After`).
+    RateLimited,
+    /// A concurrency limit (running turns per tenant or per node) is reached; the message
+    /// names it.
+    LimitExceeded,
 }
 
 impl ErrorCode {
@@ -140,6 +145,8 @@ impl ErrorCode {
                 (-32600, 413, ResourceExhausted, "PAYLOAD_TOO_LARGE", "Request body is too large")
             }
             ErrorCode::ServerBusy => (-32050, 503, Unavailable, "SERVER_BUSY", "The node is at capacity"),
+            ErrorCode::RateLimited => (-32052, 429, ResourceExhausted, "RATE_LIMITED", "Too many requests"),
+            ErrorCode::LimitExceeded => (-32053, 429, ResourceExhausted, "LIMIT_EXCEEDED", "A limit was reached"),
             ErrorCode::SubscriberTooSlow => (
                 -32051,
                 503,
@@ -170,6 +177,8 @@ impl ErrorCode {
         ErrorCode::PayloadTooLarge,
         ErrorCode::ServerBusy,
         ErrorCode::SubscriberTooSlow,
+        ErrorCode::RateLimited,
+        ErrorCode::LimitExceeded,
     ];
 }
 

@@ -9,7 +9,7 @@ use super::Core;
 use a2ad_actors::messages::Subscription;
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{
-    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    A2aError, AgentCard, CancelTaskRequest, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
     SendMessageResponse, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
@@ -106,12 +106,14 @@ pub enum ReplyBody {
     PushConfigs(ListTaskPushNotificationConfigsResponse),
     /// `google.protobuf.Empty`: `null` over JSON-RPC, `{}` over HTTP+JSON.
     Empty,
+    Card(AgentCard),
 }
 
 impl Core {
     /// Applies one call. With authentication on, a `tenant` in the request must be the
     /// caller's own.
     pub async fn execute(&self, owner: &Owner, call: Call) -> Result<Reply, A2aError> {
+        self.admit(owner)?;
         if let Some(tenant) = call.tenant().filter(|t| self.auth.enabled() && *t != owner.tenant) {
             let shown: String = tenant.chars().filter(|c| !c.is_control()).take(64).collect();
             return Err(A2aError::invalid_field("tenant", &format!("`{shown}` is not the caller's tenant")));
@@ -134,11 +136,14 @@ impl Core {
                 self.delete_push_config(owner, req).await?;
                 ReplyBody::Empty
             }
-            Call::GetExtendedAgentCard => {
-                return Err(A2aError::unsupported(
-                    "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",
-                ));
-            }
+            Call::GetExtendedAgentCard => match self.extended_card.get() {
+                Some(card) => ReplyBody::Card(card.clone()),
+                None => {
+                    return Err(A2aError::unsupported(
+                        "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",
+                    ));
+                }
+            },
         };
         Ok(Reply::Result(Box::new(body)))
     }

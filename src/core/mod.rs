@@ -6,9 +6,11 @@
 
 mod cancel_task;
 mod dispatch;
+pub mod extensions;
 mod get_task;
 mod list_tasks;
 mod push_config;
+mod rate;
 mod send_message;
 mod subscribe;
 pub mod version;
@@ -23,6 +25,7 @@ use actix::prelude::*;
 use std::sync::Arc;
 
 pub use dispatch::{Call, Reply, ReplyBody, METHODS};
+pub use rate::RateLimiter;
 
 /// Shared by every request.
 pub struct Core {
@@ -32,6 +35,12 @@ pub struct Core {
     pub push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
     /// Who is calling. With nothing configured, everyone is the anonymous owner.
     pub auth: crate::auth::Authenticator,
+    /// Requests per second per principal, when limited.
+    pub rate: Option<rate::RateLimiter>,
+    /// Extensions the node supports (and may require).
+    pub extensions: Vec<crate::config::ExtensionConfig>,
+    /// The extended card, set once the public card is built (when `extended-card` is on).
+    pub extended_card: std::sync::OnceLock<a2ad_protocol::AgentCard>,
 }
 
 impl Core {
@@ -41,6 +50,11 @@ impl Core {
             return Ok(Owner::anonymous());
         }
         self.auth.authenticate(credentials)
+    }
+
+    /// Counts a request against the caller's rate limit.
+    pub fn admit(&self, owner: &Owner) -> Result<(), A2aError> {
+        self.rate.as_ref().map_or(Ok(()), |rate| rate.admit(owner))
     }
 
     /// Sends `msg` to the actor of `key`, starting it if needed. An actor evicted between

@@ -24,8 +24,14 @@ pub struct GrpcServer {
 }
 
 impl GrpcServer {
-    /// Binds `listen` and serves on a thread of its own with `threads` runtime workers.
-    pub fn start(core: Arc<Core>, listen: SocketAddr, threads: usize) -> std::io::Result<GrpcServer> {
+    /// Binds `listen` and serves on a thread of its own with `threads` runtime workers,
+    /// refusing messages over `message_limit` bytes.
+    pub fn start(
+        core: Arc<Core>,
+        listen: SocketAddr,
+        threads: usize,
+        message_limit: usize,
+    ) -> std::io::Result<GrpcServer> {
         let listener = std::net::TcpListener::bind(listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -42,7 +48,8 @@ impl GrpcServer {
                     Err(e) => return tracing::error!(error = %e, "gRPC listener failed"),
                 };
                 let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-                let service = A2aServiceServer::new(service::A2aGrpc::new(core));
+                let service =
+                    A2aServiceServer::new(service::A2aGrpc::new(core)).max_decoding_message_size(message_limit);
                 let served = tonic::transport::Server::builder()
                     .add_service(service)
                     .serve_with_incoming_shutdown(incoming, async {

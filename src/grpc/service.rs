@@ -24,7 +24,7 @@ impl A2aGrpc {
     }
 
     /// Decodes `request` as the 1.0 `method` and runs it.
-    async fn run<P, J>(&self, method: &str, request: Request<P>) -> Result<Reply, Status>
+    async fn run<P, J>(&self, method: &str, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
     where
         P: Message,
         J: Message + Default + Serialize,
@@ -36,6 +36,9 @@ impl A2aGrpc {
             platform_user_id: metadata("x-platform-user-id"),
         };
         let owner = self.core.authenticate(&credentials).map_err(|_| Status::unauthenticated("Unauthorized"))?;
+        let extensions = request.metadata().get_all("a2a-extensions").iter().filter_map(|v| v.to_str().ok());
+        let activated =
+            self.core.activate_extensions(&crate::core::extensions::parse(extensions)).map_err(to_status)?;
         let requested = request.metadata().get("a2a-version").map(|v| v.to_str().unwrap_or("?").to_owned());
         version::check(requested.as_deref()).map_err(to_status)?;
         let params = to_json::<P, J>(request.get_ref())?;
@@ -46,7 +49,8 @@ impl A2aGrpc {
             })?),
         };
         let call = Call::from_method(method, params, last_event_id).map_err(to_status)?;
-        self.core.execute(&owner, call).await.map_err(to_status)
+        let reply = self.core.execute(&owner, call).await.map_err(to_status)?;
+        Ok((reply, activated))
     }
 
     /// A unary RPC whose result is the twin `JR` of the prost response `PR`.
@@ -58,12 +62,12 @@ impl A2aGrpc {
         PR: Message + Default,
     {
         match self.run::<P, J>(method, request).await? {
-            Reply::Result(body) => {
+            (Reply::Result(body), activated) => {
                 let value =
-                    serde_json::to_value(&*body).map_err(|e| Status::internal(format!("Internal error: {e}")))?;
-                Ok(Response::new(from_json::<JR, PR>(value)?))
+                    serde_json::to_value(&*body).map_err(|e| to_status(A2aError::internal(format!("result: {e}"))))?;
+                Ok(with_extensions(Response::new(from_json::<JR, PR>(value)?), &activated))
             }
-            Reply::Stream(_) => Err(to_status(A2aError::internal("a unary method streamed"))),
+            (Reply::Stream(_), _) => Err(to_status(A2aError::internal("a unary method streamed"))),
         }
     }
 
@@ -74,10 +78,22 @@ impl A2aGrpc {
         J: Message + Default + Serialize,
     {
         match self.run::<P, J>(method, request).await? {
-            Reply::Stream(subscription) => Ok(Response::new(event_stream(subscription))),
-            Reply::Result(_) => Err(to_status(A2aError::internal("a streaming method answered once"))),
+            (Reply::Stream(subscription), activated) => {
+                Ok(with_extensions(Response::new(event_stream(subscription)), &activated))
+            }
+            (Reply::Result(_), _) => Err(to_status(A2aError::internal("a streaming method answered once"))),
         }
     }
+}
+
+/// Echoes the activated extensions in the response metadata.
+fn with_extensions<T>(mut response: Response<T>, activated: &[String]) -> Response<T> {
+    if let Ok(value) = activated.join(", ").parse() {
+        if !activated.is_empty() {
+            response.metadata_mut().insert("a2a-extensions", value);
+        }
+    }
+    response
 }
 
 /// The events of a subscription as `StreamResponse` messages; a subscriber that fell
@@ -204,8 +220,8 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
             .run::<_, protojson::DeleteTaskPushNotificationConfigRequest>("DeleteTaskPushNotificationConfig", request)
             .await?
         {
-            Reply::Result(_) => Ok(Response::new(())),
-            Reply::Stream(_) => Err(to_status(A2aError::internal("a unary method streamed"))),
+            (Reply::Result(_), activated) => Ok(with_extensions(Response::new(()), &activated)),
+            (Reply::Stream(_), _) => Err(to_status(A2aError::internal("a unary method streamed"))),
         }
     }
 }

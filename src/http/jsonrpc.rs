@@ -7,7 +7,7 @@
 
 use super::caller::caller;
 use super::sse::{self, Envelope};
-use super::{body, check_version, AppState};
+use super::{activate_extensions, body, check_version, echo_extensions, AppState};
 use crate::core::{Call, Reply};
 use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
 use a2ad_protocol::{A2aError, ErrorCode};
@@ -40,18 +40,24 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
     if let Err(e) = check_version(&req) {
         return error_response(&id, &e);
     }
+    let activated = match activate_extensions(&req, &state.core) {
+        Ok(activated) => activated,
+        Err(e) => return error_response(&id, &e),
+    };
     let call = sse::last_event_id(&req).and_then(|last| Call::from_method(&rpc.method, rpc.params, last));
     let reply = match call {
         Ok(call) => state.core.execute(&owner, call).await,
         Err(e) => Err(e),
     };
-    match reply {
+    let mut response = match reply {
         Ok(Reply::Result(body)) => json_response(StatusCode::OK, success_body(&id, body)),
         Ok(Reply::Stream(subscription)) => {
             sse::sse_response(&req, subscription, Envelope::JsonRpc(id), state.stream_keep_alive)
         }
-        Err(e) => error_response(&id, &e),
-    }
+        Err(e) => return error_response(&id, &e),
+    };
+    echo_extensions(&activated, &mut response);
+    response
 }
 
 fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
@@ -60,9 +66,12 @@ fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
     // the request was never read as JSON-RPC.
     let status = match error.code {
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::OK,
     };
-    json_response(status, error_body(id, error))
+    let mut response = json_response(status, error_body(id, error));
+    super::retry_after(error, &mut response);
+    response
 }
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {

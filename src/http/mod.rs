@@ -16,7 +16,10 @@ use std::sync::Arc;
 pub struct AppState {
     pub core: Arc<Core>,
     pub card: Arc<CardDocument>,
+    /// The largest JSON-RPC body.
     pub body_limit: usize,
+    /// The largest HTTP+JSON body.
+    pub rest_body_limit: usize,
     /// A comment goes out on a stream idle for this long.
     pub stream_keep_alive: std::time::Duration,
 }
@@ -37,6 +40,37 @@ fn check_version(req: &actix_web::HttpRequest) -> Result<(), a2ad_protocol::A2aE
     let header = req.headers().get("A2A-Version").map(|v| v.to_str().unwrap_or("?").to_owned());
     let requested = header.or_else(|| crate::core::version::query_version(req.query_string()));
     crate::core::version::check(requested.as_deref())
+}
+
+/// The extensions a request activates (`A2A-Extensions`, or 0.3's `X-A2A-Extensions`),
+/// checked against the node's; the value to echo, or the error.
+fn activate_extensions(
+    req: &actix_web::HttpRequest,
+    core: &crate::core::Core,
+) -> Result<Vec<String>, a2ad_protocol::A2aError> {
+    let values = ["A2A-Extensions", "X-A2A-Extensions"]
+        .iter()
+        .flat_map(|name| req.headers().get_all(*name))
+        .filter_map(|v| v.to_str().ok());
+    core.activate_extensions(&crate::core::extensions::parse(values))
+}
+
+/// Echoes the activated extensions on a response.
+fn echo_extensions(activated: &[String], response: &mut HttpResponse) {
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&activated.join(", ")) {
+        if !activated.is_empty() {
+            response.headers_mut().insert(actix_web::http::header::HeaderName::from_static("a2a-extensions"), value);
+        }
+    }
+}
+
+/// Adds `Retry-After` to the answer of a rate-limited request.
+fn retry_after(error: &a2ad_protocol::A2aError, response: &mut HttpResponse) {
+    if let Some(seconds) = error.metadata.get("retryAfterSeconds") {
+        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(seconds) {
+            response.headers_mut().insert(actix_web::http::header::RETRY_AFTER, value);
+        }
+    }
 }
 
 /// Liveness: answers as long as the HTTP server runs.

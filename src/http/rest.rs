@@ -11,7 +11,7 @@
 
 use super::caller::caller;
 use super::sse::{self, Envelope};
-use super::{body, check_version, AppState};
+use super::{activate_extensions, body, check_version, echo_extensions, AppState};
 use crate::core::{Call, Reply, ReplyBody};
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
@@ -70,11 +70,22 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
         Ok(owner) => owner,
         Err(unauthorized) => return *unauthorized,
     };
+    let activated = match activate_extensions(&req, &state.core) {
+        Ok(activated) => activated,
+        Err(e) => return error_response(&e),
+    };
     let call = match decode(&req, payload, &state, route).await {
         Ok(call) => call,
         Err(e) => return error_response(&e),
     };
-    match state.core.execute(&owner, call).await {
+    let mut response = answer(&req, &state, &owner, call).await;
+    echo_extensions(&activated, &mut response);
+    response
+}
+
+/// Runs the call and encodes its answer.
+async fn answer(req: &HttpRequest, state: &AppState, owner: &a2ad_storage::Owner, call: Call) -> HttpResponse {
+    match state.core.execute(owner, call).await {
         Ok(Reply::Result(body)) if matches!(*body, ReplyBody::Empty) => {
             HttpResponse::Ok().content_type("application/a2a+json").body("{}")
         }
@@ -83,7 +94,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
             Err(e) => error_response(&A2aError::internal(format!("could not encode the result: {e}"))),
         },
         Ok(Reply::Stream(subscription)) => {
-            sse::sse_response(&req, subscription, Envelope::Bare, state.stream_keep_alive)
+            sse::sse_response(req, subscription, Envelope::Bare, state.stream_keep_alive)
         }
         Err(e) => error_response(&e),
     }
@@ -97,7 +108,7 @@ async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
         | Route::SendStreamingMessage
         | Route::CancelTask
         | Route::SubscribeToTask
-        | Route::CreatePushConfig => read_json_object(req, payload, state.body_limit).await?,
+        | Route::CreatePushConfig => read_json_object(req, payload, state.rest_body_limit).await?,
         _ => Map::new(),
     };
     query_fields(req.query_string(), &mut fields)?;
@@ -168,7 +179,10 @@ fn form_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
 fn error_response(error: &A2aError) -> HttpResponse {
     crate::core::report(error);
     let status = StatusCode::from_u16(error.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string())
+    let mut response =
+        HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string());
+    super::retry_after(error, &mut response);
+    response
 }
 
 #[cfg(test)]

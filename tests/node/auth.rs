@@ -204,3 +204,54 @@ async fn the_request_tenant_must_be_the_callers() {
         .unwrap();
     assert_eq!(own.status(), 200);
 }
+
+#[actix_web::test]
+async fn the_extended_card_is_for_authenticated_callers_and_has_runtime_details() {
+    let app = spawn_app(|c| {
+        c.auth = auth_config();
+        c.extended_card = true;
+        c.limits.max_running_turns = 7;
+    })
+    .await;
+    let public: Value =
+        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["capabilities"]["extendedAgentCard"], true);
+    let (status, _) = rpc_as(&app, &[], "GetExtendedAgentCard", json!({})).await;
+    assert_eq!(status, 401);
+    let alice = bearer("tok-alice");
+    let (_, extended) = rpc_as(&app, &[(alice.0, alice.1.as_str())], "GetExtendedAgentCard", json!({})).await;
+    let card = &extended["result"];
+    assert_eq!(card["name"], public["name"]);
+    let runtime = card["capabilities"]["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["uri"] == "urn:a2ad:runtime:v1")
+        .unwrap_or_else(|| panic!("no runtime extension: {card}"));
+    assert_eq!(runtime["params"]["limits"]["maxRunningTurns"], 7);
+    assert_eq!(runtime["params"]["agents"][0]["id"], "echo");
+    let rest = app
+        .client
+        .get(format!("{}/a2a/extendedAgentCard", app.url))
+        .header("Authorization", "Bearer tok-alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 200);
+    let mut grpc = a2a_pb::proto::a2a_service_client::A2aServiceClient::connect(app.grpc_url.clone()).await.unwrap();
+    let mut request = tonic::Request::new(a2a_pb::proto::GetExtendedAgentCardRequest::default());
+    request.metadata_mut().insert("authorization", "Bearer tok-alice".parse().unwrap());
+    let over_grpc = grpc.get_extended_agent_card(request).await.unwrap().into_inner();
+    assert!(over_grpc.capabilities.unwrap().extensions.iter().any(|e| e.uri == "urn:a2ad:runtime:v1"));
+}
+
+#[actix_web::test]
+async fn an_extended_card_without_authentication_stops_start_up() {
+    let mut config = a2ad::config::Config::default_node();
+    config.extended_card = true;
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.grpc_listen = None;
+    config.data_dir = tempfile::tempdir().unwrap().keep();
+    let error = a2ad::startup::Application::build(config).await.err().expect("refused");
+    assert!(error.to_string().contains("extended-card"), "{error}");
+}

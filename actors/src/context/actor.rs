@@ -43,6 +43,8 @@ pub(super) struct RunningTurn {
     pub save_scheduled: bool,
     /// The last encoded task snapshot, reused while no new event has happened.
     pub snapshot_cache: Option<LoggedEvent>,
+    /// This turn's place under the turn limits; released when the turn is dropped.
+    pub _permit: crate::limits::TurnPermit,
 }
 
 impl Actor for ContextActor {

@@ -51,6 +51,7 @@ impl ContextActor {
         if self.turn.is_some() {
             return Err(RuntimeError::AlreadyWorking.into());
         }
+        let permit = self.rt.turn_limits.acquire(&msg.owner.tenant)?;
         let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
         let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
         let (record, message) = self.open_task(&msg, &skill)?;
@@ -89,6 +90,7 @@ impl ContextActor {
             unsaved_events: Vec::new(),
             save_scheduled: false,
             snapshot_cache: None,
+            _permit: permit,
         }));
         Ok(TurnTicket { task, done, subscription })
     }

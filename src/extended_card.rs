@@ -1,0 +1,60 @@
+//! The extended card (`GetExtendedAgentCard`, authenticated callers only): the public card
+//! plus what an operator wants to know about the node, as the extension
+//! `urn:a2ad:runtime:v1` whose params hold the version, the agents, the limits and the
+//! features that are on.
+
+use crate::config::{AgentKind, Config};
+use a2ad_protocol::{AgentCard, AgentExtension};
+use serde_json::{json, Value};
+
+/// The URI of the runtime-details extension.
+pub const RUNTIME_EXTENSION: &str = "urn:a2ad:runtime:v1";
+
+/// The public card with the node's runtime details added.
+pub fn extended_card(public: &AgentCard, config: &Config) -> AgentCard {
+    let mut card = public.clone();
+    card.signatures.clear();
+    let params = json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "agents": config.agents.iter().map(agent_details).collect::<Vec<_>>(),
+        "limits": {
+            "ratePerSecond": config.limits.rate_per_second,
+            "rateBurst": config.limits.rate_burst,
+            "maxRunningTurns": config.limits.max_running_turns,
+            "maxRunningTurnsPerTenant": config.limits.max_running_turns_per_tenant,
+            "maxContexts": config.max_contexts,
+            "idleTimeoutSeconds": config.idle_timeout.as_secs(),
+            "jsonRpcBodyLimit": config.body_limit,
+            "restBodyLimit": config.limits.rest_body_limit.unwrap_or(config.body_limit),
+            "grpcMessageLimit": config.limits.grpc_message_limit.unwrap_or(config.body_limit),
+            "streamBuffer": config.stream_buffer,
+            "eventRetention": config.event_retention,
+        },
+        "features": {
+            "streaming": true,
+            "pushNotifications": config.push.enabled,
+            "pushQueue": if config.push.enabled { json!(format!("{:?}", config.push.queue)) } else { Value::Null },
+            "grpc": config.grpc_listen.is_some(),
+            "restPrefix": config.rest_prefix,
+        },
+    });
+    card.capabilities.extensions.push(AgentExtension {
+        uri: RUNTIME_EXTENSION.into(),
+        description: Some("Runtime details of this a2ad node, for operators".into()),
+        required: false,
+        params: params.as_object().cloned(),
+    });
+    card
+}
+
+fn agent_details(agent: &crate::config::AgentConfig) -> Value {
+    let settings = match &agent.kind {
+        AgentKind::Echo(echo) => json!({
+            "kind": "echo",
+            "endState": echo.end_state.as_str(),
+            "chunkSize": echo.chunk_size,
+            "chunkDelayMs": echo.chunk_delay.as_millis() as u64,
+        }),
+    };
+    json!({"id": agent.id, "name": agent.name, "settings": settings})
+}

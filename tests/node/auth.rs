@@ -255,3 +255,31 @@ async fn an_extended_card_without_authentication_stops_start_up() {
     let error = a2ad::startup::Application::build(config).await.err().expect("refused");
     assert!(error.to_string().contains("extended-card"), "{error}");
 }
+
+#[actix_web::test]
+async fn owners_using_the_same_context_id_get_separate_contexts() {
+    let app = spawn_app(|c| {
+        c.auth = auth_config();
+        c.agents = vec![crate::support::echo_agent(
+            "chat",
+            a2ad_protocol::TaskState::InputRequired,
+            0,
+            std::time::Duration::ZERO,
+        )];
+    })
+    .await;
+    for token in ["tok-alice", "tok-eve"] {
+        let who = bearer(token);
+        let (_, body) =
+            rpc_as(&app, &[(who.0, who.1.as_str())], "SendMessage", send_params("hi", json!({"contextId": "shared"})))
+                .await;
+        let task = &body["result"]["task"];
+        assert_eq!(task["contextId"], "shared");
+        assert_eq!(
+            task["status"]["message"]["metadata"]["echo"]["sessionMessages"], 0,
+            "{token} starts a fresh session: no one else's history"
+        );
+    }
+    let stats = app.probe.stats().await.unwrap();
+    assert_eq!(stats.live_contexts, 2, "one context actor per owner");
+}

@@ -55,6 +55,13 @@ fn agent_details(agent: &crate::config::AgentConfig) -> Value {
             "chunkSize": echo.chunk_size,
             "chunkDelayMs": echo.chunk_delay.as_millis() as u64,
         }),
+        // The program's name only: its arguments and environment may hold secrets.
+        AgentKind::Command(command) => json!({
+            "kind": "command",
+            "program": std::path::Path::new(&command.argv[0]).file_name().map(|n| n.to_string_lossy().into_owned()),
+            "timeoutSeconds": command.timeout.as_secs(),
+            "maxOutputBytes": command.max_output,
+        }),
     };
     json!({"id": agent.id, "name": agent.name, "settings": settings})
 }

@@ -8,6 +8,7 @@
 //! * [`core`]: the request handler every binding calls.
 //! * [`http`]: the HTTP surface (JSON-RPC, HTTP+JSON, the card, health).
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
+//! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
 //! * [`agents`]: the built-in agents.
 
 pub mod admin;
@@ -20,5 +21,6 @@ pub mod core;
 pub mod extended_card;
 pub mod grpc;
 pub mod http;
+pub mod metrics;
 pub mod push;
 pub mod startup;

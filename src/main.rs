@@ -1,6 +1,6 @@
 //! The `a2ad` command line.
 
-use a2ad::config::Config;
+use a2ad::config::{Config, LogFormat};
 use a2ad::startup::Application;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -157,14 +157,28 @@ impl ServeArgs {
 
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
-        Command::Push { command: PushCommand::Dead { command } } => dead_letters(command),
-        Command::Card { command } => card(command).await,
+        Command::Push { command: PushCommand::Dead { command } } => {
+            init_logs(LogFormat::Pretty, "info");
+            dead_letters(command)
+        }
+        Command::Card { command } => {
+            init_logs(LogFormat::Pretty, "info");
+            card(command).await
+        }
+    }
+}
+
+/// Logs go to stderr, as text or JSON lines; `RUST_LOG` wins over the configured level.
+fn init_logs(format: LogFormat, level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| "info".into());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Pretty => logs.init(),
+        LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
     }
 }
 
@@ -258,6 +272,7 @@ fn dead_letters(command: DeadCommand) -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(args.config.as_deref(), &args.overrides()).context("invalid configuration")?;
+    init_logs(config.log_format, &config.log_level);
     let data_dir = config.data_dir.display().to_string();
     let app = Application::build(config).await?;
     if app.recovered_tasks() > 0 {

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::core::{Core, RateLimiter};
 use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
+use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::push::{PushSetupError, PushStack};
 use a2ad_actors::limits::TurnLimits;
 use a2ad_actors::messages::{GetStats, StopAll, SupervisorStats};
@@ -127,14 +128,20 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
         body_limit: config.body_limit,
         rest_body_limit: config.limits.rest_body_limit.unwrap_or(config.body_limit),
         stream_keep_alive: config.stream_keep_alive,
+        metrics_token: config.metrics_token.clone(),
     });
     let rest_prefix = config.rest_prefix.clone();
-    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(|c| routes(c, &rest_prefix)))
-        .workers(workers)
-        .shutdown_timeout(10)
-        .listen(listener)
-        .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
-        .run();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .wrap(actix_web::middleware::from_fn(crate::http::observe::observe))
+            .configure(|c| routes(c, &rest_prefix))
+    })
+    .workers(workers)
+    .shutdown_timeout(10)
+    .listen(listener)
+    .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
+    .run();
     Ok(Served { server, local, public_url, grpc })
 }
 
@@ -152,11 +159,17 @@ impl Application {
             ));
         }
         let sled = open_store(&config)?;
-        let push = match config.push.enabled {
+        let metrics = Arc::new(Metrics::default());
+        let mut push = match config.push.enabled {
             true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
             false => None,
         };
-        let store: Arc<dyn TaskStore> = Arc::new(sled);
+        if let Some(push) = push.as_mut() {
+            let queue = MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(&metrics)).map_err(store_error)?;
+            push.hooks.queue = Arc::new(queue);
+        }
+        let store: Arc<dyn TaskStore> =
+            Arc::new(MeteredStore::new(Arc::new(sled), Arc::clone(&metrics)).map_err(store_error)?);
         let commit = GroupCommit::start(Arc::clone(&store)).map_err(store_error)?;
         let workers = if config.workers == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
@@ -183,6 +196,7 @@ impl Application {
             rate: RateLimiter::new(config.limits.rate_per_second, config.limits.rate_burst),
             extensions: config.extensions.clone(),
             extended_card: std::sync::OnceLock::new(),
+            metrics,
         });
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc, push_worker })

@@ -1,5 +1,6 @@
 //! The built-in agents, and building the registry from the config.
 
+pub mod command;
 pub mod echo;
 
 use crate::config::{AgentConfig, AgentKind};
@@ -12,6 +13,9 @@ pub fn build_registry(agents: &[AgentConfig]) -> AgentRegistry {
     for agent in agents {
         match &agent.kind {
             AgentKind::Echo(settings) => registry.register(&agent.id, Arc::new(echo::EchoAgent::new(settings.clone()))),
+            AgentKind::Command(settings) => {
+                registry.register(&agent.id, Arc::new(command::CommandAgent::new(settings.clone())))
+            }
         }
     }
     registry

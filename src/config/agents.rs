@@ -1,5 +1,6 @@
 //! The `agents:` list: each entry is a skill on the card and an agent that serves it.
 
+use crate::agents::command::{CommandSettings, InputMode, OutputMode};
 use crate::agents::echo::EchoSettings;
 use a2ad_protocol::{ids, AgentSkill, TaskState};
 use serde::Deserialize;
@@ -23,6 +24,7 @@ pub struct AgentConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentKind {
     Echo(EchoSettings),
+    Command(CommandSettings),
 }
 
 impl AgentConfig {
@@ -97,6 +99,102 @@ pub(super) struct AgentEntry {
     kind: String,
     /// Settings of an `echo` agent.
     echo: Option<EchoEntry>,
+    /// Settings of a `command` agent.
+    command: Option<CommandEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct CommandEntry {
+    argv: Vec<String>,
+    #[serde(default)]
+    input: CommandInput,
+    #[serde(default)]
+    output: CommandOutput,
+    #[serde(default)]
+    end_state: CommandEndState,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+    #[serde(default = "default_env_allow")]
+    env_allow: Vec<String>,
+    #[serde(default)]
+    cwd: Option<std::path::PathBuf>,
+    #[serde(default = "default_timeout", deserialize_with = "super::units::duration")]
+    timeout: Duration,
+    #[serde(default = "default_max_output", deserialize_with = "super::units::byte_size")]
+    max_output: usize,
+    #[serde(default = "default_grace", deserialize_with = "super::units::duration")]
+    cancel_grace: Duration,
+}
+
+fn default_env_allow() -> Vec<String> {
+    vec!["PATH".into(), "LANG".into()]
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(600)
+}
+
+fn default_max_output() -> usize {
+    16 * 1024 * 1024
+}
+
+fn default_grace() -> Duration {
+    Duration::from_secs(5)
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum CommandInput {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum CommandOutput {
+    #[default]
+    Text,
+    Jsonl,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum CommandEndState {
+    #[default]
+    Completed,
+    InputRequired,
+}
+
+impl CommandEntry {
+    fn into_settings(self, key: impl Fn(&str) -> String) -> Result<CommandSettings, (String, String)> {
+        match self.argv.first() {
+            Some(program) if !program.is_empty() => {}
+            _ => return Err((key("command.argv"), "must name the program to run".into())),
+        }
+        Ok(CommandSettings {
+            argv: self.argv,
+            input: match self.input {
+                CommandInput::Text => InputMode::Text,
+                CommandInput::Json => InputMode::Json,
+            },
+            output: match self.output {
+                CommandOutput::Text => OutputMode::Text,
+                CommandOutput::Jsonl => OutputMode::Jsonl,
+            },
+            end_state: match self.end_state {
+                CommandEndState::Completed => TaskState::Completed,
+                CommandEndState::InputRequired => TaskState::InputRequired,
+            },
+            env: self.env,
+            env_allow: self.env_allow,
+            cwd: self.cwd,
+            timeout: self.timeout,
+            max_output: self.max_output,
+            cancel_grace: self.cancel_grace,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -133,7 +231,12 @@ impl AgentEntry {
                 };
                 AgentKind::Echo(EchoSettings { end_state, chunk_size: e.chunk_size, chunk_delay: e.chunk_delay })
             }
-            other => return Err((key("kind"), format!("unknown agent kind `{other}` (known: echo)"))),
+            "command" => {
+                let entry =
+                    self.command.ok_or_else(|| (key("command"), "a command agent needs a command block".into()))?;
+                AgentKind::Command(entry.into_settings(key)?)
+            }
+            other => return Err((key("kind"), format!("unknown agent kind `{other}` (known: echo, command)"))),
         };
         Ok(AgentConfig {
             name: self.name.unwrap_or_else(|| self.id.clone()),

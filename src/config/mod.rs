@@ -40,6 +40,9 @@ pub const ENV_KEYS: &[&str] = &[
     "push-queue",
     "push-redis-url",
     "push-consumer-name",
+    "metrics-token",
+    "log-format",
+    "log-level",
 ];
 
 /// Everything a node needs to start.
@@ -86,6 +89,21 @@ pub struct Config {
     pub push: PushConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
     pub auth: crate::auth::AuthConfig,
+    /// The bearer token `GET /metrics` asks for; `None` leaves it open.
+    pub metrics_token: Option<crate::auth::Redacted<String>>,
+    /// How logs are written.
+    pub log_format: LogFormat,
+    /// The log filter (`info`, `a2ad=debug,warn`, ...) when `RUST_LOG` is not set.
+    pub log_level: String,
+}
+
+/// `log-format`: human-readable lines or one JSON object per line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    #[default]
+    Pretty,
+    Json,
 }
 
 /// What the card says about the node.
@@ -255,6 +273,17 @@ struct ConfigFile {
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
     auth: crate::auth::AuthConfig,
+    #[serde(deserialize_with = "metrics_token")]
+    metrics_token: Option<crate::auth::Redacted<String>>,
+    log_format: LogFormat,
+    log_level: String,
+}
+
+/// `metrics-token`: a string (never echoed in an error); empty means none.
+fn metrics_token<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<crate::auth::Redacted<String>>, D::Error> {
+    Ok(opaque_secret(deserializer)?.filter(|t| !t.expose().is_empty()))
 }
 
 impl Default for ConfigFile {
@@ -280,6 +309,9 @@ impl Default for ConfigFile {
             card: CardConfig::default(),
             agents: None,
             auth: crate::auth::AuthConfig::default(),
+            metrics_token: None,
+            log_format: LogFormat::Pretty,
+            log_level: "info".into(),
         }
     }
 }
@@ -386,11 +418,17 @@ impl ConfigFile {
             agents,
             push,
             auth: self.auth,
+            metrics_token: self.metrics_token,
+            log_format: self.log_format,
+            log_level: self.log_level,
         })
     }
 
     /// The checks that serde's types cannot express.
     fn check_values(&self) -> Result<(), ConfigError> {
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log_level) {
+            return Err(ConfigError::invalid("log-level", format!("not a log filter: {e}")));
+        }
         if let Some(url) = &self.public_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
                 return Err(ConfigError::invalid("public-url", "must be an http:// or https:// URL"));

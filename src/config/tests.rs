@@ -29,7 +29,7 @@ fn a_full_file_is_read() {
     assert_eq!(c.idle_timeout, Duration::from_secs(90));
     assert_eq!(c.body_limit, 2 << 20);
     assert_eq!(c.card.provider.unwrap().organization, "Acme");
-    let AgentKind::Echo(echo) = &c.agents[0].kind;
+    let AgentKind::Echo(echo) = &c.agents[0].kind else { panic!("an echo agent") };
     assert_eq!((echo.end_state, echo.chunk_size), (a2ad_protocol::TaskState::InputRequired, 4));
 }
 

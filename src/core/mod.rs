@@ -41,6 +41,8 @@ pub struct Core {
     pub extensions: Vec<crate::config::ExtensionConfig>,
     /// The extended card, set once the public card is built (when `extended-card` is on).
     pub extended_card: std::sync::OnceLock<a2ad_protocol::AgentCard>,
+    /// The node's metrics (`GET /metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Core {

@@ -23,8 +23,24 @@ impl A2aGrpc {
         A2aGrpc { core }
     }
 
-    /// Decodes `request` as the 1.0 `method` and runs it.
+    /// Decodes `request` as the 1.0 `method` and runs it, counting it in the metrics.
     async fn run<P, J>(&self, method: &str, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
+    where
+        P: Message,
+        J: Message + Default + Serialize,
+    {
+        let started = std::time::Instant::now();
+        let result = self.decode_and_run::<P, J>(method, request).await;
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(status) => status_reason(status),
+        };
+        let method = crate::metrics::method_label(method);
+        self.core.metrics.record(crate::metrics::Binding::Grpc, method, outcome, started.elapsed());
+        result
+    }
+
+    async fn decode_and_run<P, J>(&self, method: &str, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
     where
         P: Message,
         J: Message + Default + Serialize,
@@ -79,10 +95,22 @@ impl A2aGrpc {
     {
         match self.run::<P, J>(method, request).await? {
             (Reply::Stream(subscription), activated) => {
-                Ok(with_extensions(Response::new(event_stream(subscription)), &activated))
+                let open = self.core.metrics.open_stream();
+                Ok(with_extensions(Response::new(event_stream(subscription, open)), &activated))
             }
             (Reply::Result(_), _) => Err(to_status(A2aError::internal("a streaming method answered once"))),
         }
+    }
+}
+
+/// The ErrorInfo reason of a refusal, for the metrics (`UNAUTHENTICATED` and the like
+/// when there is none: those come from tonic or the authenticator).
+fn status_reason(status: &Status) -> &'static str {
+    use tonic_types::StatusExt;
+    match status.get_details_error_info() {
+        Some(info) => crate::metrics::reason_label(&info.reason),
+        None if status.code() == tonic::Code::Unauthenticated => "UNAUTHENTICATED",
+        None => "UNKNOWN",
     }
 }
 
@@ -100,7 +128,8 @@ fn with_extensions<T>(mut response: Response<T>, activated: &[String]) -> Respon
 /// behind gets a final RESOURCE_EXHAUSTED status naming the last event it received.
 type EventStream = BoxStream<'static, Result<proto::StreamResponse, Status>>;
 
-fn event_stream(sub: Subscription) -> EventStream {
+/// `open` keeps the stream counted as open until the stream is dropped.
+fn event_stream(sub: Subscription, open: crate::metrics::StreamGuard) -> EventStream {
     let live = match sub.live {
         Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
         None => stream::empty().boxed(),
@@ -115,6 +144,7 @@ fn event_stream(sub: Subscription) -> EventStream {
         from_json::<protojson::StreamResponse, proto::StreamResponse>(value)
     });
     let tail = stream::once(async move {
+        let _open = open;
         overflowed.load(Ordering::Acquire).then(|| {
             let last = last.load(Ordering::Relaxed).to_string();
             Err(to_status(A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last)))

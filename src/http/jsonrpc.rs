@@ -7,8 +7,9 @@
 
 use super::caller::caller;
 use super::sse::{self, Envelope};
-use super::{activate_extensions, body, check_version, echo_extensions, AppState};
+use super::{activate_extensions, body, check_version, echo_extensions, observe, AppState};
 use crate::core::{Call, Reply};
+use crate::metrics::Binding;
 use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
 use a2ad_protocol::{A2aError, ErrorCode};
 use actix_web::http::StatusCode;
@@ -16,6 +17,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 
 pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
+    observe::served(&req, Binding::JsonRpc, "unknown");
     let owner = match caller(&req, &state.core) {
         Ok(owner) => owner,
         Err(unauthorized) => return *unauthorized,
@@ -37,6 +39,7 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
         Err((id, e)) => return error_response(&id, &e),
     };
     let id = rpc.response_id();
+    observe::served(&req, Binding::JsonRpc, crate::metrics::method_label(&rpc.method));
     if let Err(e) = check_version(&req) {
         return error_response(&id, &e);
     }
@@ -71,6 +74,7 @@ fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
     };
     let mut response = json_response(status, error_body(id, error));
     super::retry_after(error, &mut response);
+    observe::failed(&mut response, error);
     response
 }
 

@@ -4,6 +4,7 @@ mod body;
 mod caller;
 mod card;
 mod jsonrpc;
+pub mod observe;
 mod rest;
 mod sse;
 
@@ -22,6 +23,8 @@ pub struct AppState {
     pub rest_body_limit: usize,
     /// A comment goes out on a stream idle for this long.
     pub stream_keep_alive: std::time::Duration,
+    /// The bearer token `GET /metrics` asks for, if any.
+    pub metrics_token: Option<crate::auth::Redacted<String>>,
 }
 
 /// Where the HTTP+JSON binding is mounted unless configured otherwise.
@@ -31,7 +34,8 @@ pub const DEFAULT_REST_PREFIX: &str = "/a2a";
 pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
     cfg.route("/", web::post().to(jsonrpc::handle))
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
-        .route("/health", web::get().to(health));
+        .route("/health", web::get().to(health))
+        .route("/metrics", web::get().to(observe::metrics));
     rest::routes(cfg, rest_prefix);
 }
 

@@ -11,8 +11,9 @@
 
 use super::caller::caller;
 use super::sse::{self, Envelope};
-use super::{activate_extensions, body, check_version, echo_extensions, AppState};
+use super::{activate_extensions, body, check_version, echo_extensions, observe, AppState};
 use crate::core::{Call, Reply, ReplyBody};
+use crate::metrics::Binding;
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
 use actix_web::http::StatusCode;
@@ -33,6 +34,25 @@ enum Route {
     ListPushConfigs,
     DeletePushConfig,
     GetExtendedAgentCard,
+}
+
+impl Route {
+    /// The A2A method the route serves.
+    fn method(self) -> &'static str {
+        match self {
+            Route::SendMessage => "SendMessage",
+            Route::SendStreamingMessage => "SendStreamingMessage",
+            Route::GetTask => "GetTask",
+            Route::ListTasks => "ListTasks",
+            Route::CancelTask => "CancelTask",
+            Route::SubscribeToTask => "SubscribeToTask",
+            Route::CreatePushConfig => "CreateTaskPushNotificationConfig",
+            Route::GetPushConfig => "GetTaskPushNotificationConfig",
+            Route::ListPushConfigs => "ListTaskPushNotificationConfigs",
+            Route::DeletePushConfig => "DeleteTaskPushNotificationConfig",
+            Route::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
 }
 
 /// `(method, path, route)`, in match order. `{id}` never holds `/` or `:`.
@@ -66,6 +86,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, prefix: &str) {
 }
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
+    observe::served(&req, Binding::Rest, route.method());
     let owner = match caller(&req, &state.core) {
         Ok(owner) => owner,
         Err(unauthorized) => return *unauthorized,
@@ -182,6 +203,7 @@ fn error_response(error: &A2aError) -> HttpResponse {
     let mut response =
         HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string());
     super::retry_after(error, &mut response);
+    observe::failed(&mut response, error);
     response
 }
 

@@ -59,7 +59,10 @@ pub fn sse_response(req: &HttpRequest, sub: Subscription, envelope: Envelope, ke
         Event::Data(Data::new(data_envelope.data(&event.json)).id(event.seq.to_string()))
     });
     let overflowed = sub.overflowed;
+    // Counted as open until the body stream is dropped (client gone or stream ended).
+    let guard = req.app_data::<actix_web::web::Data<super::AppState>>().map(|s| s.core.metrics.open_stream());
     let tail = stream::once(async move {
+        let _open = guard;
         overflowed.load(Ordering::Acquire).then(|| {
             let last = last_sent.load(Ordering::Relaxed);
             let error = A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last.to_string());

@@ -1,0 +1,294 @@
+//! The `command` agent: any program as an A2A agent, started once per turn.
+//!
+//! * Started from the configured argv, without a shell, in its own process group, with a
+//!   clean environment: `A2A_TASK_ID`, `A2A_CONTEXT_ID`, `A2A_MESSAGE_ID`, `A2A_SKILL`, the
+//!   node's variables named in `env-allow`, and the configured `env`.
+//! * Input (`input`): `text` writes the message's text to stdin; `json` writes one JSON
+//!   object `{"message", "taskId", "contextId", "skill", "history"}`.
+//! * Output (`output`): `text` makes each stdout line agent text (a WORKING status
+//!   message); `jsonl` reads each line as an event (see README, "The command agent"); a
+//!   line that is not JSON is agent text.
+//! * Exit 0 ends the turn in `end-state`, or in the state a `final` event named; any other
+//!   exit is FAILED with a short tail of stderr, with paths and configured secrets removed.
+//! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace`. A
+//!   turn longer than `timeout`, or stdout past `max-output` bytes, is stopped the same way.
+
+use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
+use a2ad_protocol::{ids, Artifact, Message, Part, PartContent, TaskState};
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// How the program gets its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputMode {
+    Text,
+    Json,
+}
+
+/// How the program's stdout is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    Text,
+    Jsonl,
+}
+
+/// A command agent's settings (its config block).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandSettings {
+    pub argv: Vec<String>,
+    pub input: InputMode,
+    pub output: OutputMode,
+    pub end_state: TaskState,
+    pub env: BTreeMap<String, String>,
+    pub env_allow: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub timeout: Duration,
+    pub max_output: usize,
+    pub cancel_grace: Duration,
+}
+
+/// The command agent.
+pub struct CommandAgent {
+    settings: Arc<CommandSettings>,
+}
+
+impl CommandAgent {
+    pub fn new(settings: CommandSettings) -> Self {
+        CommandAgent { settings: Arc::new(settings) }
+    }
+}
+
+impl Agent for CommandAgent {
+    fn run(&self, input: TurnInput, events: EventSink) -> BoxFuture<'static, Result<TurnEnd, AgentError>> {
+        let settings = Arc::clone(&self.settings);
+        Box::pin(async move {
+            let timeout = settings.timeout;
+            match tokio::time::timeout(timeout, run_program(&settings, &input, &events)).await {
+                Ok(result) => result,
+                Err(_) => Err(AgentError(format!("the agent program timed out after {} s", timeout.as_secs()))),
+            }
+        })
+    }
+}
+
+/// Kills the program's process group when the turn ends early (cancel, timeout, node
+/// shutdown): SIGTERM now, SIGKILL after the grace period.
+struct GroupGuard {
+    pgid: Option<i32>,
+    grace: Duration,
+}
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: killpg only sends a signal to a process group we created.
+            unsafe { libc::killpg(pgid, libc::SIGTERM) };
+            let grace = self.grace;
+            std::thread::spawn(move || {
+                std::thread::sleep(grace);
+                // SAFETY: as above; a group that is gone makes this a no-op (ESRCH).
+                unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            });
+        }
+    }
+}
+
+async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &EventSink) -> Result<TurnEnd, AgentError> {
+    let mut command = tokio::process::Command::new(&settings.argv[0]);
+    command.args(&settings.argv[1..]).env_clear();
+    for name in &settings.env_allow {
+        if let Ok(value) = std::env::var(name) {
+            command.env(name, value);
+        }
+    }
+    command
+        .envs(&settings.env)
+        .env("A2A_TASK_ID", &input.task_id)
+        .env("A2A_CONTEXT_ID", &input.context_id)
+        .env("A2A_MESSAGE_ID", &input.message.message_id)
+        .env("A2A_SKILL", &input.skill)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &settings.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().map_err(|_| AgentError("the agent program could not be started".into()))?;
+    let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
+    if let Some(mut stdin) = child.stdin.take() {
+        let payload = stdin_payload(settings.input, input);
+        // A program that does not read its input is fine: ignore a broken pipe.
+        let _ = stdin.write_all(payload.as_bytes()).await;
+    }
+    let stderr = child.stderr.take().map(|mut err| {
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let _ = (&mut err).take(64 * 1024).read_to_end(&mut buf).await;
+            buf
+        })
+    });
+    let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
+    let named = read_output(settings, stdout, input, events).await?;
+    let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
+    guard.disarm();
+    let tail = match stderr {
+        Some(task) => task.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    if !status.success() {
+        let code = status.code().map_or("a signal".to_owned(), |c| format!("status {c}"));
+        let tail = sanitize_tail(&String::from_utf8_lossy(&tail), settings);
+        return Err(AgentError(format!("the agent program exited with {code}: {tail}")));
+    }
+    Ok(named.unwrap_or(TurnEnd { state: settings.end_state, message: None }))
+}
+
+fn stdin_payload(mode: InputMode, input: &TurnInput) -> String {
+    match mode {
+        InputMode::Text => input.message.text(),
+        InputMode::Json => json!({
+            "message": input.message,
+            "taskId": input.task_id,
+            "contextId": input.context_id,
+            "skill": input.skill,
+            "history": &*input.history,
+        })
+        .to_string(),
+    }
+}
+
+/// Reads stdout line by line into events; returns the turn's end if a `final` event named
+/// one. Past `max-output` bytes the program is stopped.
+async fn read_output(
+    settings: &CommandSettings,
+    stdout: tokio::process::ChildStdout,
+    input: &TurnInput,
+    events: &EventSink,
+) -> Result<Option<TurnEnd>, AgentError> {
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = 0usize;
+    let mut end = None;
+    while let Some(line) =
+        lines.next_line().await.map_err(|_| AgentError("could not read the agent's output".into()))?
+    {
+        seen += line.len() + 1;
+        if seen > settings.max_output {
+            return Err(AgentError(format!("the agent program wrote more than {} bytes", settings.max_output)));
+        }
+        match settings.output {
+            OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
+            OutputMode::Jsonl => {
+                if let Some(ending) = jsonl_event(&line, input, events).await? {
+                    end = Some(ending);
+                }
+            }
+        }
+    }
+    Ok(end)
+}
+
+/// One jsonl line: `{"type": "text" | "artifact" | "final", ...}`; anything else that is
+/// JSON is ignored (kinds a later version will carry), and a non-JSON line is text.
+async fn jsonl_event(line: &str, input: &TurnInput, events: &EventSink) -> Result<Option<TurnEnd>, AgentError> {
+    let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line) else {
+        events.send(AgentEvent::Text(line.to_owned())).await?;
+        return Ok(None);
+    };
+    let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_owned);
+    match event.get("type").and_then(Value::as_str) {
+        Some("text") => events.send(AgentEvent::Text(text("text").unwrap_or_default())).await?,
+        Some("artifact") => {
+            let content = match (event.get("data"), text("text"), text("url")) {
+                (Some(data), _, _) => PartContent::Data(data.clone()),
+                (_, Some(t), _) => PartContent::Text(t),
+                (_, _, Some(url)) => PartContent::Url(url),
+                _ => PartContent::Text(String::new()),
+            };
+            let part = Part { content, metadata: None, filename: text("filename"), media_type: text("mediaType") };
+            let artifact = Artifact {
+                artifact_id: text("artifactId").unwrap_or_else(|| "output".into()),
+                name: text("name"),
+                description: None,
+                parts: vec![part],
+                metadata: None,
+                extensions: Vec::new(),
+            };
+            let flag = |key: &str| event.get(key).and_then(Value::as_bool).unwrap_or(false);
+            events
+                .send(AgentEvent::Artifact { artifact, append: flag("append"), last_chunk: flag("lastChunk") })
+                .await?;
+        }
+        Some("final") => {
+            let state = match text("state").as_deref() {
+                Some("completed") | None => TaskState::Completed,
+                Some("input-required") => TaskState::InputRequired,
+                Some("auth-required") => TaskState::AuthRequired,
+                Some("rejected") => TaskState::Rejected,
+                Some("failed") => TaskState::Failed,
+                Some(other) => return Err(AgentError(format!("the agent named an unknown final state `{other}`"))),
+            };
+            let message =
+                text("text").map(|t| Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), &t));
+            return Ok(Some(TurnEnd { state, message }));
+        }
+        _ => tracing::debug!("ignored a jsonl event of an unknown type"),
+    }
+    Ok(None)
+}
+
+/// The last few lines of stderr, without paths or configured secrets.
+fn sanitize_tail(stderr: &str, settings: &CommandSettings) -> String {
+    let mut text: String = stderr.trim().chars().rev().take(300).collect::<Vec<_>>().into_iter().rev().collect();
+    for secret in settings.env.values().filter(|v| v.len() >= 4) {
+        text = text.replace(secret.as_str(), "<redacted>");
+    }
+    let words: Vec<String> = text
+        .split(' ')
+        .map(|w| if w.contains('/') || w.contains('\\') { "<path>".to_owned() } else { w.to_owned() })
+        .collect();
+    let cleaned = words.join(" ");
+    if cleaned.is_empty() {
+        "no error output".into()
+    } else {
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_tails_lose_paths_and_secrets() {
+        let mut settings = CommandSettings {
+            argv: vec!["x".into()],
+            input: InputMode::Text,
+            output: OutputMode::Text,
+            end_state: TaskState::Completed,
+            env: BTreeMap::from([("TOKEN".into(), "s3cr3t-value".into())]),
+            env_allow: Vec::new(),
+            cwd: None,
+            timeout: Duration::from_secs(1),
+            max_output: 10,
+            cancel_grace: Duration::from_secs(1),
+        };
+        let tail = sanitize_tail("error: cannot open /home/me/data.txt with s3cr3t-value", &settings);
+        assert_eq!(tail, "error: cannot open <path> with <redacted>");
+        settings.env.clear();
+        assert_eq!(sanitize_tail("  ", &settings), "no error output");
+    }
+}

@@ -1,0 +1,356 @@
+//! Prometheus metrics, written out by hand in the text exposition format (0.0.4).
+//!
+//! Every label is drawn from a fixed set (bindings, A2A method names, ErrorInfo reasons,
+//! task states, limit names), never from the request: task ids and free text never become
+//! labels. A scrape is O(1) in the number of tasks:
+//!
+//! * requests and latency are counted where each binding answers (one hook per binding);
+//! * `a2ad_tasks{state}` is kept by [`MeteredStore`], which wraps the task store: it is
+//!   seeded once at start-up from the store's state index, then moved on every task write
+//!   (the previous state is read first, a point read that sled serves from its cache);
+//! * push retries and dead letters are counted by [`MeteredQueue`], which wraps the queue;
+//! * the gauges (contexts, turns, queue depth, store size) are read at scrape time.
+
+use a2ad_protocol::{ErrorCode, TaskState};
+use a2ad_storage::{
+    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
+};
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Which binding answered a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Binding {
+    JsonRpc,
+    Rest,
+    Grpc,
+}
+
+impl Binding {
+    const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::Rest, Binding::Grpc];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "jsonrpc",
+            Binding::Rest => "rest",
+            Binding::Grpc => "grpc",
+        }
+    }
+}
+
+/// Upper bounds of the latency histogram's buckets, in seconds.
+const BUCKETS: [f64; 14] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// The limits whose rejections are counted.
+const LIMITS: [&str; 4] = ["rate", "turns", "contexts", "body"];
+
+/// The states `a2ad_tasks` reports.
+const STATES: [TaskState; 8] = [
+    TaskState::Submitted,
+    TaskState::Working,
+    TaskState::InputRequired,
+    TaskState::AuthRequired,
+    TaskState::Completed,
+    TaskState::Canceled,
+    TaskState::Failed,
+    TaskState::Rejected,
+];
+
+#[derive(Default)]
+struct Histogram {
+    buckets: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+/// The node's counters, shared by every binding.
+pub struct Metrics {
+    /// `(binding, method, status)` → count.
+    requests: Mutex<BTreeMap<(Binding, &'static str, &'static str), u64>>,
+    latency: [Histogram; 3],
+    rejections: [AtomicU64; LIMITS.len()],
+    open_streams: AtomicI64,
+    tasks: [AtomicI64; STATES.len()],
+    push_retries: AtomicU64,
+    push_dead: AtomicI64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            requests: Mutex::default(),
+            latency: Default::default(),
+            rejections: Default::default(),
+            open_streams: AtomicI64::new(0),
+            tasks: Default::default(),
+            push_retries: AtomicU64::new(0),
+            push_dead: AtomicI64::new(0),
+        }
+    }
+}
+
+/// The name a method is counted under: one of the A2A methods, else `unknown`.
+pub fn method_label(method: &str) -> &'static str {
+    crate::core::METHODS.iter().find(|m| **m == method).copied().unwrap_or("unknown")
+}
+
+/// The status a failed request is counted under: its ErrorInfo reason.
+pub fn reason_label(reason: &str) -> &'static str {
+    ErrorCode::ALL.iter().map(|c| c.info().reason).find(|r| *r == reason).unwrap_or("UNKNOWN")
+}
+
+/// The limit a refusal's reason names, if any (an index in [`LIMITS`]).
+fn limit_of(reason: &str) -> Option<usize> {
+    let code = match reason {
+        "RATE_LIMITED" => ErrorCode::RateLimited,
+        "LIMIT_EXCEEDED" => ErrorCode::LimitExceeded,
+        "SERVER_BUSY" => ErrorCode::ServerBusy,
+        "PAYLOAD_TOO_LARGE" => ErrorCode::PayloadTooLarge,
+        _ => return None,
+    };
+    [ErrorCode::RateLimited, ErrorCode::LimitExceeded, ErrorCode::ServerBusy, ErrorCode::PayloadTooLarge]
+        .iter()
+        .position(|c| *c == code)
+}
+
+impl Metrics {
+    /// Counts one answered request; `status` is `ok` or an ErrorInfo reason (a refusal by
+    /// a limit is counted as a rejection too).
+    pub fn record(&self, binding: Binding, method: &'static str, status: &'static str, elapsed: Duration) {
+        if let Some(i) = limit_of(status) {
+            self.rejections[i].fetch_add(1, Ordering::Relaxed);
+        }
+        *self.requests.lock().unwrap_or_else(|p| p.into_inner()).entry((binding, method, status)).or_insert(0) += 1;
+        let histogram = &self.latency[binding as usize];
+        let seconds = elapsed.as_secs_f64();
+        if let Some(i) = BUCKETS.iter().position(|b| seconds <= *b) {
+            histogram.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        histogram.count.fetch_add(1, Ordering::Relaxed);
+        histogram.sum_micros.fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// A stream opened; it counts as open until the guard is dropped.
+    pub fn open_stream(self: &Arc<Self>) -> StreamGuard {
+        self.open_streams.fetch_add(1, Ordering::Relaxed);
+        StreamGuard(Arc::clone(self))
+    }
+
+    fn move_task(&self, from: Option<TaskState>, to: TaskState) {
+        if from == Some(to) {
+            return;
+        }
+        if let Some(i) = from.and_then(|s| STATES.iter().position(|x| *x == s)) {
+            self.tasks[i].fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(i) = STATES.iter().position(|x| *x == to) {
+            self.tasks[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The exposition, with the scrape-time gauges in `gauges`.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let mut out = String::with_capacity(4096);
+        header(&mut out, "a2ad_requests_total", "counter", "Requests answered, by A2A method, binding and status.");
+        for ((binding, method, status), n) in self.requests.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let binding = binding.label();
+            let _ = writeln!(
+                out,
+                "a2ad_requests_total{{method=\"{method}\",binding=\"{binding}\",status=\"{status}\"}} {n}"
+            );
+        }
+        let name = "a2ad_request_duration_seconds";
+        header(&mut out, name, "histogram", "Time to answer a request (to the first byte of a stream).");
+        for binding in Binding::ALL {
+            let h = &self.latency[binding as usize];
+            let label = binding.label();
+            let mut cumulative = 0;
+            for (bound, count) in BUCKETS.iter().zip(&h.buckets) {
+                cumulative += count.load(Ordering::Relaxed);
+                let _ = writeln!(out, "{name}_bucket{{binding=\"{label}\",le=\"{bound}\"}} {cumulative}");
+            }
+            let count = h.count.load(Ordering::Relaxed);
+            let sum = h.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(out, "{name}_bucket{{binding=\"{label}\",le=\"+Inf\"}} {count}");
+            let _ = writeln!(out, "{name}_sum{{binding=\"{label}\"}} {sum}");
+            let _ = writeln!(out, "{name}_count{{binding=\"{label}\"}} {count}");
+        }
+        gauge(&mut out, "a2ad_live_contexts", "Context actors alive.", gauges.live_contexts);
+        gauge(&mut out, "a2ad_running_turns", "Turns running.", gauges.running_turns);
+        gauge(&mut out, "a2ad_open_streams", "Streams open (SSE and gRPC).", self.open_streams.load(Ordering::Relaxed));
+        header(&mut out, "a2ad_tasks", "gauge", "Stored tasks, by state.");
+        for (state, n) in STATES.iter().zip(&self.tasks) {
+            let _ = writeln!(out, "a2ad_tasks{{state=\"{}\"}} {}", state_label(*state), n.load(Ordering::Relaxed));
+        }
+        let depth = gauges.push_queue_depth.unwrap_or(0);
+        gauge(&mut out, "a2ad_push_queue_depth", "Push jobs waiting (pending and retries).", depth);
+        header(&mut out, "a2ad_push_retries_total", "counter", "Push deliveries rescheduled after a failure.");
+        let _ = writeln!(out, "a2ad_push_retries_total {}", self.push_retries.load(Ordering::Relaxed));
+        let dead = self.push_dead.load(Ordering::Relaxed);
+        gauge(&mut out, "a2ad_push_dead_letters", "Push jobs in the dead letters.", dead);
+        if let Some(bytes) = gauges.store_size_bytes {
+            gauge(&mut out, "a2ad_store_size_bytes", "Bytes the task store occupies on disk.", bytes);
+        }
+        header(&mut out, "a2ad_rejections_total", "counter", "Requests refused by a limit.");
+        for (limit, n) in LIMITS.iter().zip(&self.rejections) {
+            let _ = writeln!(out, "a2ad_rejections_total{{limit=\"{limit}\"}} {}", n.load(Ordering::Relaxed));
+        }
+        out
+    }
+}
+
+/// What a scrape reads from the rest of the node.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    pub live_contexts: usize,
+    pub running_turns: usize,
+    pub push_queue_depth: Option<usize>,
+    pub store_size_bytes: Option<u64>,
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
+    header(out, name, "gauge", help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+fn state_label(state: TaskState) -> &'static str {
+    match state {
+        TaskState::Submitted => "submitted",
+        TaskState::Working => "working",
+        TaskState::InputRequired => "input_required",
+        TaskState::AuthRequired => "auth_required",
+        TaskState::Completed => "completed",
+        TaskState::Canceled => "canceled",
+        TaskState::Failed => "failed",
+        TaskState::Rejected => "rejected",
+        _ => "unspecified",
+    }
+}
+
+/// Keeps a stream counted as open.
+pub struct StreamGuard(Arc<Metrics>);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The task store, counting tasks per state as they are written.
+pub struct MeteredStore {
+    inner: Arc<dyn TaskStore>,
+    metrics: Arc<Metrics>,
+}
+
+impl MeteredStore {
+    /// Wraps `inner`, seeding the per-state counts from its state index (once).
+    pub fn new(inner: Arc<dyn TaskStore>, metrics: Arc<Metrics>) -> Result<Self, StoreError> {
+        for (i, state) in STATES.iter().enumerate() {
+            let n = inner.tasks_in_states(&[*state])?.len();
+            metrics.tasks[i].store(n as i64, Ordering::Relaxed);
+        }
+        Ok(MeteredStore { inner, metrics })
+    }
+}
+
+impl TaskStore for MeteredStore {
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
+        let before = self.inner.get_task(&record.task.id)?.map(|r| r.task.status.state);
+        self.inner.put_task(record, events)?;
+        self.metrics.move_task(before, record.task.status.state);
+        Ok(())
+    }
+    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events_after(task_id, after, limit)
+    }
+    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get_task(task_id)
+    }
+    fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list_tasks(query)
+    }
+    fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.tasks_in_states(states)
+    }
+    fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
+        self.inner.get_session(key, history_limit)
+    }
+    fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[a2ad_protocol::Message],
+        limit: usize,
+    ) -> Result<(), StoreError> {
+        self.inner.put_session(session, appended, limit)
+    }
+    fn flush(&self) -> Result<(), StoreError> {
+        self.inner.flush()
+    }
+    fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.inner.size_on_disk()
+    }
+}
+
+/// The push queue, counting retries and dead letters.
+pub struct MeteredQueue {
+    inner: Arc<dyn JobQueue>,
+    metrics: Arc<Metrics>,
+}
+
+impl MeteredQueue {
+    /// Wraps `inner`, seeding the dead-letter count from it (once).
+    pub fn new(inner: Arc<dyn JobQueue>, metrics: Arc<Metrics>) -> Result<Self, StoreError> {
+        metrics.push_dead.store(inner.dead()?.len() as i64, Ordering::Relaxed);
+        Ok(MeteredQueue { inner, metrics })
+    }
+}
+
+impl JobQueue for MeteredQueue {
+    fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
+        self.inner.enqueue(jobs)
+    }
+    fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
+        self.inner.due(now_ms, max, in_flight)
+    }
+    fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
+        self.inner.ack(job)
+    }
+    fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
+        self.inner.reschedule(job, next)?;
+        self.metrics.push_retries.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
+        self.inner.bury(job, reason, now_ms)?;
+        self.metrics.push_dead.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+    fn dead(&self) -> Result<Vec<DeadJob>, StoreError> {
+        self.inner.dead()
+    }
+    fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
+        let n = self.inner.revive(id, now_ms)?;
+        self.metrics.push_dead.fetch_sub(n as i64, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn depth(&self) -> Result<usize, StoreError> {
+        self.inner.depth()
+    }
+}
+
+/// Whether `given` is the `Authorization` header for `token` (compared in constant time).
+pub fn token_matches(token: &str, given: Option<&str>) -> bool {
+    let Some(given) = given.and_then(|v| v.strip_prefix("Bearer ")) else {
+        return false;
+    };
+    let (a, b) = (token.as_bytes(), given.trim().as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

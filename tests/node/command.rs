@@ -1,0 +1,126 @@
+//! The `command` agent: real programs, started per turn.
+
+use crate::support::{eventually, spawn_app, TestApp};
+use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
+use a2ad::config::{AgentConfig, AgentKind};
+use a2ad_protocol::TaskState;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn command(script: &str, output: OutputMode) -> CommandSettings {
+    CommandSettings {
+        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        input: InputMode::Text,
+        output,
+        end_state: TaskState::Completed,
+        env: BTreeMap::from([("GREETING".into(), "hi-there-secret".into())]),
+        env_allow: vec!["PATH".into()],
+        cwd: None,
+        timeout: Duration::from_secs(20),
+        max_output: 4096,
+        cancel_grace: Duration::from_millis(200),
+    }
+}
+
+async fn app_with(settings: CommandSettings) -> TestApp {
+    spawn_app(move |c| {
+        let mut agent = AgentConfig::default_echo();
+        agent.id = "cmd".into();
+        agent.kind = AgentKind::Command(settings);
+        c.agents = vec![agent];
+    })
+    .await
+}
+
+fn texts(task: &serde_json::Value) -> Vec<String> {
+    task["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "ROLE_AGENT")
+        .map(|m| m["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn text_mode_streams_lines_with_a_clean_environment() {
+    let app = app_with(command(
+        r#"read line; echo "got: $line"; echo "task=$A2A_TASK_ID skill=$A2A_SKILL home=[$HOME] greeting=$GREETING""#,
+        OutputMode::Text,
+    ))
+    .await;
+    let task = app.send_text("hello", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    let lines = texts(&task);
+    assert_eq!(lines[0], "got: hello");
+    let id = task["id"].as_str().unwrap();
+    assert_eq!(lines[1], format!("task={id} skill=cmd home=[] greeting=hi-there-secret"), "nothing inherited but PATH");
+}
+
+#[actix_web::test]
+async fn jsonl_mode_carries_artifacts_and_the_final_state() {
+    let script = r#"echo '{"type":"text","text":"working on it"}'
+echo 'not json at all'
+echo '{"type":"artifact","name":"out","text":"the result","mediaType":"text/plain"}'
+echo '{"type":"final","state":"input-required","text":"anything else?"}'"#;
+    let app = app_with(command(script, OutputMode::Jsonl)).await;
+    let task = app.send_text("go", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "anything else?");
+    assert_eq!(task["artifacts"][0]["name"], "out");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "the result");
+    assert_eq!(texts(&task)[..2], ["working on it".to_owned(), "not json at all".to_owned()]);
+}
+
+#[actix_web::test]
+async fn json_input_gives_the_program_the_message_and_ids() {
+    let mut settings = command("cat", OutputMode::Text);
+    settings.input = InputMode::Json;
+    let app = app_with(settings).await;
+    let task = app.send_text("structured", json!({})).await;
+    let line: serde_json::Value = serde_json::from_str(&texts(&task)[0]).unwrap();
+    assert_eq!(line["taskId"], task["id"]);
+    assert_eq!(line["message"]["parts"][0]["text"], "structured");
+    assert_eq!(line["skill"], "cmd");
+}
+
+#[actix_web::test]
+async fn a_failing_program_fails_the_task_without_leaking_paths_or_secrets() {
+    let app =
+        app_with(command(r#"echo "cannot open /etc/a2ad/secret.key ($GREETING)" >&2; exit 3"#, OutputMode::Text)).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("status 3") && text.contains("<path>") && text.contains("<redacted>"), "{text}");
+    assert!(!text.contains("/etc") && !text.contains("hi-there-secret"), "{text}");
+}
+
+#[actix_web::test]
+async fn cancel_stops_the_whole_process_group() {
+    let app = app_with(command("echo started; sleep 31.5 & wait", OutputMode::Text)).await;
+    let task = app.send_text("x", json!({"configuration": {"returnImmediately": true}})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let started = eventually(200, || async { !texts(&app.ok("GetTask", json!({"id": id})).await).is_empty() }).await;
+    assert!(started);
+    let sleeping = || std::process::Command::new("pgrep").args(["-f", "sleep 31.5"]).output().unwrap().status.success();
+    assert!(sleeping(), "the program's child runs");
+    app.ok("CancelTask", json!({"id": id})).await;
+    let gone = eventually(200, || async { !sleeping() }).await;
+    assert!(gone, "the child of the program was stopped with its group");
+}
+
+#[actix_web::test]
+async fn timeouts_and_output_caps_stop_the_program() {
+    let mut slow = command("sleep 5", OutputMode::Text);
+    slow.timeout = Duration::from_millis(300);
+    let app = app_with(slow).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("timed out"));
+
+    let app = app_with(command("yes", OutputMode::Text)).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("more than 4096 bytes"));
+}

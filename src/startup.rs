@@ -10,7 +10,7 @@ use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::push::{PushSetupError, PushStack};
 use a2ad_actors::limits::TurnLimits;
-use a2ad_actors::messages::{GetStats, StopAll, SupervisorStats};
+use a2ad_actors::messages::{Drain, GetStats, StopAll, SupervisorStats};
 use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
@@ -46,6 +46,7 @@ pub struct Application {
     recovered: usize,
     grpc: Option<GrpcServer>,
     push_worker: Option<Addr<PushWorker>>,
+    shutdown_grace: Duration,
 }
 
 /// The bound servers, before the application around them is assembled.
@@ -138,7 +139,8 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
             .configure(|c| routes(c, &rest_prefix))
     })
     .workers(workers)
-    .shutdown_timeout(10)
+    .shutdown_timeout(config.shutdown_grace.as_secs() + 5)
+    .disable_signals()
     .listen(listener)
     .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
     .run();
@@ -199,7 +201,17 @@ impl Application {
             metrics,
         });
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
-        Ok(Application { server, local, public_url, supervisor, commit, recovered, grpc, push_worker })
+        Ok(Application {
+            server,
+            local,
+            public_url,
+            supervisor,
+            commit,
+            recovered,
+            grpc,
+            push_worker,
+            shutdown_grace: config.shutdown_grace,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -239,6 +251,20 @@ impl Application {
     /// Serves until the HTTP server stops (signal or handle), then ends every running
     /// turn honestly, stops the actors and flushes the store.
     pub async fn run_until_stopped(mut self) -> std::io::Result<()> {
+        let handle = self.server.handle();
+        let supervisor = self.supervisor.clone();
+        let grace = self.shutdown_grace;
+        // On SIGTERM or SIGINT: stop accepting, let running turns finish for the grace
+        // period, then end the rest honestly (FAILED, saying why), which sends every open
+        // stream its final event so that the HTTP server can finish draining.
+        actix_web::rt::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
+            let stopping = handle.stop(true);
+            let _ = supervisor.send(Drain { grace }).await;
+            let _ = supervisor.send(StopAll).await;
+            stopping.await;
+        });
         let served = self.server.await;
         if let Some(mut grpc) = self.grpc.take() {
             let _ = actix_web::web::block(move || grpc.stop()).await;
@@ -260,6 +286,20 @@ impl Application {
         );
         self.commit.close();
         served
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending::<()>().await,
     }
 }
 

@@ -106,6 +106,13 @@ pub struct SupervisorStats {
     pub started_total: u64,
 }
 
+/// Refuses new turns and waits, at most `grace`, until no turn runs.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Drain {
+    pub grace: std::time::Duration,
+}
+
 /// Stops every context actor, cancelling running turns, and refuses new routes.
 #[derive(Message)]
 #[rtype(result = "()")]

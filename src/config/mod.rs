@@ -34,6 +34,7 @@ pub const ENV_KEYS: &[&str] = &[
     "stream-buffer",
     "event-retention",
     "rest-prefix",
+    "shutdown-grace",
     "grpc-listen",
     "grpc-public-address",
     "push-notifications",
@@ -72,6 +73,8 @@ pub struct Config {
     pub event_retention: usize,
     /// Where the HTTP+JSON binding is mounted (`""` for the root).
     pub rest_prefix: String,
+    /// On SIGTERM/SIGINT, how long running turns may go on before they are ended.
+    pub shutdown_grace: Duration,
     /// Rate and concurrency limits (the `limits:` block).
     pub limits: Limits,
     /// Extensions announced in the card (`extensions:`).
@@ -265,6 +268,8 @@ struct ConfigFile {
     stream_buffer: usize,
     event_retention: usize,
     rest_prefix: String,
+    #[serde(deserialize_with = "units::duration")]
+    shutdown_grace: Duration,
     limits: Limits,
     extensions: Vec<ExtensionConfig>,
     extended_card: bool,
@@ -301,6 +306,7 @@ impl Default for ConfigFile {
             stream_buffer: 256,
             event_retention: 1000,
             rest_prefix: crate::http::DEFAULT_REST_PREFIX.into(),
+            shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
             extensions: Vec::new(),
             extended_card: false,
@@ -409,6 +415,7 @@ impl ConfigFile {
             stream_buffer: self.stream_buffer,
             event_retention: self.event_retention,
             rest_prefix: self.rest_prefix,
+            shutdown_grace: self.shutdown_grace,
             limits: self.limits,
             extensions: self.extensions,
             extended_card: self.extended_card,

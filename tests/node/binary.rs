@@ -90,3 +90,40 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     assert!(stderr.contains("body-limit"), "{stderr}");
     assert!(!cwd.path().join("a2ad-data").exists(), "nothing was created");
 }
+
+#[actix_web::test]
+async fn sigterm_lets_short_turns_finish_ends_long_ones_honestly_and_closes_streams() {
+    use crate::support::SseReader;
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cwd.path().join("a2ad.yml"),
+        "shutdown-grace: 1s\nagents:\n  - {id: slow, kind: echo, echo: {chunk-size: 1, chunk-delay: 100ms}}\n",
+    )
+    .unwrap();
+    let data = cwd.path().join("data");
+    let args = ["--config", "a2ad.yml", "--data-dir", data.to_str().unwrap()];
+    let node = NodeProcess::start(cwd.path(), &args);
+    let remote = node.app_view();
+    let start = |text: &str| send_params(text, json!({"configuration": {"returnImmediately": true}}));
+    let short = remote.ok("SendMessage", start("abc")).await["task"]["id"].as_str().unwrap().to_owned();
+    let long = remote.ok("SendMessage", start(&"z".repeat(80))).await["task"]["id"].as_str().unwrap().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": long}});
+    let response = remote.client.post(&remote.url).json(&body).send().await.unwrap();
+    let mut stream = SseReader::from_response(response).await.unwrap();
+    let watcher = actix_web::rt::spawn(async move { stream.rest().await });
+
+    let exit = actix_web::rt::task::spawn_blocking(move || node.terminate()).await.unwrap();
+    assert!(exit.success(), "a clean exit: {exit:?}");
+    let events = watcher.await.unwrap();
+    let last = events.last().expect("the stream got events").result();
+    assert_eq!(last["statusUpdate"]["status"]["state"], "TASK_STATE_FAILED", "the stream ends with the final event");
+
+    let node = NodeProcess::start(cwd.path(), &args);
+    let remote = node.app_view();
+    let done = remote.ok("GetTask", json!({"id": short})).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "a short turn finished within the grace period");
+    let ended = remote.ok("GetTask", json!({"id": long})).await;
+    assert_eq!(ended["status"]["state"], "TASK_STATE_FAILED");
+    let text = ended["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("shut down"), "recorded at shutdown, not found at restart: {text}");
+}

@@ -2,7 +2,7 @@
 
 use super::actor::{LiveContext, Supervisor};
 use crate::context::ContextActor;
-use crate::messages::{GetStats, Route, Shutdown, StopAll};
+use crate::messages::{Drain, GetStats, Route, Shutdown, StopAll};
 use crate::RuntimeError;
 use a2ad_protocol::A2aError;
 use actix::prelude::*;
@@ -38,6 +38,21 @@ impl Handler<GetStats> for Supervisor {
     fn handle(&mut self, _msg: GetStats, _ctx: &mut Self::Context) -> Self::Result {
         self.stats.live_contexts = self.contexts.len();
         MessageResult(self.stats)
+    }
+}
+
+impl Handler<Drain> for Supervisor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: Drain, _ctx: &mut Self::Context) -> Self::Result {
+        self.stopping = true;
+        let limits = std::sync::Arc::clone(&self.rt.turn_limits);
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + msg.grace;
+            while limits.running() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
     }
 }
 

@@ -98,6 +98,17 @@ pub fn report(error: &A2aError) {
     }
 }
 
+/// A binding's `Last-Event-ID` (HTTP header or gRPC metadata, named `field`).
+pub fn parse_last_event_id(field: &str, value: Option<&str>) -> Result<Option<u64>, A2aError> {
+    value
+        .map(|v| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| A2aError::invalid_field(field, "must be a non-negative integer (an event id)"))
+        })
+        .transpose()
+}
+
 /// Checks a `historyLength`: absent, or zero or more.
 fn check_history_length(field: &str, value: Option<i32>) -> Result<(), A2aError> {
     match value {

@@ -5,12 +5,11 @@ use crate::auth::RequestCredentials;
 use crate::core::{version, Call, Core, Reply};
 use a2a_pb::{proto, protojson};
 use a2ad_actors::messages::Subscription;
-use a2ad_protocol::{A2aError, ErrorCode};
-use futures_util::stream::{self, BoxStream, StreamExt};
+use a2ad_protocol::A2aError;
+use futures_util::stream::{BoxStream, StreamExt};
 use prost::Message;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -58,12 +57,8 @@ impl A2aGrpc {
         let requested = request.metadata().get("a2a-version").map(|v| v.to_str().unwrap_or("?").to_owned());
         version::check(requested.as_deref()).map_err(to_status)?;
         let params = to_json::<P, J>(request.get_ref())?;
-        let last_event_id = match request.metadata().get("last-event-id") {
-            None => None,
-            Some(v) => Some(v.to_str().ok().and_then(|v| v.trim().parse().ok()).ok_or_else(|| {
-                to_status(A2aError::invalid_field("last-event-id", "must be a non-negative integer (an event id)"))
-            })?),
-        };
+        let value = request.metadata().get("last-event-id").map(|v| v.to_str().unwrap_or("?"));
+        let last_event_id = crate::core::parse_last_event_id("last-event-id", value).map_err(to_status)?;
         let call = Call::from_method(method, params, last_event_id).map_err(to_status)?;
         let reply = self.core.execute(&owner, call).await.map_err(to_status)?;
         Ok((reply, activated))
@@ -130,28 +125,15 @@ type EventStream = BoxStream<'static, Result<proto::StreamResponse, Status>>;
 
 /// `open` keeps the stream counted as open until the stream is dropped.
 fn event_stream(sub: Subscription, open: crate::metrics::StreamGuard) -> EventStream {
-    let live = match sub.live {
-        Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
-        None => stream::empty().boxed(),
-    };
-    let overflowed = sub.overflowed;
-    let last = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let seen = Arc::clone(&last);
-    let events = stream::iter(sub.initial).chain(live).map(move |event| {
-        seen.store(event.seq, Ordering::Relaxed);
-        let value: serde_json::Value = serde_json::from_str(&event.json)
-            .map_err(|e| to_status(A2aError::internal(format!("stored event: {e}"))))?;
-        from_json::<protojson::StreamResponse, proto::StreamResponse>(value)
-    });
-    let tail = stream::once(async move {
-        let _open = open;
-        overflowed.load(Ordering::Acquire).then(|| {
-            let last = last.load(Ordering::Relaxed).to_string();
-            Err(to_status(A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last)))
+    sub.into_items()
+        .map(move |item| {
+            let _open = &open;
+            let event = item.map_err(to_status)?;
+            let value: serde_json::Value = serde_json::from_str(&event.json)
+                .map_err(|e| to_status(A2aError::internal(format!("stored event: {e}"))))?;
+            from_json::<protojson::StreamResponse, proto::StreamResponse>(value)
         })
-    })
-    .filter_map(|e| async move { e });
-    events.chain(tail).boxed()
+        .boxed()
 }
 
 #[tonic::async_trait]

@@ -10,14 +10,11 @@
 
 use a2ad_actors::messages::Subscription;
 use a2ad_protocol::jsonrpc::error_body;
-use a2ad_protocol::{A2aError, ErrorCode};
-use a2ad_storage::LoggedEvent;
+use a2ad_protocol::A2aError;
 use actix_web::{HttpRequest, HttpResponse, Responder};
 use actix_web_lab::sse::{Data, Event, Sse};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// How one binding frames an event.
@@ -47,30 +44,16 @@ impl Envelope {
 
 /// The SSE response for a subscription.
 pub fn sse_response(req: &HttpRequest, sub: Subscription, envelope: Envelope, keep_alive: Duration) -> HttpResponse {
-    let last_sent = Arc::new(AtomicU64::new(0));
-    let live: BoxStream<'static, LoggedEvent> = match sub.live {
-        Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
-        None => stream::empty().boxed(),
-    };
-    let data_envelope = envelope.clone();
-    let sent = Arc::clone(&last_sent);
-    let events = stream::iter(sub.initial).chain(live).map(move |event| {
-        sent.store(event.seq, Ordering::Relaxed);
-        Event::Data(Data::new(data_envelope.data(&event.json)).id(event.seq.to_string()))
-    });
-    let overflowed = sub.overflowed;
     // Counted as open until the body stream is dropped (client gone or stream ended).
-    let guard = req.app_data::<actix_web::web::Data<super::AppState>>().map(|s| s.core.metrics.open_stream());
-    let tail = stream::once(async move {
-        let _open = guard;
-        overflowed.load(Ordering::Acquire).then(|| {
-            let last = last_sent.load(Ordering::Relaxed);
-            let error = A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last.to_string());
-            Event::Data(Data::new(envelope.error(&error)).event("error"))
-        })
-    })
-    .filter_map(|e| async move { e });
-    let body = with_keep_alive(events.chain(tail).boxed(), keep_alive);
+    let open = req.app_data::<actix_web::web::Data<super::AppState>>().map(|s| s.core.metrics.open_stream());
+    let events = sub.into_items().map(move |item| {
+        let _open = &open;
+        match item {
+            Ok(event) => Event::Data(Data::new(envelope.data(&event.json)).id(event.seq.to_string())),
+            Err(error) => Event::Data(Data::new(envelope.error(&error)).event("error")),
+        }
+    });
+    let body = with_keep_alive(events.boxed(), keep_alive);
     Sse::from_infallible_stream(body)
         .customize()
         .insert_header(("X-Accel-Buffering", "no"))
@@ -91,13 +74,6 @@ fn with_keep_alive(events: BoxStream<'static, Event>, period: Duration) -> impl 
 
 /// The `Last-Event-ID` header, if the client sent one.
 pub fn last_event_id(req: &HttpRequest) -> Result<Option<u64>, A2aError> {
-    match req.headers().get("Last-Event-ID") {
-        None => Ok(None),
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Some)
-            .ok_or_else(|| A2aError::invalid_field("Last-Event-ID", "must be a non-negative integer (an event id)")),
-    }
+    let value = req.headers().get("Last-Event-ID").map(|v| v.to_str().unwrap_or("?"));
+    crate::core::parse_last_event_id("Last-Event-ID", value)
 }

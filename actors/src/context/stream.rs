@@ -13,10 +13,11 @@
 use super::actor::{ContextActor, RunningTurn};
 use crate::messages::{Subscribe, Subscription};
 use crate::RuntimeError;
-use a2ad_protocol::{A2aError, StreamResponse};
+use a2ad_protocol::{A2aError, ErrorCode, StreamResponse};
 use a2ad_storage::{LoggedEvent, TaskRecord};
+use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -58,6 +59,33 @@ impl RunningTurn {
         let logged = LoggedEvent::encode(self.record.last_event_seq, &event);
         publish(&mut self.subscribers, &logged, false);
         self.unsaved_events.push(logged);
+    }
+}
+
+impl Subscription {
+    /// The subscription as one stream, as every binding sends it: the first events, the
+    /// live ones, and, for a subscriber dropped for falling behind, a final
+    /// SubscriberTooSlow error that names the last event it was given.
+    pub fn into_items(self) -> BoxStream<'static, Result<LoggedEvent, A2aError>> {
+        let live = match self.live {
+            Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
+            None => stream::empty().boxed(),
+        };
+        let last_sent = Arc::new(AtomicU64::new(0));
+        let sent = Arc::clone(&last_sent);
+        let events = stream::iter(self.initial).chain(live).map(move |event| {
+            sent.store(event.seq, Ordering::Relaxed);
+            Ok(event)
+        });
+        let overflowed = self.overflowed;
+        let tail = stream::once(async move {
+            overflowed.load(Ordering::Acquire).then(|| {
+                let last = last_sent.load(Ordering::Relaxed).to_string();
+                Err(A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last))
+            })
+        })
+        .filter_map(|item| async move { item });
+        events.chain(tail).boxed()
     }
 }
 

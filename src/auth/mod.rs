@@ -196,6 +196,17 @@ fn entry_digest(
     }
 }
 
+/// A configured static secret (a bearer token or an API key): where it is set, the name
+/// of its field, its two possible forms, and its owner.
+struct StaticEntry<'a> {
+    key: String,
+    field: &'static str,
+    sha256: Option<&'a Redacted<String>>,
+    plain: Option<&'a HashedSecret>,
+    tenant: &'a str,
+    principal: &'a str,
+}
+
 impl Authenticator {
     /// Builds the authenticator from `config` and the environment (`env` reads a variable:
     /// `|name| std::env::var(name).ok()`). Errors name the offending key.
@@ -216,39 +227,44 @@ impl Authenticator {
         // Tenants of credentials with a fixed principal, and where they were set.
         let mut fixed_tenants: BTreeMap<String, String> = BTreeMap::new();
 
-        let mut bearer_tokens = Vec::new();
-        for (i, entry) in config.bearer_tokens.iter().enumerate() {
-            let key = format!("auth.bearer-tokens[{i}]");
-            let digest = entry_digest(&key, "token", entry.token_sha256.as_ref(), entry.token.as_ref())?;
-            check_owner(&key, &entry.tenant, Some(&entry.principal))?;
-            remember(digest, &key)?;
-            fixed_tenants.entry(entry.tenant.clone()).or_insert(key);
-            let owner = Owner { tenant: entry.tenant.clone(), principal: entry.principal.clone() };
-            bearer_tokens.push(StaticCredential { secret: store(&digest), owner });
-        }
-        if let Some(token) = env_value(ENV_HTTP_TOKEN) {
-            let digest = sha256(token.trim().as_bytes());
-            remember(digest, ENV_HTTP_TOKEN)?;
-            fixed_tenants.entry(ENV_TENANT.to_owned()).or_insert_with(|| ENV_HTTP_TOKEN.to_owned());
-            bearer_tokens.push(StaticCredential { secret: store(&digest), owner: env_owner() });
-        }
-
-        let mut api_keys = Vec::new();
-        for (i, entry) in config.api_keys.iter().enumerate() {
-            let key = format!("auth.api-keys[{i}]");
-            let digest = entry_digest(&key, "key", entry.key_sha256.as_ref(), entry.key.as_ref())?;
-            check_owner(&key, &entry.tenant, Some(&entry.principal))?;
-            remember(digest, &key)?;
-            fixed_tenants.entry(entry.tenant.clone()).or_insert(key);
-            let owner = Owner { tenant: entry.tenant.clone(), principal: entry.principal.clone() };
-            api_keys.push(StaticCredential { secret: store(&digest), owner });
-        }
-        if let Some(api_key) = env_value(ENV_API_KEY) {
-            let digest = sha256(api_key.trim().as_bytes());
-            remember(digest, ENV_API_KEY)?;
-            fixed_tenants.entry(ENV_TENANT.to_owned()).or_insert_with(|| ENV_API_KEY.to_owned());
-            api_keys.push(StaticCredential { secret: store(&digest), owner: env_owner() });
-        }
+        // Bearer tokens and API keys are the same kind of credential: a static secret with
+        // a fixed owner, from the config list or one environment variable.
+        let mut static_credentials = |entries: Vec<StaticEntry>, env_name: &str| {
+            let mut credentials = Vec::new();
+            for entry in entries {
+                let digest = entry_digest(&entry.key, entry.field, entry.sha256, entry.plain)?;
+                check_owner(&entry.key, entry.tenant, Some(entry.principal))?;
+                remember(digest, &entry.key)?;
+                let owner = Owner { tenant: entry.tenant.to_owned(), principal: entry.principal.to_owned() };
+                fixed_tenants.entry(entry.tenant.to_owned()).or_insert(entry.key);
+                credentials.push(StaticCredential { secret: store(&digest), owner });
+            }
+            if let Some(secret) = env_value(env_name) {
+                let digest = sha256(secret.trim().as_bytes());
+                remember(digest, env_name)?;
+                fixed_tenants.entry(ENV_TENANT.to_owned()).or_insert_with(|| env_name.to_owned());
+                credentials.push(StaticCredential { secret: store(&digest), owner: env_owner() });
+            }
+            Ok::<_, AuthConfigError>(credentials)
+        };
+        let bearer_entries = config.bearer_tokens.iter().enumerate().map(|(i, e)| StaticEntry {
+            key: format!("auth.bearer-tokens[{i}]"),
+            field: "token",
+            sha256: e.token_sha256.as_ref(),
+            plain: e.token.as_ref(),
+            tenant: &e.tenant,
+            principal: &e.principal,
+        });
+        let bearer_tokens = static_credentials(bearer_entries.collect(), ENV_HTTP_TOKEN)?;
+        let api_key_entries = config.api_keys.iter().enumerate().map(|(i, e)| StaticEntry {
+            key: format!("auth.api-keys[{i}]"),
+            field: "key",
+            sha256: e.key_sha256.as_ref(),
+            plain: e.key.as_ref(),
+            tenant: &e.tenant,
+            principal: &e.principal,
+        });
+        let api_keys = static_credentials(api_key_entries.collect(), ENV_API_KEY)?;
 
         let mut basic_users = Vec::new();
         let mut user_names = BTreeSet::new();

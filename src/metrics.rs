@@ -7,7 +7,7 @@
 //! * requests and latency are counted where each binding answers (one hook per binding);
 //! * `a2ad_tasks{state}` is kept by [`MeteredStore`], which wraps the task store: it is
 //!   seeded once at start-up from the store's state index, then moved on every task write
-//!   (the previous state is read first, a point read that sled serves from its cache);
+//!   (`put_task` returns the previous state, which the store reads anyway for its indexes);
 //! * push retries and dead letters are counted by [`MeteredQueue`], which wraps the queue;
 //! * the gauges (contexts, turns, queue depth, store size) are read at scrape time.
 
@@ -262,11 +262,10 @@ impl MeteredStore {
 }
 
 impl TaskStore for MeteredStore {
-    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
-        let before = self.inner.get_task(&record.task.id)?.map(|r| r.task.status.state);
-        self.inner.put_task(record, events)?;
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
+        let before = self.inner.put_task(record, events)?;
         self.metrics.move_task(before, record.task.status.state);
-        Ok(())
+        Ok(before)
     }
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)

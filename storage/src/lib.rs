@@ -34,7 +34,9 @@ use a2ad_protocol::{Message, TaskState};
 pub trait TaskStore: Send + Sync + 'static {
     /// Creates or replaces a task and appends `events` to its event log, keeping every
     /// index in step, atomically. The log keeps the task's last `event_retention` events.
-    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError>;
+    /// Returns the state the task had before (`None` for a new task), which the store
+    /// knows anyway and counters need.
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError>;
 
     /// A task's logged events with a sequence number above `after`, oldest first, at most
     /// `limit`.

@@ -82,7 +82,7 @@ fn corrupt(e: serde_json::Error) -> StoreError {
 }
 
 impl TaskStore for SledStore {
-    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
         let id = record.task.id.as_bytes();
         let stamp = Stamp::of(record);
         let mut value = stamp.encode().to_vec();
@@ -111,7 +111,7 @@ impl TaskStore for SledStore {
             }
         }
         self.tasks.apply_batch(batch)?;
-        Ok(())
+        Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
 
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {

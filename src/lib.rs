@@ -6,6 +6,7 @@
 //! * [`config`]: the one config struct (YAML, `A2AD_*` env, flags).
 //! * [`startup`]: opens the store, recovers, starts the actors and the HTTP server.
 //! * [`core`]: the request handler every binding calls.
+//! * [`rpc`]: JSON-RPC over any transport (one request in, one response or a stream of frames out).
 //! * [`http`]: the HTTP surface (JSON-RPC, HTTP+JSON, the card, health).
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
@@ -23,4 +24,5 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod push;
+pub mod rpc;
 pub mod startup;

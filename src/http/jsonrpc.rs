@@ -1,16 +1,15 @@
-//! JSON-RPC 2.0 on `POST /`: decode, call the core, encode.
+//! JSON-RPC 2.0 on `POST /`: the HTTP transport of [`crate::rpc`].
 //!
-//! Checks, in order: the body limit; JSON (a body that does not parse is -32700, or
-//! -32005 when its `Content-Type` is not JSON at all); the envelope (-32600); the
-//! `A2A-Version` (-32009); the method (-32601); its params (-32602, naming the field).
-//! Errors go back with HTTP 200, as the SDKs expect, except an oversized body (413).
+//! Here only what is HTTP's: authentication, the body limit, a body that is not JSON at
+//! all (-32005 when its `Content-Type` is not JSON either, else -32700), the headers that
+//! become [`RpcMeta`], and the status. Errors go back with HTTP 200, as the SDKs expect,
+//! except an oversized body (413) and a rate-limited caller (429 + `Retry-After`).
 
 use super::caller::caller;
-use super::sse::{self, Envelope};
-use super::{activate_extensions, body, check_version, echo_extensions, observe, AppState};
-use crate::core::{Call, Reply};
+use super::{body, echo_extensions, observe, sse, AppState};
 use crate::metrics::Binding;
-use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
+use crate::rpc::{self, RpcAnswer, RpcMeta, RpcOutcome};
+use a2ad_protocol::jsonrpc::error_body;
 use a2ad_protocol::{A2aError, ErrorCode};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -34,48 +33,50 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
         }
         Err(_) => return error_response(&Value::Null, &A2aError::of(ErrorCode::ParseError)),
     };
-    let rpc = match parse_request(decoded) {
-        Ok(rpc) => rpc,
-        Err((id, e)) => return error_response(&id, &e),
-    };
-    let id = rpc.response_id();
-    observe::served(&req, Binding::JsonRpc, crate::metrics::method_label(&rpc.method));
-    if let Err(e) = check_version(&req) {
-        return error_response(&id, &e);
+    let answer = rpc::handle(&state.core, &owner, decoded, &request_meta(&req)).await;
+    respond(&req, &state, answer)
+}
+
+/// What the HTTP headers carry for the JSON-RPC layer.
+pub(super) fn request_meta(req: &HttpRequest) -> RpcMeta {
+    let last_event_id = req.headers().get("Last-Event-ID").map(|v| v.to_str().unwrap_or("?").to_owned());
+    RpcMeta { version: super::requested_version(req), extensions: super::requested_extensions(req), last_event_id }
+}
+
+/// Encodes an answer as an HTTP response: JSON, or SSE for a stream.
+fn respond(req: &HttpRequest, state: &AppState, answer: RpcAnswer) -> HttpResponse {
+    if let Some(method) = &answer.method {
+        observe::served(req, Binding::JsonRpc, crate::metrics::method_label(method));
     }
-    let activated = match activate_extensions(&req, &state.core) {
-        Ok(activated) => activated,
-        Err(e) => return error_response(&id, &e),
+    let mut response = match answer.outcome {
+        RpcOutcome::Single(body) => json_response(status_of(answer.error.as_ref()), body),
+        RpcOutcome::Stream(stream) => sse::sse_response(req, stream, state.stream_keep_alive),
     };
-    let call = sse::last_event_id(&req).and_then(|last| Call::from_method(&rpc.method, rpc.params, last));
-    let reply = match call {
-        Ok(call) => state.core.execute(&owner, call).await,
-        Err(e) => Err(e),
-    };
-    let mut response = match reply {
-        Ok(Reply::Result(body)) => json_response(StatusCode::OK, success_body(&id, body)),
-        Ok(Reply::Stream(subscription)) => {
-            sse::sse_response(&req, subscription, Envelope::JsonRpc(id), state.stream_keep_alive)
-        }
-        Err(e) => return error_response(&id, &e),
-    };
-    echo_extensions(&activated, &mut response);
+    if let Some(error) = &answer.error {
+        super::retry_after(error, &mut response);
+        observe::failed(&mut response, error);
+    }
+    echo_extensions(&answer.activated, &mut response);
     response
 }
 
 fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
     crate::core::report(error);
-    // JSON-RPC errors travel with 200; only a refused body keeps its HTTP status, since
-    // the request was never read as JSON-RPC.
-    let status = match error.code {
-        ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        _ => StatusCode::OK,
-    };
-    let mut response = json_response(status, error_body(id, error));
+    let mut response = json_response(status_of(Some(error)), error_body(id, error));
     super::retry_after(error, &mut response);
     observe::failed(&mut response, error);
     response
+}
+
+/// JSON-RPC errors travel with 200; only a refused body keeps its HTTP status, since the
+/// request was never read as JSON-RPC, and a rate limit answers 429 so that proxies and
+/// clients back off.
+fn status_of(error: Option<&A2aError>) -> StatusCode {
+    match error.map(|e| e.code) {
+        Some(ErrorCode::PayloadTooLarge) => StatusCode::PAYLOAD_TOO_LARGE,
+        Some(ErrorCode::RateLimited) => StatusCode::TOO_MANY_REQUESTS,
+        _ => StatusCode::OK,
+    }
 }
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {

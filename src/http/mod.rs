@@ -40,23 +40,32 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
 }
 
 /// The `A2A-Version` of an HTTP request: the header, else the query parameter.
-fn check_version(req: &actix_web::HttpRequest) -> Result<(), a2ad_protocol::A2aError> {
+fn requested_version(req: &actix_web::HttpRequest) -> Option<String> {
     let header = req.headers().get("A2A-Version").map(|v| v.to_str().unwrap_or("?").to_owned());
-    let requested = header.or_else(|| crate::core::version::query_version(req.query_string()));
-    crate::core::version::check(requested.as_deref())
+    header.or_else(|| crate::core::version::query_version(req.query_string()))
 }
 
-/// The extensions a request activates (`A2A-Extensions`, or 0.3's `X-A2A-Extensions`),
-/// checked against the node's; the value to echo, or the error.
-fn activate_extensions(
-    req: &actix_web::HttpRequest,
-    core: &crate::core::Core,
-) -> Result<Vec<String>, a2ad_protocol::A2aError> {
+/// Checks the `A2A-Version` of an HTTP request.
+fn check_version(req: &actix_web::HttpRequest) -> Result<(), a2ad_protocol::A2aError> {
+    crate::core::version::check(requested_version(req).as_deref())
+}
+
+/// The extensions a request asks for (`A2A-Extensions`, or 0.3's `X-A2A-Extensions`).
+fn requested_extensions(req: &actix_web::HttpRequest) -> Vec<String> {
     let values = ["A2A-Extensions", "X-A2A-Extensions"]
         .iter()
         .flat_map(|name| req.headers().get_all(*name))
         .filter_map(|v| v.to_str().ok());
-    core.activate_extensions(&crate::core::extensions::parse(values))
+    crate::core::extensions::parse(values)
+}
+
+/// The extensions a request activates, checked against the node's; the value to echo, or
+/// the error.
+fn activate_extensions(
+    req: &actix_web::HttpRequest,
+    core: &crate::core::Core,
+) -> Result<Vec<String>, a2ad_protocol::A2aError> {
+    core.activate_extensions(&requested_extensions(req))
 }
 
 /// Echoes the activated extensions on a response.

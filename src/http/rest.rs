@@ -10,10 +10,11 @@
 //! top-level route (`tasks`, `message:send`, ...): those routes win.
 
 use super::caller::caller;
-use super::sse::{self, Envelope};
+use super::sse;
 use super::{activate_extensions, body, check_version, echo_extensions, observe, AppState};
 use crate::core::{Call, Reply, ReplyBody};
 use crate::metrics::Binding;
+use crate::rpc::{Envelope, RpcStream};
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
 use actix_web::http::StatusCode;
@@ -115,7 +116,7 @@ async fn answer(req: &HttpRequest, state: &AppState, owner: &a2ad_storage::Owner
             Err(e) => error_response(&A2aError::internal(format!("could not encode the result: {e}"))),
         },
         Ok(Reply::Stream(subscription)) => {
-            sse::sse_response(req, subscription, Envelope::Bare, state.stream_keep_alive)
+            sse::sse_response(req, RpcStream::new(subscription, Envelope::Bare), state.stream_keep_alive)
         }
         Err(e) => error_response(&e),
     }

@@ -1,0 +1,93 @@
+//! JSON-RPC 2.0 over any transport: one request value in, one answer out.
+//!
+//! Every transport that carries JSON-RPC (HTTP `POST /`, and the extra transports: a
+//! WebSocket frame, a stdio line, a Redis Streams entry) reads its bytes, authenticates
+//! the caller its own way, and calls [`handle`] with what it carried besides the body
+//! ([`RpcMeta`]: the version and extension headers, a `Last-Event-ID`). The answer is one
+//! JSON-RPC response object, or a stream of [`Frame`]s that the transport writes its own
+//! way (SSE events, WebSocket frames, lines). No transport decides anything else.
+
+pub mod stream;
+
+use crate::core::{Call, Core, Reply};
+use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
+use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_storage::Owner;
+use serde_json::Value;
+pub use stream::{Envelope, Frame, RpcStream};
+
+/// What a transport carried besides the JSON-RPC body.
+#[derive(Debug, Clone, Default)]
+pub struct RpcMeta {
+    /// The `A2A-Version` the client asked for, if it said.
+    pub version: Option<String>,
+    /// The extension URIs the client activated (`A2A-Extensions`).
+    pub extensions: Vec<String>,
+    /// The event to resume after (`Last-Event-ID`, as sent), for streaming methods.
+    pub last_event_id: Option<String>,
+}
+
+/// How a request was answered.
+pub enum RpcOutcome {
+    /// A complete JSON-RPC response object (success or error), serialised.
+    Single(Vec<u8>),
+    /// A stream of responses, one per task event.
+    Stream(RpcStream),
+}
+
+/// A request's answer, with what the transport may report or echo.
+pub struct RpcAnswer {
+    pub outcome: RpcOutcome,
+    /// The method, when the envelope named one (for metrics and logs).
+    pub method: Option<String>,
+    /// The error, when the answer is one (for the transport's status and metrics).
+    pub error: Option<A2aError>,
+    /// The extensions that were activated, to echo.
+    pub activated: Vec<String>,
+}
+
+impl RpcAnswer {
+    fn error(id: &Value, method: Option<String>, error: A2aError) -> RpcAnswer {
+        crate::core::report(&error);
+        RpcAnswer { outcome: RpcOutcome::Single(error_body(id, &error)), method, error: Some(error), activated: vec![] }
+    }
+}
+
+/// Parses raw bytes as one JSON-RPC request and answers it. A body that is not JSON is
+/// -32700 (Parse error).
+pub async fn handle_bytes(core: &Core, owner: &Owner, bytes: &[u8], meta: &RpcMeta) -> RpcAnswer {
+    match serde_json::from_slice(bytes) {
+        Ok(decoded) => handle(core, owner, decoded, meta).await,
+        Err(_) => RpcAnswer::error(&Value::Null, None, A2aError::of(ErrorCode::ParseError)),
+    }
+}
+
+/// Answers one decoded JSON-RPC request. Checks, in order: the envelope (-32600), the
+/// `A2A-Version` (-32009), the extensions (-32008), the method (-32601) and its params
+/// (-32602, naming the field).
+pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) -> RpcAnswer {
+    let rpc = match parse_request(decoded) {
+        Ok(rpc) => rpc,
+        Err((id, e)) => return RpcAnswer::error(&id, None, e),
+    };
+    let id = rpc.response_id();
+    let method = Some(rpc.method.clone());
+    if let Err(e) = crate::core::version::check(meta.version.as_deref()) {
+        return RpcAnswer::error(&id, method, e);
+    }
+    let activated = match core.activate_extensions(&meta.extensions) {
+        Ok(activated) => activated,
+        Err(e) => return RpcAnswer::error(&id, method, e),
+    };
+    let last_event_id = crate::core::parse_last_event_id("Last-Event-ID", meta.last_event_id.as_deref());
+    let reply = match last_event_id.and_then(|last| Call::from_method(&rpc.method, rpc.params, last)) {
+        Ok(call) => core.execute(owner, call).await,
+        Err(e) => Err(e),
+    };
+    let outcome = match reply {
+        Ok(Reply::Result(body)) => RpcOutcome::Single(success_body(&id, body)),
+        Ok(Reply::Stream(subscription)) => RpcOutcome::Stream(RpcStream::new(subscription, Envelope::JsonRpc(id))),
+        Err(e) => return RpcAnswer { activated, ..RpcAnswer::error(&id, method, e) },
+    };
+    RpcAnswer { outcome, method, error: None, activated }
+}

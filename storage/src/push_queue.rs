@@ -63,6 +63,9 @@ pub trait JobQueue: Send + Sync + 'static {
     fn depth(&self) -> Result<usize, StoreError>;
 }
 
+/// The bytes before the job id in a pending key: `j` and the big-endian due time.
+const PENDING_KEY_PREFIX: usize = 1 + 8;
+
 impl PushJob {
     /// A new job, due now.
     pub fn new(task_id: &str, config_id: &str, event_seq: u64, body: String, now_ms: i64) -> Self {
@@ -90,7 +93,8 @@ impl PushJob {
     }
 
     fn pending_key(&self) -> Vec<u8> {
-        let mut key = vec![b'j'];
+        let mut key = Vec::with_capacity(PENDING_KEY_PREFIX + 64);
+        key.push(b'j');
         key.extend_from_slice(&u64::try_from(self.next_attempt_ms).unwrap_or(0).to_be_bytes());
         key.extend_from_slice(self.id().as_bytes());
         key
@@ -144,18 +148,22 @@ impl JobQueue for PushQueue {
     }
 
     /// Up to `max` jobs due at `now_ms`, earliest first, leaving out `in_flight` ids.
+    ///
+    /// In-flight jobs sit at the head of the range until they settle, so they are skipped
+    /// by the id in their key (`j` + due time + id) without decoding their bodies.
     fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
         let mut end = vec![b'j'];
         end.extend_from_slice(&u64::try_from(now_ms).unwrap_or(0).saturating_add(1).to_be_bytes());
         let mut out = Vec::new();
         for entry in self.tree.range(vec![b'j']..end) {
-            let (_, value) = entry?;
-            let job: PushJob = decode(&value)?;
-            if !in_flight.contains(&job.id()) {
-                out.push(job);
-                if out.len() >= max {
-                    break;
-                }
+            let (key, value) = entry?;
+            let id_in_key = key.get(PENDING_KEY_PREFIX..).and_then(|id| std::str::from_utf8(id).ok());
+            if id_in_key.is_some_and(|id| in_flight.contains(id)) {
+                continue;
+            }
+            out.push(decode(&value)?);
+            if out.len() >= max {
+                break;
             }
         }
         Ok(out)

@@ -181,7 +181,7 @@ impl Application {
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store),
             commit: commit.clone(),
-            agents: build_registry(&config.agents),
+            agents: build_registry(&config),
             settings: runtime_settings(&config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),

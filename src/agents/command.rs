@@ -13,8 +13,9 @@
 //! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace`. A
 //!   turn longer than `timeout`, or stdout past `max-output` bytes, is stopped the same way.
 
+use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
-use a2ad_protocol::{ids, Artifact, Message, Part, PartContent, TaskState};
+use a2ad_protocol::{ids, A2aError, Artifact, Message, Part, PartContent, TaskState};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -56,25 +57,55 @@ pub struct CommandSettings {
 /// The command agent.
 pub struct CommandAgent {
     settings: Arc<CommandSettings>,
+    env: Arc<AgentEnv>,
+    /// The media types it takes (its `input-modes`); empty takes every supported type.
+    accepts: Vec<String>,
 }
 
 impl CommandAgent {
-    pub fn new(settings: CommandSettings) -> Self {
-        CommandAgent { settings: Arc::new(settings) }
+    pub fn new(settings: CommandSettings, env: Arc<AgentEnv>, accepts: Vec<String>) -> Self {
+        CommandAgent { settings: Arc::new(settings), env, accepts }
     }
 }
 
 impl Agent for CommandAgent {
     fn run(&self, input: TurnInput, events: EventSink) -> BoxFuture<'static, Result<TurnEnd, AgentError>> {
         let settings = Arc::clone(&self.settings);
+        let env = Arc::clone(&self.env);
         Box::pin(async move {
+            let cwd = workspace(&env, &input)?.or_else(|| settings.cwd.clone());
+            let prompt = env.input.render(&input.message, cwd.as_deref(), &env.roots).map_err(AgentError)?;
+            let turn = Turn { settings: &settings, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;
-            match tokio::time::timeout(timeout, run_program(&settings, &input, &events)).await {
+            match tokio::time::timeout(timeout, run_program(&turn)).await {
                 Ok(result) => result,
                 Err(_) => Err(AgentError(format!("the agent program timed out after {} s", timeout.as_secs()))),
             }
         })
     }
+
+    fn check_input(&self, message: &Message) -> Result<(), A2aError> {
+        self.env.input.check(message, &self.accepts)
+    }
+}
+
+/// The context's working directory, checked against the allowed roots; `None` when the
+/// client named none.
+pub(crate) fn workspace(env: &AgentEnv, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
+    match &input.cwd {
+        None => Ok(None),
+        Some(asked) => env.roots.resolve_cwd(asked).map(Some).map_err(|e| AgentError(e.to_string())),
+    }
+}
+
+/// One turn of the program, and what it needs.
+struct Turn<'a> {
+    settings: &'a CommandSettings,
+    input: &'a TurnInput,
+    events: &'a EventSink,
+    /// The message rendered as text (see [`super::input`]).
+    prompt: String,
+    cwd: Option<PathBuf>,
 }
 
 /// Kills the program's process group when the turn ends early (cancel, timeout, node
@@ -105,7 +136,8 @@ impl Drop for GroupGuard {
     }
 }
 
-async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &EventSink) -> Result<TurnEnd, AgentError> {
+async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
+    let (settings, input) = (turn.settings, turn.input);
     let mut command = tokio::process::Command::new(&settings.argv[0]);
     command.args(&settings.argv[1..]).env_clear();
     for name in &settings.env_allow {
@@ -124,13 +156,13 @@ async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &Eve
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(cwd) = &settings.cwd {
+    if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|_| AgentError("the agent program could not be started".into()))?;
     let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
     if let Some(mut stdin) = child.stdin.take() {
-        let payload = stdin_payload(settings.input, input);
+        let payload = stdin_payload(settings.input, input, &turn.prompt);
         // A program that does not read its input is fine: ignore a broken pipe.
         let _ = stdin.write_all(payload.as_bytes()).await;
     }
@@ -142,7 +174,7 @@ async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &Eve
         })
     });
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
-    let named = read_output(settings, stdout, input, events).await?;
+    let named = read_output(turn, stdout).await?;
     let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
     guard.disarm();
     let tail = match stderr {
@@ -154,13 +186,14 @@ async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &Eve
         let tail = sanitize_tail(&String::from_utf8_lossy(&tail), settings);
         return Err(AgentError(format!("the agent program exited with {code}: {tail}")));
     }
-    Ok(named.unwrap_or(TurnEnd { state: settings.end_state, message: None }))
+    Ok(named.unwrap_or(TurnEnd::new(settings.end_state, None)))
 }
 
-fn stdin_payload(mode: InputMode, input: &TurnInput) -> String {
+fn stdin_payload(mode: InputMode, input: &TurnInput, prompt: &str) -> String {
     match mode {
-        InputMode::Text => input.message.text(),
+        InputMode::Text => prompt.to_owned(),
         InputMode::Json => json!({
+            "prompt": prompt,
             "message": input.message,
             "taskId": input.task_id,
             "contextId": input.context_id,
@@ -173,12 +206,8 @@ fn stdin_payload(mode: InputMode, input: &TurnInput) -> String {
 
 /// Reads stdout line by line into events; returns the turn's end if a `final` event named
 /// one. Past `max-output` bytes the program is stopped.
-async fn read_output(
-    settings: &CommandSettings,
-    stdout: tokio::process::ChildStdout,
-    input: &TurnInput,
-    events: &EventSink,
-) -> Result<Option<TurnEnd>, AgentError> {
+async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Result<Option<TurnEnd>, AgentError> {
+    let (settings, events) = (turn.settings, turn.events);
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = 0usize;
     let mut end = None;
@@ -192,7 +221,7 @@ async fn read_output(
         match settings.output {
             OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
             OutputMode::Jsonl => {
-                if let Some(ending) = jsonl_event(&line, input, events).await? {
+                if let Some(ending) = jsonl_event(&line, turn.input, events).await? {
                     end = Some(ending);
                 }
             }
@@ -243,7 +272,7 @@ async fn jsonl_event(line: &str, input: &TurnInput, events: &EventSink) -> Resul
             };
             let message =
                 text("text").map(|t| Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), &t));
-            return Ok(Some(TurnEnd { state, message }));
+            return Ok(Some(TurnEnd::new(state, message)));
         }
         _ => tracing::debug!("ignored a jsonl event of an unknown type"),
     }

@@ -18,6 +18,7 @@ mod interop;
 mod interop_js;
 mod list;
 mod metrics;
+mod openai;
 mod push;
 mod receiver;
 mod redis;

@@ -15,9 +15,9 @@
 
 use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
-use a2ad_protocol::{ids, A2aError, Artifact, Message, Part, PartContent, TaskState};
+use a2ad_protocol::{A2aError, Message, TaskState};
 use futures_util::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -75,7 +75,7 @@ impl Agent for CommandAgent {
         Box::pin(async move {
             let cwd = workspace(&env, &input)?.or_else(|| settings.cwd.clone());
             let prompt = env.input.render(&input.message, cwd.as_deref(), &env.roots).map_err(AgentError)?;
-            let turn = Turn { settings: &settings, input: &input, events: &events, prompt, cwd };
+            let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;
             match tokio::time::timeout(timeout, run_program(&turn)).await {
                 Ok(result) => result,
@@ -101,6 +101,7 @@ pub(crate) fn workspace(env: &AgentEnv, input: &TurnInput) -> Result<Option<Path
 /// One turn of the program, and what it needs.
 struct Turn<'a> {
     settings: &'a CommandSettings,
+    env: &'a AgentEnv,
     input: &'a TurnInput,
     events: &'a EventSink,
     /// The message rendered as text (see [`super::input`]).
@@ -221,62 +222,14 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
         match settings.output {
             OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
             OutputMode::Jsonl => {
-                if let Some(ending) = jsonl_event(&line, turn.input, events).await? {
+                let reader = super::jsonl::JsonlReader { env: turn.env, input: turn.input, events };
+                if let Some(ending) = reader.line(&line).await? {
                     end = Some(ending);
                 }
             }
         }
     }
     Ok(end)
-}
-
-/// One jsonl line: `{"type": "text" | "artifact" | "final", ...}`; anything else that is
-/// JSON is ignored (kinds a later version will carry), and a non-JSON line is text.
-async fn jsonl_event(line: &str, input: &TurnInput, events: &EventSink) -> Result<Option<TurnEnd>, AgentError> {
-    let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line) else {
-        events.send(AgentEvent::Text(line.to_owned())).await?;
-        return Ok(None);
-    };
-    let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_owned);
-    match event.get("type").and_then(Value::as_str) {
-        Some("text") => events.send(AgentEvent::Text(text("text").unwrap_or_default())).await?,
-        Some("artifact") => {
-            let content = match (event.get("data"), text("text"), text("url")) {
-                (Some(data), _, _) => PartContent::Data(data.clone()),
-                (_, Some(t), _) => PartContent::Text(t),
-                (_, _, Some(url)) => PartContent::Url(url),
-                _ => PartContent::Text(String::new()),
-            };
-            let part = Part { content, metadata: None, filename: text("filename"), media_type: text("mediaType") };
-            let artifact = Artifact {
-                artifact_id: text("artifactId").unwrap_or_else(|| "output".into()),
-                name: text("name"),
-                description: None,
-                parts: vec![part],
-                metadata: None,
-                extensions: Vec::new(),
-            };
-            let flag = |key: &str| event.get(key).and_then(Value::as_bool).unwrap_or(false);
-            events
-                .send(AgentEvent::Artifact { artifact, append: flag("append"), last_chunk: flag("lastChunk") })
-                .await?;
-        }
-        Some("final") => {
-            let state = match text("state").as_deref() {
-                Some("completed") | None => TaskState::Completed,
-                Some("input-required") => TaskState::InputRequired,
-                Some("auth-required") => TaskState::AuthRequired,
-                Some("rejected") => TaskState::Rejected,
-                Some("failed") => TaskState::Failed,
-                Some(other) => return Err(AgentError(format!("the agent named an unknown final state `{other}`"))),
-            };
-            let message =
-                text("text").map(|t| Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), &t));
-            return Ok(Some(TurnEnd::new(state, message)));
-        }
-        _ => tracing::debug!("ignored a jsonl event of an unknown type"),
-    }
-    Ok(None)
 }
 
 /// The last few lines of stderr, without paths or configured secrets.

@@ -3,6 +3,7 @@
 pub mod command;
 pub mod echo;
 pub mod input;
+pub mod jsonl;
 pub mod openai;
 pub mod workspace;
 
@@ -17,6 +18,8 @@ pub struct AgentEnv {
     pub roots: workspace::AllowedRoots,
     pub input: input::InputPolicy,
     pub thinking_exposure: bool,
+    /// Where artifacts too large to inline go.
+    pub artifacts: crate::artifacts::ArtifactStore,
 }
 
 impl AgentEnv {
@@ -28,6 +31,7 @@ impl AgentEnv {
                 media_types: config.input_parts.media_types.clone(),
             },
             thinking_exposure: config.thinking_exposure,
+            artifacts: crate::artifacts::ArtifactStore::new(&config.data_dir, config.artifacts.inline_max),
         }
     }
 }

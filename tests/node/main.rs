@@ -17,6 +17,7 @@ mod grpc;
 mod input_parts;
 mod interop;
 mod interop_js;
+mod jsonl_events;
 mod list;
 mod metrics;
 mod openai;

@@ -249,6 +249,11 @@ impl ContextActor {
             ),
             Err(e) => TurnEnd::new(TaskState::Failed, Some(self.agent_message(&format!("Agent failed: {e}")))),
         };
+        if end.reply_only {
+            if let Some(turn) = self.turn.as_mut() {
+                crate::agent::mark_reply_only(&mut turn.record.task);
+            }
+        }
         if let Err(e) = self.end_turn(end.state, end.message, ctx) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
         }

@@ -30,8 +30,10 @@ pub struct ArtifactStore {
 }
 
 impl ArtifactStore {
-    /// Artifacts under `<data_dir>/artifacts`, inline up to `inline_max` bytes.
+    /// Artifacts under `<data_dir>/artifacts`, inline up to `inline_max` bytes. A relative
+    /// data dir is taken from the node's working directory (a `file://` URL is absolute).
     pub fn new(data_dir: &Path, inline_max: usize) -> Self {
+        let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_owned());
         ArtifactStore { root: data_dir.join("artifacts"), inline_max }
     }
 

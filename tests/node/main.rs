@@ -6,6 +6,7 @@
 mod support;
 
 mod actors;
+mod artifacts;
 mod auth;
 mod binary;
 mod bindings;

@@ -212,12 +212,21 @@ enum CommandEndState {
 
 impl CommandEntry {
     fn into_settings(self, key: impl Fn(&str) -> String) -> Result<CommandSettings, (String, String)> {
-        match self.argv.first() {
-            Some(program) if !program.is_empty() => {}
+        let mut argv = self.argv;
+        match argv.first_mut() {
+            Some(program) if !program.is_empty() => {
+                // A relative path (`examples/agents/x.sh`) means the node's working
+                // directory, not the turn's workspace the program is started in.
+                if program.contains('/') && !program.starts_with('/') {
+                    if let Ok(absolute) = std::path::absolute(&*program) {
+                        *program = absolute.to_string_lossy().into_owned();
+                    }
+                }
+            }
             _ => return Err((key("command.argv"), "must name the program to run".into())),
         }
         Ok(CommandSettings {
-            argv: self.argv,
+            argv,
             input: match self.input {
                 CommandInput::Text => InputMode::Text,
                 CommandInput::Json => InputMode::Json,

@@ -13,6 +13,7 @@ mod bindings;
 mod card;
 mod command;
 mod errors;
+mod examples;
 mod extensions;
 mod grpc;
 mod input_parts;

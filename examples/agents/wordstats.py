@@ -18,10 +18,10 @@ def main():
     request = json.load(sys.stdin)
     prompt = request.get("prompt", "")
     emit(type="text", text="Counting words...")
-    emit(type="tool", event="started", toolUseId="count-1", name="count_words", input={"chars": len(prompt)})
+    emit(type="tool", status="started", toolUseId="count-1", name="count_words", input={"chars": len(prompt)})
     counts = collections.Counter(word.lower().strip(".,!?;:") for word in prompt.split())
     top = counts.most_common(3)
-    emit(type="tool", event="completed", toolUseId="count-1", name="count_words", result=dict(top))
+    emit(type="tool", status="completed", toolUseId="count-1", name="count_words", result=dict(top))
     words = sum(counts.values())
     emit(type="usage", inputTokens=words, outputTokens=len(top), totalTokens=words + len(top))
     report = {"words": words, "distinct": len(counts), "top": top, "taskId": request.get("taskId")}

@@ -212,6 +212,7 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = 0usize;
     let mut end = None;
+    let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events);
     while let Some(line) =
         lines.next_line().await.map_err(|_| AgentError("could not read the agent's output".into()))?
     {
@@ -222,7 +223,6 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
         match settings.output {
             OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
             OutputMode::Jsonl => {
-                let reader = super::jsonl::JsonlReader { env: turn.env, input: turn.input, events };
                 if let Some(ending) = reader.line(&line).await? {
                     end = Some(ending);
                 }

@@ -7,12 +7,14 @@
 //! | `artifact` | `artifactId`, `name`, one of `text`/`raw` (base64)/`url`/`data`, `filename`, `mediaType`, `append`, `lastChunk` | a TaskArtifactUpdateEvent (large payloads stored, see [`crate::artifacts`]) |
 //! | `reply` | `text` | a Message-only reply: the turn ends with this message, no task is kept |
 //! | `final` | `state`, `text` | the turn's end state and message |
-//! | `tool` | `event` (started, input_delta, input_complete, completed, failed), `toolUseId`, `name`, `input`, `result` | `metadata.a2ad.tool` |
+//! | `tool` | `status` (started, input_delta, input_complete, completed, failed; `event` is read too), `toolUseId`, `name`, `input`, `result` | `metadata.a2ad.tool` |
 //! | `permission` | `toolUseId`, `name`, `decision` (allowed, denied, asked), `reason` | `metadata.a2ad.permission` |
 //! | `usage` | `inputTokens`, `outputTokens`, `totalTokens` | `metadata.a2ad.usage` |
 //! | `thinking` | `text` | `metadata.a2ad.thinking` when `thinking-exposure` is on, else dropped |
 //!
-//! The `metadata.a2ad` rows are WORKING status updates without a message. Every tool and
+//! The `metadata.a2ad` rows are WORKING status updates without a message. A tool event
+//! without a `name` gets the name its `toolUseId` was started with, so every update can
+//! be shown on its own. Every tool and
 //! permission field is cut to [`FIELD_LIMIT`] characters. A line that is not JSON is agent
 //! text; an object of an unknown type is ignored, so programs may carry more than we read.
 
@@ -20,6 +22,7 @@ use super::AgentEnv;
 use a2ad_actors::agent::{AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
 use a2ad_protocol::{decode_base64, ids, Artifact, Message, Metadata, Part, PartContent, TaskState};
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The most characters a tool or permission field carries.
 pub const FIELD_LIMIT: usize = 4000;
@@ -29,14 +32,20 @@ const DECISIONS: &[&str] = &["allowed", "denied", "asked"];
 
 /// Reads one turn's events.
 pub(crate) struct JsonlReader<'a> {
-    pub env: &'a AgentEnv,
-    pub input: &'a TurnInput,
-    pub events: &'a EventSink,
+    env: &'a AgentEnv,
+    input: &'a TurnInput,
+    events: &'a EventSink,
+    /// Tool names by `toolUseId`, from the events that named them.
+    tool_names: HashMap<String, Value>,
 }
 
-impl JsonlReader<'_> {
+impl<'a> JsonlReader<'a> {
+    pub fn new(env: &'a AgentEnv, input: &'a TurnInput, events: &'a EventSink) -> Self {
+        JsonlReader { env, input, events, tool_names: HashMap::new() }
+    }
+
     /// Handles one line; returns the turn's end if the line named one.
-    pub async fn line(&self, line: &str) -> Result<Option<TurnEnd>, AgentError> {
+    pub async fn line(&mut self, line: &str) -> Result<Option<TurnEnd>, AgentError> {
         let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line) else {
             self.events.send(AgentEvent::Text(line.to_owned())).await?;
             return Ok(None);
@@ -52,7 +61,7 @@ impl JsonlReader<'_> {
                 return Ok(Some(end));
             }
             Some("final") => return self.final_state(&event).map(Some),
-            Some("tool") => Some(AgentEvent::Progress(tool(&event)?)),
+            Some("tool") => Some(AgentEvent::Progress(self.tool(&event)?)),
             Some("permission") => Some(AgentEvent::Progress(permission(&event)?)),
             Some("usage") => Some(AgentEvent::Progress(usage(&event))),
             Some("thinking") if self.env.thinking_exposure => {
@@ -68,6 +77,25 @@ impl JsonlReader<'_> {
             self.events.send(progress).await?;
         }
         Ok(None)
+    }
+
+    /// `metadata.a2ad.tool`, with the name remembered by `toolUseId`.
+    fn tool(&mut self, event: &Map<String, Value>) -> Result<Metadata, AgentError> {
+        let mut details = tool(event)?;
+        let Some(Value::Object(tool)) = details.get_mut("tool") else { return Ok(details) };
+        if let Some(Value::String(id)) = tool.get("toolUseId").cloned() {
+            match tool.get("name") {
+                Some(name) => {
+                    self.tool_names.insert(id, name.clone());
+                }
+                None => {
+                    if let Some(name) = self.tool_names.get(&id) {
+                        tool.insert("name".into(), name.clone());
+                    }
+                }
+            }
+        }
+        Ok(details)
     }
 
     fn message(&self, text: &str) -> Message {
@@ -146,12 +174,15 @@ fn fields(event: &Map<String, Value>, names: &[&str]) -> Map<String, Value> {
     names.iter().filter_map(|name| event.get(*name).map(|v| ((*name).to_owned(), cut_value(v)))).collect()
 }
 
+/// `metadata.a2ad.tool`: `status` (the kind of tool event) and the other fields, cut.
 fn tool(event: &Map<String, Value>) -> Result<Metadata, AgentError> {
-    let kind = event.get("event").and_then(Value::as_str).unwrap_or("");
-    if !TOOL_EVENTS.contains(&kind) {
-        return Err(AgentError(format!("a tool event needs `event`, one of {}", TOOL_EVENTS.join(", "))));
+    let status = event.get("status").or_else(|| event.get("event")).and_then(Value::as_str).unwrap_or("");
+    if !TOOL_EVENTS.contains(&status) {
+        return Err(AgentError(format!("a tool event needs `status`, one of {}", TOOL_EVENTS.join(", "))));
     }
-    Ok(single("tool", Value::Object(fields(event, &["event", "toolUseId", "name", "input", "result"]))))
+    let mut details = fields(event, &["toolUseId", "name", "input", "result"]);
+    details.insert("status".into(), Value::String(status.to_owned()));
+    Ok(single("tool", Value::Object(details)))
 }
 
 fn permission(event: &Map<String, Value>) -> Result<Metadata, AgentError> {
@@ -176,11 +207,12 @@ mod tests {
     #[test]
     fn tool_fields_are_cut_to_the_limit() {
         let long = "é".repeat(FIELD_LIMIT + 10);
-        let event = json!({"event": "completed", "toolUseId": "t1", "result": long, "input": {"q": "x".repeat(5000)}});
+        let event = json!({"status": "completed", "toolUseId": "t1", "result": long, "input": {"q": "x".repeat(5000)}});
         let meta = tool(event.as_object().unwrap()).unwrap();
         assert_eq!(meta["tool"]["result"].as_str().unwrap().chars().count(), FIELD_LIMIT);
         assert_eq!(meta["tool"]["input"].as_str().unwrap().chars().count(), FIELD_LIMIT);
         assert_eq!(meta["tool"]["toolUseId"], "t1");
+        assert_eq!(meta["tool"]["status"], "completed");
         assert!(tool(json!({"event": "exploded"}).as_object().unwrap()).is_err());
     }
 }

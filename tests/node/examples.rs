@@ -50,7 +50,7 @@ async fn the_example_agents_answer() {
     let events = streamed(&remote.url, params).await;
     let meta: Vec<serde_json::Value> =
         events.iter().filter_map(|e| e["result"]["statusUpdate"]["metadata"].get("a2ad").cloned()).collect();
-    let tools: Vec<&str> = meta.iter().filter_map(|m| m["tool"]["event"].as_str()).collect();
+    let tools: Vec<&str> = meta.iter().filter_map(|m| m["tool"]["status"].as_str()).collect();
     assert_eq!(tools, ["started", "completed"]);
     assert_eq!(meta.iter().find_map(|m| m.get("usage")).unwrap()["inputTokens"], 3);
     assert!(events.iter().any(|e| e["result"]["artifactUpdate"]["artifact"]["artifactId"] == "word-stats"));

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 const SCRIPT: &str = r#"long=$(head -c 5000 /dev/zero | tr '\0' x)
 echo '{"type":"thinking","text":"let me think"}'
-echo '{"type":"tool","event":"started","toolUseId":"t1","name":"search"}'
-echo '{"type":"tool","event":"input_delta","toolUseId":"t1","input":"{\"q\":"}'
+echo '{"type":"tool","status":"started","toolUseId":"t1","name":"search"}'
+echo '{"type":"tool","status":"input_delta","toolUseId":"t1","input":"{\"q\":"}'
 echo '{"type":"tool","event":"input_complete","toolUseId":"t1","input":{"q":"rust"}}'
 echo '{"type":"permission","toolUseId":"t1","name":"search","decision":"allowed","reason":"read-only"}'
 echo "{\"type\":\"tool\",\"event\":\"completed\",\"toolUseId\":\"t1\",\"result\":\"$long\"}"
@@ -60,9 +60,10 @@ async fn tool_permission_and_usage_events_become_status_metadata() {
     let meta = node_metadata(&app).await;
     assert!(meta.iter().all(|m| m.get("thinking").is_none()), "thinking is off by default: {meta:?}");
     let tools: Vec<&Value> = meta.iter().filter_map(|m| m.get("tool")).collect();
-    let kinds: Vec<&str> = tools.iter().map(|t| t["event"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = tools.iter().map(|t| t["status"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["started", "input_delta", "input_complete", "completed", "failed"]);
     assert_eq!(tools[0]["name"], "search");
+    assert_eq!(tools[3]["name"], "search", "named by its toolUseId");
     assert_eq!(tools[2]["input"], json!({"q": "rust"}));
     assert_eq!(tools[3]["result"].as_str().unwrap().len(), 4000, "cut to 4000 characters");
     assert_eq!(tools[4]["result"], "disk full");
@@ -105,7 +106,7 @@ async fn a_bad_tool_event_fails_the_turn_clearly() {
     let task = app.send_text("go", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
     let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
-    assert!(text.contains("a tool event needs `event`"), "{text}");
+    assert!(text.contains("a tool event needs `status`"), "{text}");
 }
 
 #[actix_web::test]

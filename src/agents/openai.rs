@@ -62,7 +62,8 @@ impl Agent for OpenAiAgent {
         Box::pin(async move {
             let body = request_body(&settings, &env, &input)?;
             let cancel = input.cancel.clone();
-            let turn = tokio::time::timeout(settings.timeout, complete(&client, &settings, body, &events));
+            let exposure = env.thinking_exposure;
+            let turn = tokio::time::timeout(settings.timeout, complete(&client, &settings, body, &events, exposure));
             let (answer, usage) = tokio::select! {
                 result = turn => result.map_err(|_| AgentError("provider timed out".into()))??,
                 () = cancel.cancelled() => return Err(AgentError("the turn was cancelled".into())),
@@ -113,6 +114,7 @@ async fn complete(
     settings: &OpenAiSettings,
     body: Value,
     events: &EventSink,
+    thinking_exposure: bool,
 ) -> Result<(String, Option<Value>), AgentError> {
     let url = format!("{}/chat/completions", settings.base_url.trim_end_matches('/'));
     let mut request = client.post(url).json(&body).header("accept", "text/event-stream");
@@ -123,8 +125,15 @@ async fn complete(
     check_status(response.status())?;
     let mut stream = ChunkParser::default();
     while let Some(bytes) = response.chunk().await.map_err(|_| provider_unavailable())? {
-        for delta in stream.feed(&bytes)? {
-            events.send(AgentEvent::Delta(delta)).await?;
+        for piece in stream.feed(&bytes)? {
+            match piece {
+                Piece::Answer(delta) => events.send(AgentEvent::Delta(delta)).await?,
+                Piece::Reasoning(text) if thinking_exposure => {
+                    let details = Map::from_iter([("thinking".to_owned(), json!({"text": text}))]);
+                    events.send(AgentEvent::Progress(details)).await?;
+                }
+                Piece::Reasoning(_) => {}
+            }
         }
         if stream.done {
             break;
@@ -149,6 +158,15 @@ fn check_status(status: reqwest::StatusCode) -> Result<(), AgentError> {
     Err(AgentError(message))
 }
 
+/// What a chunk adds: answer text, or reasoning (`delta.reasoning_content` or
+/// `delta.reasoning`, as some compatible servers send), shown only with
+/// `thinking-exposure`.
+#[derive(Debug, PartialEq)]
+enum Piece {
+    Answer(String),
+    Reasoning(String),
+}
+
 /// Reads the SSE stream: `data:` lines of JSON chunks, until `data: [DONE]`.
 #[derive(Default)]
 struct ChunkParser {
@@ -159,8 +177,8 @@ struct ChunkParser {
 }
 
 impl ChunkParser {
-    /// Takes more bytes; returns the text deltas of every complete line.
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<String>, AgentError> {
+    /// Takes more bytes; returns the pieces of every complete line.
+    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Piece>, AgentError> {
         self.pending.extend_from_slice(bytes);
         let mut deltas = Vec::new();
         while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
@@ -177,11 +195,14 @@ impl ChunkParser {
             if chunk.get("error").is_some() {
                 return Err(AgentError("provider reported an error".into()));
             }
-            if let Some(delta) = chunk.pointer("/choices/0/delta/content").and_then(Value::as_str) {
-                if !delta.is_empty() {
-                    self.answer.push_str(delta);
-                    deltas.push(delta.to_owned());
-                }
+            let delta = chunk.pointer("/choices/0/delta");
+            let text = |key: &str| delta.and_then(|d| d.get(key)).and_then(Value::as_str).filter(|t| !t.is_empty());
+            if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
+                deltas.push(Piece::Reasoning(reasoning.to_owned()));
+            }
+            if let Some(answer) = text("content") {
+                self.answer.push_str(answer);
+                deltas.push(Piece::Answer(answer.to_owned()));
             }
             if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
                 self.usage = Some(usage_metadata(usage));
@@ -205,7 +226,7 @@ mod tests {
 
     #[test]
     fn chunks_split_anywhere_are_parsed() {
-        let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":\
+        let stream = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\",\"content\":\"Hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":\
                       {\"content\":\"lo\"}}]}\r\n\r\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\
                       \"completion_tokens\":2,\"total_tokens\":5}}\n\ndata: [DONE]\n\n";
         let mut parser = ChunkParser::default();
@@ -213,7 +234,8 @@ mod tests {
         for piece in stream.as_bytes().chunks(7) {
             deltas.extend(parser.feed(piece).unwrap());
         }
-        assert_eq!(deltas, ["Hel", "lo"]);
+        let expected = [Piece::Reasoning("hmm".into()), Piece::Answer("Hel".into()), Piece::Answer("lo".into())];
+        assert_eq!(deltas, expected);
         assert_eq!(parser.answer, "Hello");
         assert!(parser.done);
         assert_eq!(parser.usage.unwrap(), json!({"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}));

@@ -3,7 +3,7 @@
 //!
 //! The provider decides by the `model` of the request: `ok` streams "Hel", "lo" and a
 //! usage chunk; `denied` answers 401 (its body quotes the key, which must not reach the
-//! client); `limited` answers 429; `broken` answers 500; `endless` streams one delta, then one more every 50 ms
+//! client); `thinker` sends reasoning first; `limited` answers 429; `broken` answers 500; `endless` streams one delta, then one more every 50 ms
 //! (at most 600) until the client goes away, which it records.
 
 use crate::support::{eventually, spawn_app, NodeProcess, TestApp};
@@ -70,6 +70,11 @@ async fn completions(req: HttpRequest, body: web::Json<Value>, seen: web::Data<A
                 Some((Ok::<_, actix_web::Error>(delta("tick ")), (n + 1, guard)))
             });
             HttpResponse::Ok().content_type("text/event-stream").streaming(stream)
+        }
+        "thinker" => {
+            let reasoning = sse(json!({"choices": [{"index": 0, "delta": {"reasoning_content": "pondering"}}]}));
+            let items = vec![reasoning, delta("42"), web::Bytes::from("data: [DONE]\n\n")];
+            HttpResponse::Ok().content_type("text/event-stream").streaming(chunks(items))
         }
         _ => {
             let usage =
@@ -260,4 +265,22 @@ async fn cancel_mid_stream_closes_the_provider_connection() {
     assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
     let closed = eventually(400, || async { provider.seen.closed.load(Ordering::SeqCst) }).await;
     assert!(closed, "the provider saw the connection close");
+}
+
+#[actix_web::test]
+async fn reasoning_is_thinking_only_when_exposed() {
+    let provider = start_provider().await;
+    for exposed in [true, false] {
+        let app = app_with(settings(&provider, "thinker"), |c| c.thinking_exposure = exposed).await;
+        let params = crate::support::send_params("think", json!({}));
+        let events = app.stream("SendStreamingMessage", params, &[]).await.unwrap().rest().await;
+        let thinking: Vec<Value> = events
+            .iter()
+            .filter_map(|e| e.result()["statusUpdate"]["metadata"]["a2ad"].get("thinking").cloned())
+            .collect();
+        let expected = if exposed { vec![json!({"text": "pondering"})] } else { Vec::new() };
+        assert_eq!(thinking, expected, "exposed: {exposed}");
+        let last = events.last().unwrap().result();
+        assert_eq!(last["statusUpdate"]["status"]["message"]["parts"][0]["text"], "42", "reasoning is not the answer");
+    }
 }

@@ -73,8 +73,8 @@ impl Agent for CommandAgent {
         let settings = Arc::clone(&self.settings);
         let env = Arc::clone(&self.env);
         Box::pin(async move {
-            let cwd = workspace(&env, &input)?.or_else(|| settings.cwd.clone());
-            let prompt = env.input.render(&input.message, cwd.as_deref(), &env.roots).map_err(AgentError)?;
+            let cwd = env.workspace(&input)?.or_else(|| settings.cwd.clone());
+            let prompt = env.prompt(&input.message, cwd.clone()).await?;
             let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;
             match tokio::time::timeout(timeout, run_program(&turn)).await {
@@ -86,15 +86,6 @@ impl Agent for CommandAgent {
 
     fn check_input(&self, message: &Message) -> Result<(), A2aError> {
         self.env.input.check(message, &self.accepts)
-    }
-}
-
-/// The context's working directory, checked against the allowed roots; `None` when the
-/// client named none.
-pub(crate) fn workspace(env: &AgentEnv, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
-    match &input.cwd {
-        None => Ok(None),
-        Some(asked) => env.roots.resolve_cwd(asked).map(Some).map_err(|e| AgentError(e.to_string())),
     }
 }
 

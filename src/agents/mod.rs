@@ -8,7 +8,9 @@ pub mod openai;
 pub mod workspace;
 
 use crate::config::{AgentKind, Config};
-use a2ad_actors::agent::AgentRegistry;
+use a2ad_actors::agent::{AgentError, AgentRegistry, TurnInput};
+use a2ad_protocol::Message;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What every agent of a node shares: where workspaces may lie, the input rules, and
@@ -33,6 +35,28 @@ impl AgentEnv {
             thinking_exposure: config.thinking_exposure,
             artifacts: crate::artifacts::ArtifactStore::new(&config.data_dir, config.artifacts.inline_max),
         }
+    }
+}
+
+impl AgentEnv {
+    /// The context's working directory, checked against the allowed roots; `None` when
+    /// the client named none.
+    pub fn workspace(&self, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
+        match &input.cwd {
+            None => Ok(None),
+            Some(asked) => self.roots.resolve_cwd(asked).map(Some).map_err(|e| AgentError(e.to_string())),
+        }
+    }
+
+    /// The turn's message as a prompt ([`input::InputPolicy::render`]), on the blocking
+    /// pool: `file://` parts are read and hashed (up to 25 MiB), which must not stall the
+    /// actor thread the turn runs on.
+    pub async fn prompt(self: &Arc<Self>, message: &Message, cwd: Option<PathBuf>) -> Result<String, AgentError> {
+        let (env, message) = (Arc::clone(self), message.clone());
+        tokio::task::spawn_blocking(move || env.input.render(&message, cwd.as_deref(), &env.roots))
+            .await
+            .map_err(|_| AgentError("the message could not be read".into()))?
+            .map_err(AgentError)
     }
 }
 

@@ -60,7 +60,9 @@ impl Agent for OpenAiAgent {
         let env = Arc::clone(&self.env);
         let client = self.client.clone();
         Box::pin(async move {
-            let body = request_body(&settings, &env, &input)?;
+            let cwd = env.workspace(&input)?;
+            let prompt = env.prompt(&input.message, cwd).await?;
+            let body = request_body(&settings, &input, prompt);
             let cancel = input.cancel.clone();
             let exposure = env.thinking_exposure;
             let turn = tokio::time::timeout(settings.timeout, complete(&client, &settings, body, &events, exposure));
@@ -84,8 +86,7 @@ impl Agent for OpenAiAgent {
 }
 
 /// The chat request: system prompt, history, then the new message, as rendered prompts.
-fn request_body(settings: &OpenAiSettings, env: &AgentEnv, input: &TurnInput) -> Result<Value, AgentError> {
-    let cwd = super::command::workspace(env, input)?;
+fn request_body(settings: &OpenAiSettings, input: &TurnInput, prompt: String) -> Value {
     let mut messages = Vec::with_capacity(input.history.len() + 2);
     if let Some(system) = &settings.system_prompt {
         messages.push(json!({"role": "system", "content": system}));
@@ -98,14 +99,13 @@ fn request_body(settings: &OpenAiSettings, env: &AgentEnv, input: &TurnInput) ->
         let role = if earlier.role == Role::Agent { "assistant" } else { "user" };
         messages.push(json!({"role": role, "content": content}));
     }
-    let prompt = env.input.render(&input.message, cwd.as_deref(), &env.roots).map_err(AgentError)?;
     messages.push(json!({"role": "user", "content": prompt}));
     let mut body = settings.options.clone();
     body.insert("model".into(), json!(settings.model));
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
-    Ok(Value::Object(body))
+    Value::Object(body)
 }
 
 /// Sends the request and streams the answer; returns the whole text and the usage.

@@ -203,7 +203,7 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = 0usize;
     let mut end = None;
-    let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events);
+    let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events, turn.cwd.as_deref());
     while let Some(line) =
         lines.next_line().await.map_err(|_| AgentError("could not read the agent's output".into()))?
     {

@@ -4,13 +4,17 @@
 //! |---|---|---|
 //! | `text` | `text` | agent text: a WORKING status message, kept in the history |
 //! | `delta` | `text` | streamed text: a WORKING status message, not kept |
-//! | `artifact` | `artifactId`, `name`, one of `text`/`raw` (base64)/`url`/`data`, `filename`, `mediaType`, `append`, `lastChunk` | a TaskArtifactUpdateEvent (large payloads stored, see [`crate::artifacts`]) |
+//! | `artifact` | `artifactId`, `name`, one of `text`/`raw` (base64)/`path`/`url`/`data`, `filename`, `mediaType`, `append`, `lastChunk` | a TaskArtifactUpdateEvent (large payloads stored, see [`crate::artifacts`]) |
 //! | `reply` | `text` | a Message-only reply: the turn ends with this message, no task is kept |
 //! | `final` | `state`, `text` | the turn's end state and message |
 //! | `tool` | `status` (started, input_delta, input_complete, completed, failed; `event` is read too), `toolUseId`, `name`, `input`, `result` | `metadata.a2ad.tool` |
 //! | `permission` | `toolUseId`, `name`, `decision` (allowed, denied, asked), `reason` | `metadata.a2ad.permission` |
 //! | `usage` | `inputTokens`, `outputTokens`, `totalTokens` | `metadata.a2ad.usage` |
 //! | `thinking` | `text` | `metadata.a2ad.thinking` when `thinking-exposure` is on, else dropped |
+//!
+//! A file the program wrote (`path`, relative to its working directory, or a `file://`
+//! `url`) is read, within the allowed roots and [`MAX_FILE_ARTIFACT`], and kept like raw
+//! bytes: the node's copy outlives the workspace. Other URLs are passed on as they are.
 //!
 //! The `metadata.a2ad` rows are WORKING status updates without a message. A tool event
 //! without a `name` gets the name its `toolUseId` was started with, so every update can
@@ -23,6 +27,10 @@ use a2ad_actors::agent::{AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
 use a2ad_protocol::{decode_base64, ids, Artifact, Message, Metadata, Part, PartContent, TaskState};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::path::Path;
+
+/// The largest file an artifact may name.
+pub const MAX_FILE_ARTIFACT: u64 = 25 * 1024 * 1024;
 
 /// The most characters a tool or permission field carries.
 pub const FIELD_LIMIT: usize = 4000;
@@ -35,13 +43,15 @@ pub(crate) struct JsonlReader<'a> {
     env: &'a AgentEnv,
     input: &'a TurnInput,
     events: &'a EventSink,
+    /// The program's working directory, for artifact files it names.
+    cwd: Option<&'a Path>,
     /// Tool names by `toolUseId`, from the events that named them.
     tool_names: HashMap<String, Value>,
 }
 
 impl<'a> JsonlReader<'a> {
-    pub fn new(env: &'a AgentEnv, input: &'a TurnInput, events: &'a EventSink) -> Self {
-        JsonlReader { env, input, events, tool_names: HashMap::new() }
+    pub fn new(env: &'a AgentEnv, input: &'a TurnInput, events: &'a EventSink, cwd: Option<&'a Path>) -> Self {
+        JsonlReader { env, input, events, cwd, tool_names: HashMap::new() }
     }
 
     /// Handles one line; returns the turn's end if the line named one.
@@ -117,16 +127,23 @@ impl<'a> JsonlReader<'a> {
 
     async fn artifact(&self, event: &Map<String, Value>) -> Result<AgentEvent, AgentError> {
         let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_owned);
-        let content = match (event.get("data"), text("text"), text("raw"), text("url")) {
+        let file = text("path").or_else(|| text("url").filter(|u| u.to_ascii_lowercase().starts_with("file://")));
+        let mut filename = text("filename");
+        let content = match (event.get("data"), text("text"), text("raw"), file, text("url")) {
             (Some(data), ..) => PartContent::Data(data.clone()),
             (_, Some(t), ..) => PartContent::Text(t),
-            (_, _, Some(raw), _) => PartContent::Raw(
+            (_, _, Some(raw), ..) => PartContent::Raw(
                 decode_base64(&raw).ok_or_else(|| AgentError("an artifact's `raw` is not valid base64".into()))?,
             ),
+            (_, _, _, Some(file), _) => {
+                let (bytes, name) = self.produced_file(&file).await?;
+                filename = filename.or(name);
+                PartContent::Raw(bytes)
+            }
             (.., Some(url)) => PartContent::Url(url),
-            _ => return Err(AgentError("an artifact needs one of `text`, `raw`, `url` or `data`".into())),
+            _ => return Err(AgentError("an artifact needs one of `text`, `raw`, `path`, `url` or `data`".into())),
         };
-        let part = Part { content, metadata: None, filename: text("filename"), media_type: text("mediaType") };
+        let part = Part { content, metadata: None, filename, media_type: text("mediaType") };
         let artifact = Artifact {
             artifact_id: text("artifactId").unwrap_or_else(|| "output".into()),
             name: text("name"),
@@ -139,6 +156,38 @@ impl<'a> JsonlReader<'a> {
             self.env.artifacts.keep(&self.input.task_id, artifact).await.map_err(|e| AgentError(e.to_string()))?;
         let flag = |key: &str| event.get(key).and_then(Value::as_bool).unwrap_or(false);
         Ok(AgentEvent::Artifact { artifact, append: flag("append"), last_chunk: flag("lastChunk") })
+    }
+}
+
+impl JsonlReader<'_> {
+    /// The bytes and file name of a file the program wrote, named by a path (relative to
+    /// its working directory) or a `file://` URL; it must lie in the allowed roots.
+    async fn produced_file(&self, named: &str) -> Result<(Vec<u8>, Option<String>), AgentError> {
+        let path = match named.strip_prefix("file://") {
+            Some(_) => reqwest::Url::parse(named)
+                .ok()
+                .and_then(|u| u.to_file_path().ok())
+                .ok_or_else(|| AgentError(format!("the artifact file `{named}` is not a valid file:// URL")))?,
+            None => match self.cwd {
+                Some(cwd) => cwd.join(named),
+                None => std::path::absolute(named).map_err(|_| AgentError(format!("`{named}` is not a valid path")))?,
+            },
+        };
+        let roots = self.env.roots.clone();
+        let shown = named.to_owned();
+        let read = move || -> Result<(Vec<u8>, Option<String>), String> {
+            let canonical = roots.resolve_file(&path, None, &shown).map_err(|e| e.to_string())?;
+            let size = std::fs::metadata(&canonical).map_err(|_| format!("the file `{shown}` cannot be read"))?.len();
+            if size > MAX_FILE_ARTIFACT {
+                return Err(format!("the artifact file `{shown}` is larger than {} MiB", MAX_FILE_ARTIFACT >> 20));
+            }
+            let bytes = std::fs::read(&canonical).map_err(|_| format!("the file `{shown}` cannot be read"))?;
+            Ok((bytes, canonical.file_name().map(|n| n.to_string_lossy().into_owned())))
+        };
+        tokio::task::spawn_blocking(read)
+            .await
+            .map_err(|_| AgentError("the artifact file could not be read".into()))?
+            .map_err(AgentError)
     }
 }
 

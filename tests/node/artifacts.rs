@@ -114,3 +114,33 @@ async fn a_bad_artifact_fails_the_turn_clearly() {
     let task = app.send_text("go", json!({})).await;
     assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("not valid base64"));
 }
+
+#[actix_web::test]
+async fn files_the_program_wrote_are_copied_into_the_store() {
+    let script = r#"head -c 5000 /dev/zero | tr '\0' z > out.txt
+printf 'small' > small.txt
+echo '{"type":"artifact","artifactId":"big","path":"out.txt","mediaType":"text/plain"}'
+echo "{\"type\":\"artifact\",\"artifactId\":\"tiny\",\"url\":\"file://$PWD/small.txt\"}"
+echo '{"type":"artifact","artifactId":"link","url":"https://example.com/report.pdf","mediaType":"application/pdf"}'"#;
+    let app = app(script, None).await;
+    let work = tempfile::tempdir().unwrap();
+    let extra = json!({"metadata": {"a2ad": {"cwd": work.path().to_str().unwrap()}}});
+    let task = app.send_text("go", extra).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    let task_id = task["id"].as_str().unwrap();
+    let big = &task["artifacts"][0]["parts"][0];
+    assert_eq!(big["filename"], "out.txt");
+    assert_eq!(big["metadata"]["a2ad"]["byteSize"], 5000);
+    std::fs::remove_file(work.path().join("out.txt")).unwrap();
+    assert_eq!(stored_file(&app, task_id, big), vec![b'z'; 5000], "the node's copy outlives the workspace");
+    let tiny = &task["artifacts"][1]["parts"][0];
+    assert_eq!(tiny["raw"], "c21hbGw=", "a small file stays inline: {tiny}");
+    assert_eq!(tiny["filename"], "small.txt");
+    assert_eq!(task["artifacts"][2]["parts"][0]["url"], "https://example.com/report.pdf", "other URLs pass on");
+
+    let app = self::app(r#"echo '{"type":"artifact","path":"/etc/passwd"}'"#, None).await;
+    let task = app.send_text("go", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("`/etc/passwd` is outside the working directory and the allowed roots"), "{text}");
+}

@@ -11,7 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 async fn pwd_app(roots: Vec<PathBuf>) -> TestApp {
+    pwd_app_with(roots, Duration::from_secs(300)).await
+}
+
+async fn pwd_app_with(roots: Vec<PathBuf>, idle_timeout: Duration) -> TestApp {
     spawn_app(move |c| {
+        c.idle_timeout = idle_timeout;
         let mut agent = AgentConfig::default_echo();
         agent.id = "pwd".into();
         agent.kind = AgentKind::Command(CommandSettings {
@@ -110,4 +115,21 @@ async fn the_default_roots_are_the_working_directory_and_the_temp_dir() {
     assert_eq!(first_line(&task), text(&tmp.path().canonicalize().unwrap()));
     let task = app.send_text("x", with_cwd("/", "def-2")).await;
     assert!(failure(&task).contains("outside the allowed roots"));
+}
+
+#[actix_web::test]
+async fn the_binding_survives_eviction() {
+    let root = tempfile::tempdir().unwrap();
+    let app = pwd_app_with(Vec::new(), Duration::from_millis(150)).await;
+    let task = app.send_text("x", with_cwd(text(root.path()), "ws-evict")).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    let evicted =
+        crate::support::eventually(200, || async { app.probe.stats().await.unwrap().evicted_total >= 1 }).await;
+    assert!(evicted);
+    let again = app.send_text("x", json!({"contextId": "ws-evict"})).await;
+    assert_eq!(first_line(&again), text(&root.path().canonicalize().unwrap()), "the stored session keeps the cwd");
+    let other = tempfile::tempdir().unwrap();
+    let error =
+        app.err("SendMessage", crate::support::send_params("x", with_cwd(text(other.path()), "ws-evict"))).await;
+    assert_eq!(reason(&error), "INVALID_PARAMS");
 }

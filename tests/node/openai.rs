@@ -284,3 +284,24 @@ async fn reasoning_is_thinking_only_when_exposed() {
         assert_eq!(last["statusUpdate"]["status"]["message"]["parts"][0]["text"], "42", "reasoning is not the answer");
     }
 }
+
+#[actix_web::test]
+async fn input_parts_reach_the_provider_as_one_prompt_and_unaccepted_types_are_refused() {
+    let provider = start_provider().await;
+    let app = app_with(settings(&provider, "ok"), |c| c.agents[0].input_modes = vec!["text/plain".into()]).await;
+    let params = json!({"message": {
+        "messageId": "m-parts", "role": "ROLE_USER",
+        "parts": [{"text": "describe"}, {"raw": "YWJj", "mediaType": "image/png", "filename": "dot.png"}],
+    }});
+    let error = app.err("SendMessage", params.clone()).await;
+    assert_eq!(crate::support::reason(&error), "CONTENT_TYPE_NOT_SUPPORTED");
+    assert!(provider.seen.bodies.lock().unwrap().is_empty(), "nothing reached the provider");
+
+    let app = app_with(settings(&provider, "ok"), |_| {}).await;
+    app.ok("SendMessage", params).await;
+    let prompt = last_history(&provider)[0]["content"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.starts_with("describe\n\n[attachment] filename=dot.png mediaType=image/png byteSize=3 "),
+        "{prompt}"
+    );
+}

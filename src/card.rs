@@ -10,6 +10,40 @@ use std::time::SystemTime;
 /// Where a node serves its public card.
 pub const WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
 
+/// Announced by every node: node-specific data (tool status, permission decisions,
+/// token usage, thinking) lives under `metadata.a2ad`.
+pub const AGENT_METADATA_EXTENSION: &str = "urn:a2ad:agent-metadata:v1";
+
+/// Announced when `thinking-exposure` is on: agents' thinking text reaches clients in
+/// `metadata.a2ad.thinking`.
+pub const THINKING_EXPOSURE_EXTENSION: &str = "urn:a2ad:thinking-exposure:v1";
+
+/// The extensions a node supports: the configured ones, then the node's own (unless
+/// configured already).
+pub fn node_extensions(config: &Config) -> Vec<crate::config::ExtensionConfig> {
+    let mut all = config.extensions.clone();
+    let mut own = vec![crate::config::ExtensionConfig {
+        uri: AGENT_METADATA_EXTENSION.into(),
+        description: Some("Node-specific data under metadata.a2ad: tool, permission, usage, thinking".into()),
+        required: false,
+        params: None,
+    }];
+    if config.thinking_exposure {
+        own.push(crate::config::ExtensionConfig {
+            uri: THINKING_EXPOSURE_EXTENSION.into(),
+            description: Some("Agents' thinking text in metadata.a2ad.thinking".into()),
+            required: false,
+            params: serde_json::json!({"enabledTypes": ["thinking"]}).as_object().cloned(),
+        });
+    }
+    for extension in own {
+        if !all.iter().any(|e| e.uri == extension.uri) {
+            all.push(extension);
+        }
+    }
+    all
+}
+
 /// The media types every built-in agent accepts and produces.
 const DEFAULT_MODES: &[&str] = &["text/plain", "application/json"];
 

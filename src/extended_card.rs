@@ -62,6 +62,12 @@ fn agent_details(agent: &crate::config::AgentConfig) -> Value {
             "timeoutSeconds": command.timeout.as_secs(),
             "maxOutputBytes": command.max_output,
         }),
+        // The model only: the base URL may name internal hosts, the key is secret.
+        AgentKind::OpenAi(openai) => json!({
+            "kind": "openai",
+            "model": openai.model,
+            "timeoutSeconds": openai.timeout.as_secs(),
+        }),
     };
     json!({"id": agent.id, "name": agent.name, "settings": settings})
 }

@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod artifacts;
 pub mod auth;
 pub mod card;
 pub mod card_signing;

@@ -112,7 +112,7 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
     let mut card = build_card(config, &public_url, grpc_address.as_deref());
     (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
     card.capabilities.extended_agent_card = Some(config.extended_card);
-    card.capabilities.extensions = config.extensions.iter().map(announced_extension).collect();
+    card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
     if config.extended_card {
         let mut extended = crate::extended_card::extended_card(&card, config);
         crate::card::sign_with_config(&mut extended, &config.card)
@@ -181,7 +181,7 @@ impl Application {
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store),
             commit: commit.clone(),
-            agents: build_registry(&config.agents),
+            agents: build_registry(&config),
             settings: runtime_settings(&config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
@@ -196,7 +196,7 @@ impl Application {
             push_policy: push.map(|p| p.policy),
             auth,
             rate: RateLimiter::new(config.limits.rate_per_second, config.limits.rate_burst),
-            extensions: config.extensions.clone(),
+            extensions: crate::card::node_extensions(&config),
             extended_card: std::sync::OnceLock::new(),
             metrics,
         });

@@ -5,7 +5,7 @@
 //! those into task state, storage writes and (later) stream and push events, so an agent
 //! never touches a task directly and cannot break the state machine.
 
-use a2ad_protocol::{Artifact, Message, TaskState};
+use a2ad_protocol::{A2aError, Artifact, Message, Metadata, TaskState};
 use futures_util::future::BoxFuture;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +23,10 @@ pub struct TurnInput {
     pub message: Message,
     /// The context's history before `message`, oldest first (shared, not copied).
     pub history: Arc<Vec<Message>>,
+    /// The working directory the context is bound to (`message.metadata.a2ad.cwd` of
+    /// its first message), exactly as the client sent it: unchecked. Agents that use a
+    /// directory check it against their allowed roots before touching anything.
+    pub cwd: Option<String>,
     /// Cancelled when the client cancels the task or the node shuts down. Agents that
     /// hold outside resources watch it to clean up; the turn future is also dropped.
     pub cancel: CancellationToken,
@@ -33,8 +37,15 @@ pub struct TurnInput {
 pub enum AgentEvent {
     /// Agent text, shown as a WORKING status message.
     Text(String),
+    /// A piece of streamed text, shown as a WORKING status message but not kept in the
+    /// history: the turn's final message carries the whole answer, so that the session
+    /// holds one message per answer rather than one per token.
+    Delta(String),
     /// A new artifact, or more parts of an earlier one when `append` is set.
     Artifact { artifact: Artifact, append: bool, last_chunk: bool },
+    /// Node-specific progress (tool use, token usage, thinking, permission decisions): a
+    /// WORKING status update without a message whose `metadata.a2ad` is this map.
+    Progress(Metadata),
 }
 
 /// How a turn ends.
@@ -44,6 +55,37 @@ pub struct TurnEnd {
     pub state: TaskState,
     /// The status message of the final state.
     pub message: Option<Message>,
+    /// The agent answered with a message only (A2A lets `SendMessage` return a Message
+    /// instead of a Task): the task is not kept, and a blocking send answers with
+    /// `message`. Streams still see the task's events, ending with the message.
+    pub reply_only: bool,
+}
+
+impl TurnEnd {
+    /// A turn that ends in `state` with `message`.
+    pub fn new(state: TaskState, message: Option<Message>) -> Self {
+        TurnEnd { state, message, reply_only: false }
+    }
+}
+
+/// Marks a task whose turn was a Message-only reply (`metadata.a2ad.replyOnly`), so that
+/// a blocking send answers with the message instead of the task.
+pub fn mark_reply_only(task: &mut a2ad_protocol::Task) {
+    let metadata = task.metadata.get_or_insert_with(Metadata::new);
+    let a2ad = metadata.entry("a2ad").or_insert_with(|| serde_json::json!({}));
+    if let Some(a2ad) = a2ad.as_object_mut() {
+        a2ad.insert("replyOnly".into(), serde_json::Value::Bool(true));
+    }
+}
+
+/// The reply of a task marked by [`mark_reply_only`].
+pub fn reply_only_message(task: &a2ad_protocol::Task) -> Option<&Message> {
+    let marked = task.metadata.as_ref().and_then(|m| m.get("a2ad")).and_then(|a| a.get("replyOnly"));
+    if marked == Some(&serde_json::Value::Bool(true)) {
+        task.status.message.as_ref()
+    } else {
+        None
+    }
 }
 
 /// A failure inside an agent. Its text reaches the client, so agents keep it free of
@@ -88,6 +130,12 @@ pub(crate) enum SignalKind {
 pub trait Agent: Send + Sync + 'static {
     /// Runs one turn to its end.
     fn run(&self, input: TurnInput, events: EventSink) -> BoxFuture<'static, Result<TurnEnd, AgentError>>;
+
+    /// Checks a message before any task is created for it (its parts, their media types
+    /// and sizes), so that bad input is a request error and not a failed task.
+    fn check_input(&self, _message: &Message) -> Result<(), A2aError> {
+        Ok(())
+    }
 }
 
 /// The node's agents by skill id, in configuration order: the first is the default.

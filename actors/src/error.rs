@@ -21,6 +21,10 @@ pub enum RuntimeError {
     UnknownSkill(String),
     #[error("Context is bound to skill `{bound}`; it cannot run skill `{asked}`")]
     SkillMismatch { bound: String, asked: String },
+    #[error("message.metadata.a2ad.cwd: the context is bound to another working directory")]
+    CwdMismatch,
+    #[error("message.metadata.a2ad.cwd: must be a string (an absolute directory path)")]
+    BadCwd,
     #[error("The node is at capacity: {0} contexts are live; try again later")]
     NodeFull(usize),
     #[error("Limit reached: {0}")]
@@ -51,6 +55,9 @@ impl From<RuntimeError> for A2aError {
             }
             RuntimeError::SkillMismatch { .. } => {
                 A2aError::invalid_params(message).with_meta("field", "message.metadata.skill")
+            }
+            RuntimeError::CwdMismatch | RuntimeError::BadCwd => {
+                A2aError::invalid_params(message).with_meta("field", "message.metadata.a2ad.cwd")
             }
             RuntimeError::NodeFull(_) | RuntimeError::ShuttingDown | RuntimeError::ContextUnavailable => {
                 A2aError::busy(message)

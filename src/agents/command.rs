@@ -13,10 +13,11 @@
 //! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace`. A
 //!   turn longer than `timeout`, or stdout past `max-output` bytes, is stopped the same way.
 
+use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
-use a2ad_protocol::{ids, Artifact, Message, Part, PartContent, TaskState};
+use a2ad_protocol::{A2aError, Message, TaskState};
 use futures_util::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -56,25 +57,47 @@ pub struct CommandSettings {
 /// The command agent.
 pub struct CommandAgent {
     settings: Arc<CommandSettings>,
+    env: Arc<AgentEnv>,
+    /// The media types it takes (its `input-modes`); empty takes every supported type.
+    accepts: Vec<String>,
 }
 
 impl CommandAgent {
-    pub fn new(settings: CommandSettings) -> Self {
-        CommandAgent { settings: Arc::new(settings) }
+    pub fn new(settings: CommandSettings, env: Arc<AgentEnv>, accepts: Vec<String>) -> Self {
+        CommandAgent { settings: Arc::new(settings), env, accepts }
     }
 }
 
 impl Agent for CommandAgent {
     fn run(&self, input: TurnInput, events: EventSink) -> BoxFuture<'static, Result<TurnEnd, AgentError>> {
         let settings = Arc::clone(&self.settings);
+        let env = Arc::clone(&self.env);
         Box::pin(async move {
+            let cwd = env.workspace(&input)?.or_else(|| settings.cwd.clone());
+            let prompt = env.prompt(&input.message, cwd.clone()).await?;
+            let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;
-            match tokio::time::timeout(timeout, run_program(&settings, &input, &events)).await {
+            match tokio::time::timeout(timeout, run_program(&turn)).await {
                 Ok(result) => result,
                 Err(_) => Err(AgentError(format!("the agent program timed out after {} s", timeout.as_secs()))),
             }
         })
     }
+
+    fn check_input(&self, message: &Message) -> Result<(), A2aError> {
+        self.env.input.check(message, &self.accepts)
+    }
+}
+
+/// One turn of the program, and what it needs.
+struct Turn<'a> {
+    settings: &'a CommandSettings,
+    env: &'a AgentEnv,
+    input: &'a TurnInput,
+    events: &'a EventSink,
+    /// The message rendered as text (see [`super::input`]).
+    prompt: String,
+    cwd: Option<PathBuf>,
 }
 
 /// Kills the program's process group when the turn ends early (cancel, timeout, node
@@ -105,7 +128,8 @@ impl Drop for GroupGuard {
     }
 }
 
-async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &EventSink) -> Result<TurnEnd, AgentError> {
+async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
+    let (settings, input) = (turn.settings, turn.input);
     let mut command = tokio::process::Command::new(&settings.argv[0]);
     command.args(&settings.argv[1..]).env_clear();
     for name in &settings.env_allow {
@@ -124,13 +148,13 @@ async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &Eve
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(cwd) = &settings.cwd {
+    if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|_| AgentError("the agent program could not be started".into()))?;
     let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
     if let Some(mut stdin) = child.stdin.take() {
-        let payload = stdin_payload(settings.input, input);
+        let payload = stdin_payload(settings.input, input, &turn.prompt);
         // A program that does not read its input is fine: ignore a broken pipe.
         let _ = stdin.write_all(payload.as_bytes()).await;
     }
@@ -142,7 +166,7 @@ async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &Eve
         })
     });
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
-    let named = read_output(settings, stdout, input, events).await?;
+    let named = read_output(turn, stdout).await?;
     let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
     guard.disarm();
     let tail = match stderr {
@@ -154,13 +178,14 @@ async fn run_program(settings: &CommandSettings, input: &TurnInput, events: &Eve
         let tail = sanitize_tail(&String::from_utf8_lossy(&tail), settings);
         return Err(AgentError(format!("the agent program exited with {code}: {tail}")));
     }
-    Ok(named.unwrap_or(TurnEnd { state: settings.end_state, message: None }))
+    Ok(named.unwrap_or(TurnEnd::new(settings.end_state, None)))
 }
 
-fn stdin_payload(mode: InputMode, input: &TurnInput) -> String {
+fn stdin_payload(mode: InputMode, input: &TurnInput, prompt: &str) -> String {
     match mode {
-        InputMode::Text => input.message.text(),
+        InputMode::Text => prompt.to_owned(),
         InputMode::Json => json!({
+            "prompt": prompt,
             "message": input.message,
             "taskId": input.task_id,
             "contextId": input.context_id,
@@ -173,15 +198,12 @@ fn stdin_payload(mode: InputMode, input: &TurnInput) -> String {
 
 /// Reads stdout line by line into events; returns the turn's end if a `final` event named
 /// one. Past `max-output` bytes the program is stopped.
-async fn read_output(
-    settings: &CommandSettings,
-    stdout: tokio::process::ChildStdout,
-    input: &TurnInput,
-    events: &EventSink,
-) -> Result<Option<TurnEnd>, AgentError> {
+async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Result<Option<TurnEnd>, AgentError> {
+    let (settings, events) = (turn.settings, turn.events);
     let mut lines = BufReader::new(stdout).lines();
     let mut seen = 0usize;
     let mut end = None;
+    let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events, turn.cwd.as_deref());
     while let Some(line) =
         lines.next_line().await.map_err(|_| AgentError("could not read the agent's output".into()))?
     {
@@ -192,62 +214,13 @@ async fn read_output(
         match settings.output {
             OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
             OutputMode::Jsonl => {
-                if let Some(ending) = jsonl_event(&line, input, events).await? {
+                if let Some(ending) = reader.line(&line).await? {
                     end = Some(ending);
                 }
             }
         }
     }
     Ok(end)
-}
-
-/// One jsonl line: `{"type": "text" | "artifact" | "final", ...}`; anything else that is
-/// JSON is ignored (kinds a later version will carry), and a non-JSON line is text.
-async fn jsonl_event(line: &str, input: &TurnInput, events: &EventSink) -> Result<Option<TurnEnd>, AgentError> {
-    let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line) else {
-        events.send(AgentEvent::Text(line.to_owned())).await?;
-        return Ok(None);
-    };
-    let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_owned);
-    match event.get("type").and_then(Value::as_str) {
-        Some("text") => events.send(AgentEvent::Text(text("text").unwrap_or_default())).await?,
-        Some("artifact") => {
-            let content = match (event.get("data"), text("text"), text("url")) {
-                (Some(data), _, _) => PartContent::Data(data.clone()),
-                (_, Some(t), _) => PartContent::Text(t),
-                (_, _, Some(url)) => PartContent::Url(url),
-                _ => PartContent::Text(String::new()),
-            };
-            let part = Part { content, metadata: None, filename: text("filename"), media_type: text("mediaType") };
-            let artifact = Artifact {
-                artifact_id: text("artifactId").unwrap_or_else(|| "output".into()),
-                name: text("name"),
-                description: None,
-                parts: vec![part],
-                metadata: None,
-                extensions: Vec::new(),
-            };
-            let flag = |key: &str| event.get(key).and_then(Value::as_bool).unwrap_or(false);
-            events
-                .send(AgentEvent::Artifact { artifact, append: flag("append"), last_chunk: flag("lastChunk") })
-                .await?;
-        }
-        Some("final") => {
-            let state = match text("state").as_deref() {
-                Some("completed") | None => TaskState::Completed,
-                Some("input-required") => TaskState::InputRequired,
-                Some("auth-required") => TaskState::AuthRequired,
-                Some("rejected") => TaskState::Rejected,
-                Some("failed") => TaskState::Failed,
-                Some(other) => return Err(AgentError(format!("the agent named an unknown final state `{other}`"))),
-            };
-            let message =
-                text("text").map(|t| Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), &t));
-            return Ok(Some(TurnEnd { state, message }));
-        }
-        _ => tracing::debug!("ignored a jsonl event of an unknown type"),
-    }
-    Ok(None)
 }
 
 /// The last few lines of stderr, without paths or configured secrets.

@@ -58,7 +58,7 @@ impl Agent for EchoAgent {
             reply.metadata = Some(
                 json!({"echo": {"sessionMessages": input.history.len()}}).as_object().cloned().unwrap_or_default(),
             );
-            Ok(TurnEnd { state: settings.end_state, message: Some(reply) })
+            Ok(TurnEnd::new(settings.end_state, Some(reply)))
         })
     }
 }

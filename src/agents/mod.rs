@@ -2,20 +2,76 @@
 
 pub mod command;
 pub mod echo;
+pub mod input;
+pub mod jsonl;
+pub mod openai;
+pub mod workspace;
 
-use crate::config::{AgentConfig, AgentKind};
-use a2ad_actors::agent::AgentRegistry;
+use crate::config::{AgentKind, Config};
+use a2ad_actors::agent::{AgentError, AgentRegistry, TurnInput};
+use a2ad_protocol::Message;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+/// What every agent of a node shares: where workspaces may lie, the input rules, and
+/// whether thinking text goes out.
+#[derive(Debug, Clone, Default)]
+pub struct AgentEnv {
+    pub roots: workspace::AllowedRoots,
+    pub input: input::InputPolicy,
+    pub thinking_exposure: bool,
+    /// Where artifacts too large to inline go.
+    pub artifacts: crate::artifacts::ArtifactStore,
+}
+
+impl AgentEnv {
+    pub fn from_config(config: &Config) -> Self {
+        AgentEnv {
+            roots: workspace::AllowedRoots::new(&config.allowed_cwds),
+            input: input::InputPolicy {
+                text_types: config.input_parts.text_types.clone(),
+                media_types: config.input_parts.media_types.clone(),
+            },
+            thinking_exposure: config.thinking_exposure,
+            artifacts: crate::artifacts::ArtifactStore::new(&config.data_dir, config.artifacts.inline_max),
+        }
+    }
+}
+
+impl AgentEnv {
+    /// The context's working directory, checked against the allowed roots; `None` when
+    /// the client named none.
+    pub fn workspace(&self, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
+        match &input.cwd {
+            None => Ok(None),
+            Some(asked) => self.roots.resolve_cwd(asked).map(Some).map_err(|e| AgentError(e.to_string())),
+        }
+    }
+
+    /// The turn's message as a prompt ([`input::InputPolicy::render`]), on the blocking
+    /// pool: `file://` parts are read and hashed (up to 25 MiB), which must not stall the
+    /// actor thread the turn runs on.
+    pub async fn prompt(self: &Arc<Self>, message: &Message, cwd: Option<PathBuf>) -> Result<String, AgentError> {
+        let (env, message) = (Arc::clone(self), message.clone());
+        tokio::task::spawn_blocking(move || env.input.render(&message, cwd.as_deref(), &env.roots))
+            .await
+            .map_err(|_| AgentError("the message could not be read".into()))?
+            .map_err(AgentError)
+    }
+}
+
 /// One agent per configured entry, keyed by its skill id, in config order.
-pub fn build_registry(agents: &[AgentConfig]) -> AgentRegistry {
+pub fn build_registry(config: &Config) -> AgentRegistry {
+    let env = Arc::new(AgentEnv::from_config(config));
     let mut registry = AgentRegistry::default();
-    for agent in agents {
+    for agent in &config.agents {
+        let accepts = agent.input_modes.clone();
         match &agent.kind {
             AgentKind::Echo(settings) => registry.register(&agent.id, Arc::new(echo::EchoAgent::new(settings.clone()))),
-            AgentKind::Command(settings) => {
-                registry.register(&agent.id, Arc::new(command::CommandAgent::new(settings.clone())))
-            }
+            AgentKind::Command(settings) => registry
+                .register(&agent.id, Arc::new(command::CommandAgent::new(settings.clone(), Arc::clone(&env), accepts))),
+            AgentKind::OpenAi(settings) => registry
+                .register(&agent.id, Arc::new(openai::OpenAiAgent::new(settings.clone(), Arc::clone(&env), accepts))),
         }
     }
     registry

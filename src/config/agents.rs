@@ -2,6 +2,7 @@
 
 use crate::agents::command::{CommandSettings, InputMode, OutputMode};
 use crate::agents::echo::EchoSettings;
+use crate::agents::openai::OpenAiSettings;
 use a2ad_protocol::{ids, AgentSkill, TaskState};
 use serde::Deserialize;
 use std::time::Duration;
@@ -25,6 +26,7 @@ pub struct AgentConfig {
 pub enum AgentKind {
     Echo(EchoSettings),
     Command(CommandSettings),
+    OpenAi(OpenAiSettings),
 }
 
 impl AgentConfig {
@@ -101,6 +103,47 @@ pub(super) struct AgentEntry {
     echo: Option<EchoEntry>,
     /// Settings of a `command` agent.
     command: Option<CommandEntry>,
+    /// Settings of an `openai` agent.
+    openai: Option<OpenAiEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct OpenAiEntry {
+    base_url: String,
+    model: String,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    system_prompt: Option<String>,
+    #[serde(default)]
+    options: serde_json::Map<String, serde_json::Value>,
+    #[serde(default = "default_timeout", deserialize_with = "super::units::duration")]
+    timeout: Duration,
+}
+
+impl OpenAiEntry {
+    fn into_settings(self, key: impl Fn(&str) -> String) -> Result<OpenAiSettings, (String, String)> {
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err((key("openai.base-url"), "must be an http:// or https:// URL".into()));
+        }
+        if self.model.is_empty() {
+            return Err((key("openai.model"), "must name a model".into()));
+        }
+        for reserved in ["model", "messages", "stream", "stream_options"] {
+            if self.options.contains_key(reserved) {
+                return Err((key("openai.options"), format!("`{reserved}` is set by the node")));
+            }
+        }
+        Ok(OpenAiSettings {
+            base_url: self.base_url,
+            model: self.model,
+            api_key_env: self.api_key_env,
+            system_prompt: self.system_prompt,
+            options: self.options,
+            timeout: self.timeout,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,12 +212,21 @@ enum CommandEndState {
 
 impl CommandEntry {
     fn into_settings(self, key: impl Fn(&str) -> String) -> Result<CommandSettings, (String, String)> {
-        match self.argv.first() {
-            Some(program) if !program.is_empty() => {}
+        let mut argv = self.argv;
+        match argv.first_mut() {
+            Some(program) if !program.is_empty() => {
+                // A relative path (`examples/agents/x.sh`) means the node's working
+                // directory, not the turn's workspace the program is started in.
+                if program.contains('/') && !program.starts_with('/') {
+                    if let Ok(absolute) = std::path::absolute(&*program) {
+                        *program = absolute.to_string_lossy().into_owned();
+                    }
+                }
+            }
             _ => return Err((key("command.argv"), "must name the program to run".into())),
         }
         Ok(CommandSettings {
-            argv: self.argv,
+            argv,
             input: match self.input {
                 CommandInput::Text => InputMode::Text,
                 CommandInput::Json => InputMode::Json,
@@ -236,7 +288,12 @@ impl AgentEntry {
                     self.command.ok_or_else(|| (key("command"), "a command agent needs a command block".into()))?;
                 AgentKind::Command(entry.into_settings(key)?)
             }
-            other => return Err((key("kind"), format!("unknown agent kind `{other}` (known: echo, command)"))),
+            "openai" => {
+                let entry =
+                    self.openai.ok_or_else(|| (key("openai"), "an openai agent needs an openai block".into()))?;
+                AgentKind::OpenAi(entry.into_settings(key)?)
+            }
+            other => return Err((key("kind"), format!("unknown agent kind `{other}` (known: echo, command, openai)"))),
         };
         Ok(AgentConfig {
             name: self.name.unwrap_or_else(|| self.id.clone()),

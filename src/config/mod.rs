@@ -5,11 +5,13 @@
 //! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
 
 mod agents;
+mod content;
 mod limits;
 mod push;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
+pub use content::{ArtifactsConfig, InputPartsConfig};
 pub use limits::{ExtensionConfig, Limits};
 pub use push::{PushConfig, PushQueueKind};
 
@@ -44,6 +46,8 @@ pub const ENV_KEYS: &[&str] = &[
     "metrics-token",
     "log-format",
     "log-level",
+    "allowed-cwds",
+    "thinking-exposure",
 ];
 
 /// Everything a node needs to start.
@@ -88,6 +92,15 @@ pub struct Config {
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
     pub agents: Vec<AgentConfig>,
+    /// Where workspaces and `file://` parts may lie; empty means the defaults (the
+    /// node's working directory and the system temp dir).
+    pub allowed_cwds: Vec<PathBuf>,
+    /// Extra input media types (`input-parts:`).
+    pub input_parts: InputPartsConfig,
+    /// How agent artifacts are kept (`artifacts:`).
+    pub artifacts: ArtifactsConfig,
+    /// Pass agents' thinking text on to clients (`metadata.a2ad.thinking`).
+    pub thinking_exposure: bool,
     /// Push notifications (the `push-*` keys).
     pub push: PushConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
@@ -277,6 +290,11 @@ struct ConfigFile {
     grpc_public_address: Option<String>,
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
+    #[serde(deserialize_with = "content::allowed_cwds")]
+    allowed_cwds: Vec<PathBuf>,
+    input_parts: InputPartsConfig,
+    artifacts: ArtifactsConfig,
+    thinking_exposure: bool,
     auth: crate::auth::AuthConfig,
     #[serde(deserialize_with = "metrics_token")]
     metrics_token: Option<crate::auth::Redacted<String>>,
@@ -314,6 +332,10 @@ impl Default for ConfigFile {
             grpc_public_address: None,
             card: CardConfig::default(),
             agents: None,
+            allowed_cwds: Vec::new(),
+            input_parts: InputPartsConfig::default(),
+            artifacts: ArtifactsConfig::default(),
+            thinking_exposure: false,
             auth: crate::auth::AuthConfig::default(),
             metrics_token: None,
             log_format: LogFormat::Pretty,
@@ -423,6 +445,10 @@ impl ConfigFile {
             grpc_public_address: self.grpc_public_address,
             card: self.card,
             agents,
+            allowed_cwds: self.allowed_cwds,
+            input_parts: self.input_parts,
+            artifacts: self.artifacts,
+            thinking_exposure: self.thinking_exposure,
             push,
             auth: self.auth,
             metrics_token: self.metrics_token,

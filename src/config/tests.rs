@@ -65,3 +65,28 @@ fn environment_overrides_the_file_and_flags_override_both() {
     assert_eq!(c.data_dir, PathBuf::from("/srv/a2ad"));
     assert_eq!(c.idle_timeout, Duration::from_secs(3));
 }
+
+#[test]
+fn agent_content_keys_have_defaults_and_name_the_key_at_fault() {
+    let config = load_text("", &[]).unwrap();
+    assert!(config.allowed_cwds.is_empty());
+    assert_eq!(config.artifacts.inline_max, 4096);
+    assert!(!config.thinking_exposure);
+    let config = load_text(
+        "allowed-cwds: [/srv/work]\nartifacts: {inline-max: 1KiB}\nthinking-exposure: true\n\
+         input-parts: {text-types: [text/csv], media-types: [application/pdf]}\n",
+        &[("allowed-cwds", "/a:/b")],
+    )
+    .unwrap();
+    assert_eq!(config.allowed_cwds, vec![std::path::PathBuf::from("/a"), std::path::PathBuf::from("/b")]);
+    assert_eq!(config.artifacts.inline_max, 1024);
+    assert!(config.thinking_exposure);
+    assert_eq!(config.input_parts.media_types, ["application/pdf"]);
+    let err = load_text("allowed-cwds: [relative/dir]\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("allowed-cwds") && err.contains("not an absolute path"), "{err}");
+    let err = load_text("artifacts: {inline-maxx: 1}\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("artifacts"), "{err}");
+    let yaml = "agents:\n  - id: c\n    kind: openai\n    openai: {base-url: ftp://x, model: m}\n";
+    let err = load_text(yaml, &[]).unwrap_err().to_string();
+    assert!(err.contains("agents[0].openai.base-url"), "{err}");
+}

@@ -9,7 +9,8 @@
 //!
 //! The context's actor then refuses a busy context (`Task is already working.`) or a
 //! terminal task (UnsupportedOperation). The new task is durable before we answer; a
-//! blocking call (`returnImmediately` false) answers when the turn has ended durably.
+//! blocking call (`returnImmediately` false) answers when the turn has ended durably,
+//! with the agent's message alone when the agent made it a Message-only reply.
 
 use super::{check_history_length, present, Core};
 use a2ad_actors::messages::{StartTurn, Subscription};
@@ -26,7 +27,11 @@ impl Core {
         } else {
             // The end of the turn is made durable before `done` resolves, and that flush
             // covers the creation written before it: one flush serves both.
-            ticket.done.await.map_err(|_| A2aError::internal("The turn ended without a result"))??
+            let task = ticket.done.await.map_err(|_| A2aError::internal("The turn ended without a result"))??;
+            if let Some(reply) = a2ad_actors::agent::reply_only_message(&task) {
+                return Ok(SendMessageResponse::Message(reply.clone()));
+            }
+            task
         };
         Ok(SendMessageResponse::Task(present(task, config.history_length)))
     }

@@ -111,6 +111,10 @@ pub struct SessionRecord {
     pub last_task_id: Option<String>,
     /// How many messages were ever appended: the sequence number of the next one.
     pub message_count: u64,
+    /// The working directory the context is bound to (`message.metadata.a2ad.cwd` of its
+    /// first message), as the client sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// The most recent messages, oldest first. Shared with the running turn's agent
     /// without copying; not part of the metadata record.
     #[serde(skip)]
@@ -120,7 +124,14 @@ pub struct SessionRecord {
 impl SessionRecord {
     /// A new, empty session bound to `agent`.
     pub fn new(key: ContextKey, agent: impl Into<String>) -> Self {
-        SessionRecord { key, agent: agent.into(), last_task_id: None, message_count: 0, history: Arc::default() }
+        SessionRecord {
+            key,
+            agent: agent.into(),
+            last_task_id: None,
+            message_count: 0,
+            cwd: None,
+            history: Arc::default(),
+        }
     }
 
     /// Appends messages, keeping at most `limit` in memory.

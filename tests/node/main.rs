@@ -6,21 +6,27 @@
 mod support;
 
 mod actors;
+mod artifacts;
 mod auth;
 mod binary;
 mod bindings;
 mod card;
 mod command;
 mod errors;
+mod examples;
 mod extensions;
 mod grpc;
+mod input_parts;
 mod interop;
 mod interop_js;
+mod jsonl_events;
 mod list;
 mod metrics;
+mod openai;
 mod push;
 mod receiver;
 mod redis;
 mod signing;
 mod streaming;
 mod tasks;
+mod workspace;

@@ -105,6 +105,20 @@ impl ContextActor {
         Ok(self.session.insert(session))
     }
 
+    /// The working directory of the context: the `message.metadata.a2ad.cwd` of its first
+    /// message binds it; a later message may repeat it but not change it.
+    pub(super) fn bind_workspace(&mut self, message: &Message) -> Result<Option<String>, RuntimeError> {
+        let asked = requested_cwd(message)?;
+        let Some(session) = self.session.as_mut() else { return Ok(asked) };
+        if session.message_count == 0 && session.cwd.is_none() {
+            session.cwd = asked.clone();
+        }
+        match asked {
+            Some(asked) if session.cwd.as_deref() != Some(asked.as_str()) => Err(RuntimeError::CwdMismatch),
+            _ => Ok(session.cwd.clone()),
+        }
+    }
+
     /// Folds the turn's messages into the session and stores them, with `task_id` as the
     /// context's latest task.
     pub(super) fn save_session(&mut self, task_id: &str) -> Result<(), RuntimeError> {
@@ -150,6 +164,16 @@ impl ContextActor {
                 let _ = waiter.send(result.clone());
             }
         });
+    }
+}
+
+/// `message.metadata.a2ad.cwd`, if the client named a working directory.
+fn requested_cwd(message: &Message) -> Result<Option<String>, RuntimeError> {
+    let a2ad = message.metadata.as_ref().and_then(|m| m.get("a2ad"));
+    match a2ad.and_then(|a| a.get("cwd")) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(cwd)) => Ok(Some(cwd.clone())),
+        Some(_) => Err(RuntimeError::BadCwd),
     }
 }
 

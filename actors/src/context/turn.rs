@@ -54,6 +54,8 @@ impl ContextActor {
         let permit = self.rt.turn_limits.acquire(&msg.owner.tenant)?;
         let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
         let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
+        agent.check_input(&msg.message)?;
+        let cwd = self.bind_workspace(&msg.message)?;
         let (record, message) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
@@ -67,6 +69,7 @@ impl ContextActor {
             skill,
             message,
             history,
+            cwd,
             cancel: cancel.clone(),
         };
         let join = spawn_agent(agent.as_ref(), input, turn_id, ctx);
@@ -169,15 +172,17 @@ impl ContextActor {
     /// Applies an agent event to the running task, in memory, and emits it.
     fn apply_event(&mut self, event: AgentEvent) {
         let message = match &event {
-            AgentEvent::Text(text) => Some(self.agent_message(text)),
-            AgentEvent::Artifact { .. } => None,
+            AgentEvent::Text(text) | AgentEvent::Delta(text) => Some(self.agent_message(text)),
+            AgentEvent::Artifact { .. } | AgentEvent::Progress(_) => None,
         };
         let Some(turn) = self.turn.as_mut() else { return };
         match event {
-            AgentEvent::Text(_) => {
+            AgentEvent::Text(_) | AgentEvent::Delta(_) => {
                 let message = message.expect("built above");
-                self.pending.push(message.clone());
-                turn.record.task.history.push(message.clone());
+                if matches!(event, AgentEvent::Text(_)) {
+                    self.pending.push(message.clone());
+                    turn.record.task.history.push(message.clone());
+                }
                 turn.record.task.status = TaskStatus::now(TaskState::Working, Some(message));
                 turn.emit(status_event(&turn.record));
             }
@@ -190,6 +195,20 @@ impl ContextActor {
                     append,
                     last_chunk,
                     metadata: None,
+                }));
+            }
+            AgentEvent::Progress(details) => {
+                // The status as it is, without repeating its message: the update is news
+                // about the work, not a new word from the agent.
+                let mut status = turn.record.task.status.clone();
+                status.message = None;
+                let mut metadata = a2ad_protocol::Metadata::new();
+                metadata.insert("a2ad".into(), serde_json::Value::Object(details));
+                turn.emit(StreamResponse::StatusUpdate(a2ad_protocol::TaskStatusUpdateEvent {
+                    task_id: turn.record.task.id.clone(),
+                    context_id: turn.record.task.context_id.clone(),
+                    status,
+                    metadata: Some(metadata),
                 }));
             }
         }
@@ -224,14 +243,17 @@ impl ContextActor {
     fn finish_turn(&mut self, result: Result<TurnEnd, AgentError>, ctx: &mut Context<Self>) {
         let end = match result {
             Ok(end) if end.state.ends_turn() => end,
-            Ok(end) => TurnEnd {
-                state: TaskState::Failed,
-                message: Some(self.agent_message(&format!("The agent ended its turn in state {}", end.state))),
-            },
-            Err(e) => {
-                TurnEnd { state: TaskState::Failed, message: Some(self.agent_message(&format!("Agent failed: {e}"))) }
-            }
+            Ok(end) => TurnEnd::new(
+                TaskState::Failed,
+                Some(self.agent_message(&format!("The agent ended its turn in state {}", end.state))),
+            ),
+            Err(e) => TurnEnd::new(TaskState::Failed, Some(self.agent_message(&format!("Agent failed: {e}")))),
         };
+        if end.reply_only {
+            if let Some(turn) = self.turn.as_mut() {
+                crate::agent::mark_reply_only(&mut turn.record.task);
+            }
+        }
         if let Err(e) = self.end_turn(end.state, end.message, ctx) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
         }

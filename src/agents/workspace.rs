@@ -1,0 +1,115 @@
+//! Workspaces: the directory a command agent runs in, and the directories whose files a
+//! message may name.
+//!
+//! A client names a working directory in `message.metadata.a2ad.cwd`. It must be an
+//! absolute path to an existing directory, and once canonicalised (symlinks followed, `..`
+//! resolved) it must lie inside one of the allowed roots, so a symlink cannot lead out.
+//! The default roots are the node's working directory and the system temp dir;
+//! `allowed-cwds` (or `A2AD_ALLOWED_CWDS`, `:`-separated) replaces them.
+//!
+//! Errors quote only what the client sent, never the canonical path or the roots.
+
+use std::path::{Path, PathBuf};
+
+/// Why a working directory or a file was refused. The text reaches the client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("the working directory `{0}` is not an absolute path")]
+    NotAbsolute(String),
+    #[error("the working directory `{0}` does not exist or is not a directory")]
+    NotADirectory(String),
+    #[error("the working directory `{0}` is outside the allowed roots")]
+    OutsideRoots(String),
+    #[error("the file `{0}` does not exist or cannot be read")]
+    FileMissing(String),
+    #[error("the file `{0}` is outside the working directory and the allowed roots")]
+    FileOutside(String),
+}
+
+/// The directories a workspace (and a `file://` part) may lie in, canonicalised.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AllowedRoots {
+    roots: Vec<PathBuf>,
+}
+
+impl AllowedRoots {
+    /// The configured roots, or the defaults (the node's working directory and the system
+    /// temp dir) when none are configured. Roots that do not exist are left out: nothing
+    /// can lie inside them.
+    pub fn new(configured: &[PathBuf]) -> Self {
+        let defaults;
+        let wanted = if configured.is_empty() {
+            defaults = [std::env::current_dir().ok(), Some(std::env::temp_dir())];
+            defaults.iter().flatten().cloned().collect::<Vec<_>>()
+        } else {
+            configured.to_vec()
+        };
+        AllowedRoots { roots: wanted.iter().filter_map(|root| root.canonicalize().ok()).collect() }
+    }
+
+    /// Whether the canonical path `path` lies in (or is) one of the roots.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.roots.iter().any(|root| path.starts_with(root))
+    }
+
+    /// The canonical working directory for `requested`, checked.
+    pub fn resolve_cwd(&self, requested: &str) -> Result<PathBuf, WorkspaceError> {
+        let path = Path::new(requested);
+        if !path.is_absolute() {
+            return Err(WorkspaceError::NotAbsolute(requested.to_owned()));
+        }
+        let canonical = path.canonicalize().map_err(|_| WorkspaceError::NotADirectory(requested.to_owned()))?;
+        if !canonical.is_dir() {
+            return Err(WorkspaceError::NotADirectory(requested.to_owned()));
+        }
+        if !self.contains(&canonical) {
+            return Err(WorkspaceError::OutsideRoots(requested.to_owned()));
+        }
+        Ok(canonical)
+    }
+
+    /// The canonical path of a file a message names (`shown` is how the client named it):
+    /// it must exist and lie inside the roots and, when the context has one, inside its
+    /// working directory.
+    pub fn resolve_file(&self, path: &Path, cwd: Option<&Path>, shown: &str) -> Result<PathBuf, WorkspaceError> {
+        let canonical = path.canonicalize().map_err(|_| WorkspaceError::FileMissing(shown.to_owned()))?;
+        if !canonical.is_file() {
+            return Err(WorkspaceError::FileMissing(shown.to_owned()));
+        }
+        let in_cwd = match cwd {
+            Some(cwd) => canonical.starts_with(cwd),
+            None => true,
+        };
+        if !in_cwd || !self.contains(&canonical) {
+            return Err(WorkspaceError::FileOutside(shown.to_owned()));
+        }
+        Ok(canonical)
+    }
+}
+
+/// `allowed-cwds` as the environment gives it: a `:`-separated path list.
+pub fn split_path_list(list: &str) -> Vec<PathBuf> {
+    std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_out_of_a_root_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let inside = root.path().join("work");
+        std::fs::create_dir(&inside).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("escape")).unwrap();
+        let roots = AllowedRoots::new(&[root.path().to_owned()]);
+        assert!(roots.resolve_cwd(inside.to_str().unwrap()).is_ok());
+        let escape = root.path().join("escape");
+        assert!(matches!(roots.resolve_cwd(escape.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
+        let dotdot = format!("{}/work/../..", root.path().display());
+        assert!(matches!(roots.resolve_cwd(&dotdot), Err(WorkspaceError::OutsideRoots(_))));
+        assert!(matches!(roots.resolve_cwd("work"), Err(WorkspaceError::NotAbsolute(_))));
+        assert_eq!(split_path_list("/a::/b"), vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+}

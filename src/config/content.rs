@@ -1,0 +1,51 @@
+//! Keys about what agents take in and give out: `allowed-cwds`, `input-parts`,
+//! `artifacts` and `thinking-exposure`.
+
+use serde::{Deserialize, Deserializer};
+use std::path::PathBuf;
+
+/// `artifacts:`: where and how agent artifacts are kept.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct ArtifactsConfig {
+    /// Text artifacts up to this size stay inline in the event; larger ones (and every
+    /// file artifact above it) are stored under `<data-dir>/artifacts/<task-id>/` and sent
+    /// as a `file://` URL.
+    #[serde(deserialize_with = "super::units::byte_size")]
+    pub inline_max: usize,
+}
+
+impl Default for ArtifactsConfig {
+    fn default() -> Self {
+        ArtifactsConfig { inline_max: 4 * 1024 }
+    }
+}
+
+/// `input-parts:`: media types beyond the built-in ones.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct InputPartsConfig {
+    /// More text-like types that go into the prompt as text (`text/csv`, ...).
+    pub text_types: Vec<String>,
+    /// More media types that become a manifest line (`application/pdf`, ...).
+    pub media_types: Vec<String>,
+}
+
+/// `allowed-cwds`: a list of paths, or one `:`-separated string (as `A2AD_ALLOWED_CWDS`
+/// gives it). Each must be absolute.
+pub(super) fn allowed_cwds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<PathBuf>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<PathBuf>),
+        Joined(String),
+    }
+    let paths = match Form::deserialize(deserializer)? {
+        Form::List(paths) => paths,
+        Form::Joined(joined) => crate::agents::workspace::split_path_list(&joined),
+    };
+    if let Some(relative) = paths.iter().find(|p| !p.is_absolute()) {
+        return Err(serde::de::Error::custom(format!("`{}` is not an absolute path", relative.display())));
+    }
+    Ok(paths)
+}

@@ -113,6 +113,8 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
     (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
     card.capabilities.extended_agent_card = Some(config.extended_card);
     card.capabilities.extensions = config.extensions.iter().map(announced_extension).collect();
+    // 0.3 clients discover the node by these (JSON-RPC at `/`, the `/v1/` routes at the base).
+    card.v03 = a2ad_protocol::dialect::v03::card_fields(&card, &format!("{public_url}/"), &public_url);
     if config.extended_card {
         let mut extended = crate::extended_card::extended_card(&card, config);
         crate::card::sign_with_config(&mut extended, &config.card)

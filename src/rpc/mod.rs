@@ -8,6 +8,7 @@
 //! way (SSE events, WebSocket frames, lines). No transport decides anything else.
 
 pub mod stream;
+pub mod v03;
 
 use crate::core::{Call, Core, Reply};
 use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
@@ -70,6 +71,9 @@ pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) 
         Ok(rpc) => rpc,
         Err((id, e)) => return RpcAnswer::error(&id, None, e),
     };
+    if v03::is_method(&rpc.method) {
+        return v03::handle(core, owner, rpc, meta).await;
+    }
     let id = rpc.response_id();
     let method = Some(rpc.method.clone());
     if let Err(e) = crate::core::version::check(meta.version.as_deref()) {

@@ -7,9 +7,11 @@
 //! `event:` = `event`); message transports (WebSocket, stdio, Redis) send `data` alone.
 
 use a2ad_actors::messages::Subscription;
+use a2ad_protocol::dialect::{v03, v03_rest};
 use a2ad_protocol::jsonrpc::error_body;
-use a2ad_protocol::A2aError;
+use a2ad_protocol::{A2aError, StreamResponse};
 use futures_util::stream::{BoxStream, StreamExt};
+use serde_json::json;
 use serde_json::Value;
 
 /// How one binding frames an event.
@@ -19,6 +21,11 @@ pub enum Envelope {
     JsonRpc(Value),
     /// The bare `StreamResponse` (HTTP+JSON); errors as `{"error": google.rpc.Status}`.
     Bare,
+    /// A2A 0.3 JSON-RPC: `{"jsonrpc":"2.0","id":<id>,"result":<0.3 event>}`, the event
+    /// unwrapped with its `kind`; errors with 0.3 codes.
+    JsonRpcV03(Value),
+    /// A2A 0.3 HTTP+JSON (`/v1/`): the 0.3 ProtoJSON `StreamResponse`.
+    RestV03,
 }
 
 impl Envelope {
@@ -26,15 +33,29 @@ impl Envelope {
         match self {
             Envelope::JsonRpc(id) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{event_json}}}"#),
             Envelope::Bare => event_json.to_owned(),
+            Envelope::JsonRpcV03(id) => {
+                let result = v03_event(event_json).map(|e| v03::stream_event_to_v03(&e));
+                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+            }
+            Envelope::RestV03 => {
+                let event = v03_event(event_json).map(|e| v03::stream_event_to_v03(&e));
+                v03_rest::stream_event(event.unwrap_or(Value::Null)).to_string()
+            }
         }
     }
 
     fn error(&self, error: &A2aError) -> String {
         match self {
             Envelope::JsonRpc(id) => String::from_utf8(error_body(id, error)).unwrap_or_default(),
-            Envelope::Bare => error.to_rest_body().to_string(),
+            Envelope::Bare | Envelope::RestV03 => error.to_rest_body().to_string(),
+            Envelope::JsonRpcV03(id) => v03::error_response(id, error).to_string(),
         }
     }
+}
+
+/// A stored 1.0 event, decoded for conversion (events are always valid: we wrote them).
+fn v03_event(event_json: &str) -> Option<StreamResponse> {
+    serde_json::from_str(event_json).ok()
 }
 
 /// One message of a streaming answer.

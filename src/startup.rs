@@ -201,6 +201,7 @@ impl Application {
             extensions: config.extensions.clone(),
             extended_card: std::sync::OnceLock::new(),
             metrics,
+            dialect_01: config.dialect_01.clone(),
         });
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application {

@@ -6,6 +6,7 @@ mod card;
 mod jsonrpc;
 pub mod observe;
 mod rest;
+mod rest_v01;
 mod rest_v03;
 mod sse;
 
@@ -39,6 +40,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
         .route("/metrics", web::get().to(observe::metrics));
     // Before the 1.0 routes: with an empty prefix, `/v1/tasks/…` would match `/{tenant}/…`.
     rest_v03::routes(cfg);
+    rest_v01::routes(cfg);
     rest::routes(cfg, rest_prefix);
 }
 

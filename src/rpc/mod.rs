@@ -8,6 +8,7 @@
 //! way (SSE events, WebSocket frames, lines). No transport decides anything else.
 
 pub mod stream;
+pub mod v01;
 pub mod v03;
 
 use crate::core::{Call, Core, Reply};
@@ -71,6 +72,9 @@ pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) 
         Ok(rpc) => rpc,
         Err((id, e)) => return RpcAnswer::error(&id, None, e),
     };
+    if v01::owns(core, owner, &rpc.method, &rpc.params, meta.version.as_deref()) {
+        return v01::handle(core, owner, rpc, meta).await;
+    }
     if v03::is_method(&rpc.method) {
         return v03::handle(core, owner, rpc, meta).await;
     }

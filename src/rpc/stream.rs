@@ -26,6 +26,10 @@ pub enum Envelope {
     JsonRpcV03(Value),
     /// A2A 0.3 HTTP+JSON (`/v1/`): the 0.3 ProtoJSON `StreamResponse`.
     RestV03,
+    /// The 0.1 `tasks/sendSubscribe`: `event: task` with the whole task in a JSON-RPC
+    /// response, `event: error`, `event: heartbeat` when `window` ends (see
+    /// [`super::v01`]); `owner` fills the task's metadata.
+    V01 { id: Value, window: std::time::Duration, owner: serde_json::Map<String, Value> },
 }
 
 impl Envelope {
@@ -41,6 +45,8 @@ impl Envelope {
                 let event = v03_event(event_json).map(|e| v03::stream_event_to_v03(&e));
                 v03_rest::stream_event(event.unwrap_or(Value::Null)).to_string()
             }
+            // Framed by `super::v01::frames`, which follows the task.
+            Envelope::V01 { .. } => event_json.to_owned(),
         }
     }
 
@@ -49,6 +55,7 @@ impl Envelope {
             Envelope::JsonRpc(id) => String::from_utf8(error_body(id, error)).unwrap_or_default(),
             Envelope::Bare | Envelope::RestV03 => error.to_rest_body().to_string(),
             Envelope::JsonRpcV03(id) => v03::error_response(id, error).to_string(),
+            Envelope::V01 { id, .. } => super::v01::error_frame(id, error).data,
         }
     }
 }
@@ -69,23 +76,35 @@ pub struct Frame {
     pub data: String,
 }
 
-/// A subscription and how to frame it.
+/// A subscription (or an error to send as a stream) and how to frame it.
 pub struct RpcStream {
-    subscription: Subscription,
+    source: Result<Subscription, A2aError>,
     envelope: Envelope,
 }
 
 impl RpcStream {
     pub fn new(subscription: Subscription, envelope: Envelope) -> RpcStream {
-        RpcStream { subscription, envelope }
+        RpcStream { source: Ok(subscription), envelope }
+    }
+
+    /// A stream of one error frame, for dialects that report a refused subscription
+    /// inside the stream (0.1).
+    pub fn failed(error: A2aError, envelope: Envelope) -> RpcStream {
+        RpcStream { source: Err(error), envelope }
     }
 
     /// The frames, ending when the task reaches a final state, the subscriber falls
     /// behind (an error frame), or the node stops.
     pub fn frames(self) -> BoxStream<'static, Frame> {
         let envelope = self.envelope;
-        self.subscription
-            .into_items()
+        let items = match self.source {
+            Ok(subscription) => subscription.into_items(),
+            Err(error) => futures_util::stream::once(async move { Err(error) }).boxed(),
+        };
+        if let Envelope::V01 { id, window, owner } = envelope {
+            return super::v01::frames(items, id, window, owner);
+        }
+        items
             .map(move |item| match item {
                 Ok(event) => Frame { seq: Some(event.seq), event: None, data: envelope.data(&event.json) },
                 Err(error) => Frame { seq: None, event: Some("error"), data: envelope.error(&error) },

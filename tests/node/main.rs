@@ -11,6 +11,7 @@ mod binary;
 mod bindings;
 mod card;
 mod command;
+mod dialect_v01;
 mod dialect_v03;
 mod errors;
 mod extensions;

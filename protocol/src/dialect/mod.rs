@@ -10,7 +10,7 @@
 //! Requests are converted into 1.0 request types (so every check of the core applies
 //! unchanged); results and stream events are converted from the 1.0 types.
 
-// pub mod v01;
+pub mod v01;
 pub mod v03;
 pub mod v03_rest;
 

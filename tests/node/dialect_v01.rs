@@ -259,3 +259,23 @@ async fn the_transactions_routes() {
     assert_eq!(bad.status(), 400);
     assert_eq!(bad.json::<Value>().await.unwrap()["error"]["code"], -32602);
 }
+
+#[actix_web::test]
+async fn older_methods_are_counted_under_their_own_names() {
+    let app = spawn_app(|_| {}).await;
+    app.ok("tasks/send", json!({"capability_id": "echo", "message": text_message("m")})).await;
+    let message =
+        json!({"kind": "message", "messageId": "m-metrics", "role": "user", "parts": [{"kind": "text", "text": "x"}]});
+    app.ok("message/send", json!({"message": message})).await;
+    app.err("tasks/get", json!({"id": "nope"})).await;
+    app.client.get(format!("{}/api/v1/transactions/nope", app.url)).send().await.unwrap();
+    let text = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+    for series in [
+        r#"a2ad_requests_total{method="tasks/send",binding="jsonrpc",status="ok"} 1"#,
+        r#"a2ad_requests_total{method="message/send",binding="jsonrpc",status="ok"} 1"#,
+        r#"a2ad_requests_total{method="tasks/get",binding="jsonrpc",status="TASK_NOT_FOUND"} 1"#,
+        r#"a2ad_requests_total{method="tasks/get",binding="rest",status="TASK_NOT_FOUND"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == series), "no {series}:\n{text}");
+    }
+}

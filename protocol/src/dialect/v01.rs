@@ -7,6 +7,8 @@
 //! result reports). Messages have parts with a `type` discriminator (`text`, `file`,
 //! `data`) and need no `messageId` (one is minted). Without a `message`, the agent gets
 //! one data part holding the other params (minus the ones above), e.g. `{"input": …}`.
+//! A `pushNotification` (`{url, token?, authentication?: {schemes, credentials?}}`) is
+//! registered for the new task, as 0.3's `configuration.pushNotificationConfig` is.
 //!
 //! Results are flat: `tasks/send` answers `{id, status, created_at}`; `tasks/get` and
 //! `tasks/cancel` answer `{id, status, metadata: {context_id, tenant, principal},
@@ -71,7 +73,10 @@ pub fn send_request(params: Value) -> Result<SendParams, A2aError> {
         None | Some(Value::Null) => None,
         Some(m) => Some(object(m, "metadata")?),
     };
-    params.remove("pushNotification");
+    let push = match params.remove("pushNotification") {
+        None | Some(Value::Null) => None,
+        Some(p) => Some(super::v03::push_config_from_v03(p, None, "pushNotification")?),
+    };
     let mut message = match params.remove("message") {
         None | Some(Value::Null) => input_message(params),
         Some(m) => message_from_v01(m)?,
@@ -87,6 +92,7 @@ pub fn send_request(params: Value) -> Result<SendParams, A2aError> {
         None => SendMessageConfiguration::default(),
     };
     configuration.return_immediately = true;
+    configuration.task_push_notification_config = push;
     Ok(SendParams {
         request: SendMessageRequest { tenant: None, message, configuration: Some(configuration), metadata },
         task_id,

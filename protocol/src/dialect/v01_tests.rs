@@ -22,6 +22,14 @@ fn session_form_maps_session_to_context_and_keeps_the_id() {
     assert!(!p.request.message.message_id.is_empty());
     assert_eq!(serde_json::to_value(&p.request.message.parts).unwrap(), json!([{"text": "hi"}, {"data": {"a": 1}}]));
     assert_eq!(p.request.configuration.unwrap().history_length, Some(2));
+    let p = send_request(
+        json!({"capability_id": "echo", "pushNotification": {"url": "http://127.0.0.1:9/h", "token": "t"}}),
+    )
+    .unwrap();
+    let push = p.request.configuration.unwrap().task_push_notification_config.unwrap();
+    assert_eq!((push.url.as_str(), push.token.as_deref()), ("http://127.0.0.1:9/h", Some("t")));
+    let e = send_request(json!({"capability_id": "echo", "pushNotification": {"token": "t"}})).unwrap_err();
+    assert!(e.message.contains("pushNotification"), "{}", e.message);
 }
 
 #[test]

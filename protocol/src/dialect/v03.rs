@@ -278,10 +278,17 @@ pub fn push_config_ref(params: Value) -> Result<TaskPushNotificationConfigRef, A
 
 /// Names the enclosing object in an InvalidParams message from a nested parse.
 fn prefixed(mut error: A2aError, path: &str) -> A2aError {
-    if let Some(field) = error.metadata.get("field").cloned() {
-        let full = format!("{path}.{field}");
-        error.message = error.message.replacen(&format!("`{field}`"), &format!("`{full}`"), 1);
-        error.metadata.insert("field".into(), full);
+    match error.metadata.get("field").cloned() {
+        Some(field) => {
+            let full = format!("{path}.{field}");
+            error.message = error.message.replacen(&format!("`{field}`"), &format!("`{full}`"), 1);
+            error.metadata.insert("field".into(), full);
+        }
+        None => {
+            let problem = error.message.trim_start_matches("Invalid params: ").to_owned();
+            error.message = format!("Invalid params: `{path}`: {problem}");
+            error.metadata.insert("field".into(), path.to_owned());
+        }
     }
     error
 }

@@ -4,13 +4,16 @@
 # that file changed since the last successful install (its sha256 is kept in the venv).
 # Prints the venv's python path as the last line of stdout.
 #
+# Usage: scripts/interop-venv.sh [VENV_DIR REQUIREMENTS] (another SDK's venv, e.g. the
+# 0.3 one: target/interop-venv-03 tests/interop/v03/requirements.txt).
+#
 # On a fresh Debian machine without the venv module (python3-venv / ensurepip), it
 # installs python3-venv with apt-get when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=target/interop-venv
-req=tests/interop/requirements.txt
+venv=${1:-target/interop-venv}
+req=${2:-tests/interop/requirements.txt}
 stamp=$venv/.requirements.sha256
 py=$venv/bin/python
 

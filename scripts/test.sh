@@ -12,6 +12,9 @@ command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&
 # The a2a-sdk venv (created or updated only when tests/interop/requirements.txt changes).
 A2AD_INTEROP_PYTHON=$(scripts/interop-venv.sh | tail -n 1)
 export A2AD_INTEROP_PYTHON A2AD_REQUIRE_INTEROP=1
+# The a2a-sdk 0.3.x venv, for the 0.3 dialect check (tests/interop/v03).
+A2AD_INTEROP_PYTHON_03=$(scripts/interop-venv.sh target/interop-venv-03 tests/interop/v03/requirements.txt | tail -n 1)
+export A2AD_INTEROP_PYTHON_03
 # The @a2a-js/sdk check (npm ci only when tests/interop/js/package-lock.json changes).
 A2AD_INTEROP_JS=$(scripts/interop-js.sh | tail -n 1)
 export A2AD_INTEROP_JS

@@ -112,6 +112,7 @@ pub fn build_card(config: &Config, public_url: &str, grpc_address: Option<&str>)
         skills: config.agents.iter().map(|a| a.skill()).collect(),
         signatures: Vec::new(),
         icon_url: config.card.icon_url.clone(),
+        v03: Default::default(),
     }
 }
 

@@ -113,6 +113,8 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
     (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
     card.capabilities.extended_agent_card = Some(config.extended_card);
     card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
+    // 0.3 clients discover the node by these (JSON-RPC at `/`, the `/v1/` routes at the base).
+    card.v03 = a2ad_protocol::dialect::v03::card_fields(&card, &format!("{public_url}/"), &public_url);
     if config.extended_card {
         let mut extended = crate::extended_card::extended_card(&card, config);
         crate::card::sign_with_config(&mut extended, &config.card)
@@ -199,6 +201,7 @@ impl Application {
             extensions: crate::card::node_extensions(&config),
             extended_card: std::sync::OnceLock::new(),
             metrics,
+            dialect_01: config.dialect_01.clone(),
         });
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application {

@@ -11,6 +11,7 @@
 //! * [`jsonrpc`] is the JSON-RPC 2.0 envelope.
 //! * [`ids`] validates client-supplied ids and mints server ids.
 
+pub mod dialect;
 pub mod error;
 pub mod ids;
 pub mod jcs;

@@ -36,6 +36,7 @@ fn card() -> AgentCard {
         }],
         signatures: Vec::new(),
         icon_url: None,
+        v03: Default::default(),
     }
 }
 

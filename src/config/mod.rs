@@ -6,12 +6,14 @@
 
 mod agents;
 mod content;
+mod dialects;
 mod limits;
 mod push;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
 pub use content::{ArtifactsConfig, InputPartsConfig};
+pub use dialects::Dialect01Config;
 pub use limits::{ExtensionConfig, Limits};
 pub use push::{PushConfig, PushQueueKind};
 
@@ -107,6 +109,8 @@ pub struct Config {
     pub auth: crate::auth::AuthConfig,
     /// The bearer token `GET /metrics` asks for; `None` leaves it open.
     pub metrics_token: Option<crate::auth::Redacted<String>>,
+    /// The 0.1 dialect (the `dialect-01:` block).
+    pub dialect_01: Dialect01Config,
     /// How logs are written.
     pub log_format: LogFormat,
     /// The log filter (`info`, `a2ad=debug,warn`, ...) when `RUST_LOG` is not set.
@@ -298,6 +302,8 @@ struct ConfigFile {
     auth: crate::auth::AuthConfig,
     #[serde(deserialize_with = "metrics_token")]
     metrics_token: Option<crate::auth::Redacted<String>>,
+    #[serde(rename = "dialect-01")]
+    dialect_01: Dialect01Config,
     log_format: LogFormat,
     log_level: String,
 }
@@ -338,6 +344,7 @@ impl Default for ConfigFile {
             thinking_exposure: false,
             auth: crate::auth::AuthConfig::default(),
             metrics_token: None,
+            dialect_01: Dialect01Config::default(),
             log_format: LogFormat::Pretty,
             log_level: "info".into(),
         }
@@ -452,6 +459,7 @@ impl ConfigFile {
             push,
             auth: self.auth,
             metrics_token: self.metrics_token,
+            dialect_01: self.dialect_01,
             log_format: self.log_format,
             log_level: self.log_level,
         })
@@ -466,6 +474,9 @@ impl ConfigFile {
             if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
                 return Err(ConfigError::invalid("public-url", "must be an http:// or https:// URL"));
             }
+        }
+        if self.dialect_01.heartbeat_window.is_zero() {
+            return Err(ConfigError::invalid("dialect-01.heartbeat-window", "must be more than zero"));
         }
         if self.idle_timeout.is_zero() {
             return Err(ConfigError::invalid("idle-timeout", "must be more than zero"));

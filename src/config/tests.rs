@@ -90,3 +90,14 @@ fn agent_content_keys_have_defaults_and_name_the_key_at_fault() {
     let err = load_text(yaml, &[]).unwrap_err().to_string();
     assert!(err.contains("agents[0].openai.base-url"), "{err}");
 }
+
+#[test]
+fn the_0_1_heartbeat_window_is_read_and_checked() {
+    assert_eq!(Config::default_node().dialect_01.heartbeat_window, Duration::from_secs(60));
+    let c = load_text("dialect-01:\n  heartbeat-window: 250ms\n", &[]).unwrap();
+    assert_eq!(c.dialect_01.heartbeat_window, Duration::from_millis(250));
+    let e = load_text("dialect-01:\n  heartbeat-window: 0s\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("dialect-01.heartbeat-window"), "{e}");
+    let e = load_text("dialect-01:\n  heartbeat-windw: 1s\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("heartbeat-windw"), "{e}");
+}

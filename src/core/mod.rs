@@ -43,6 +43,8 @@ pub struct Core {
     pub extended_card: std::sync::OnceLock<a2ad_protocol::AgentCard>,
     /// The node's metrics (`GET /metrics`).
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// How the 0.1 dialect behaves (`dialect-01:`).
+    pub dialect_01: crate::config::Dialect01Config,
 }
 
 impl Core {
@@ -80,7 +82,7 @@ impl Core {
     }
 
     /// The caller's task, or TaskNotFound: another owner's task is never revealed.
-    fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
+    pub(crate) fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
         self.rt
             .store
             .get_task(task_id)?

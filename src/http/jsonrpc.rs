@@ -19,7 +19,7 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
     observe::served(&req, Binding::JsonRpc, "unknown");
     let owner = match caller(&req, &state.core) {
         Ok(owner) => owner,
-        Err(unauthorized) => return *unauthorized,
+        Err(unauthorized) => return unauthenticated(&req, payload, &state, *unauthorized).await,
     };
     let bytes = match body::read_limited(&req, payload, state.body_limit).await {
         Ok(bytes) => bytes,
@@ -35,6 +35,29 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
     };
     let answer = rpc::handle(&state.core, &owner, decoded, &request_meta(&req)).await;
     respond(&req, &state, answer)
+}
+
+/// The answer to a request without a valid credential: 401 with `WWW-Authenticate`; a
+/// 0.1 request gets its JSON-RPC error (-32000) as the body, other callers the plain one.
+async fn unauthenticated(
+    req: &HttpRequest,
+    payload: web::Payload,
+    state: &AppState,
+    plain: HttpResponse,
+) -> HttpResponse {
+    let Ok(bytes) = body::read_limited(req, payload, state.body_limit).await else { return plain };
+    let Ok(decoded) = serde_json::from_slice::<Value>(&bytes) else { return plain };
+    let method = decoded.get("method").and_then(Value::as_str).unwrap_or_default();
+    if !rpc::v01::says_v01(method, super::requested_version(req).as_deref()) {
+        return plain;
+    }
+    let id = decoded.get("id").cloned().unwrap_or(Value::Null);
+    let body = a2ad_protocol::dialect::v01::authentication_error(&id).to_string();
+    let mut response = HttpResponse::Unauthorized().content_type("application/json").body(body);
+    if let Some(challenge) = plain.headers().get(actix_web::http::header::WWW_AUTHENTICATE) {
+        response.headers_mut().insert(actix_web::http::header::WWW_AUTHENTICATE, challenge.clone());
+    }
+    response
 }
 
 /// What the HTTP headers carry for the JSON-RPC layer.

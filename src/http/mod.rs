@@ -6,6 +6,8 @@ mod card;
 mod jsonrpc;
 pub mod observe;
 mod rest;
+mod rest_v01;
+mod rest_v03;
 mod sse;
 
 use crate::card::CardDocument;
@@ -36,6 +38,9 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
         .route("/health", web::get().to(health))
         .route("/metrics", web::get().to(observe::metrics));
+    // Before the 1.0 routes: with an empty prefix, `/v1/tasks/…` would match `/{tenant}/…`.
+    rest_v03::routes(cfg);
+    rest_v01::routes(cfg);
     rest::routes(cfg, rest_prefix);
 }
 

@@ -6,8 +6,14 @@
 //! ([`RpcMeta`]: the version and extension headers, a `Last-Event-ID`). The answer is one
 //! JSON-RPC response object, or a stream of [`Frame`]s that the transport writes its own
 //! way (SSE events, WebSocket frames, lines). No transport decides anything else.
+//!
+//! The method name picks the dialect, so every transport serves all of them: the 0.1
+//! names (and `tasks/get` / `tasks/cancel` for 0.1 callers) go to [`v01`], the other
+//! slash-named 0.3 methods to [`v03`], and the 1.0 names through [`Call::from_method`].
 
 pub mod stream;
+pub mod v01;
+pub mod v03;
 
 use crate::core::{Call, Core, Reply};
 use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
@@ -63,6 +69,7 @@ pub async fn handle_bytes(core: &Core, owner: &Owner, bytes: &[u8], meta: &RpcMe
 }
 
 /// Answers one decoded JSON-RPC request. Checks, in order: the envelope (-32600), the
+/// dialect (0.1 and 0.3 requests are answered by [`v01`] and [`v03`]), then for 1.0 the
 /// `A2A-Version` (-32009), the extensions (-32008), the method (-32601) and its params
 /// (-32602, naming the field).
 pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) -> RpcAnswer {
@@ -70,6 +77,12 @@ pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) 
         Ok(rpc) => rpc,
         Err((id, e)) => return RpcAnswer::error(&id, None, e),
     };
+    if v01::owns(core, owner, &rpc.method, &rpc.params, meta.version.as_deref()) {
+        return v01::handle(core, owner, rpc, meta).await;
+    }
+    if v03::is_method(&rpc.method) {
+        return v03::handle(core, owner, rpc, meta).await;
+    }
     let id = rpc.response_id();
     let method = Some(rpc.method.clone());
     if let Err(e) = crate::core::version::check(meta.version.as_deref()) {

@@ -7,9 +7,11 @@
 //! `event:` = `event`); message transports (WebSocket, stdio, Redis) send `data` alone.
 
 use a2ad_actors::messages::Subscription;
+use a2ad_protocol::dialect::{v03, v03_rest};
 use a2ad_protocol::jsonrpc::error_body;
-use a2ad_protocol::A2aError;
+use a2ad_protocol::{A2aError, StreamResponse};
 use futures_util::stream::{BoxStream, StreamExt};
+use serde_json::json;
 use serde_json::Value;
 
 /// How one binding frames an event.
@@ -19,6 +21,15 @@ pub enum Envelope {
     JsonRpc(Value),
     /// The bare `StreamResponse` (HTTP+JSON); errors as `{"error": google.rpc.Status}`.
     Bare,
+    /// A2A 0.3 JSON-RPC: `{"jsonrpc":"2.0","id":<id>,"result":<0.3 event>}`, the event
+    /// unwrapped with its `kind`; errors with 0.3 codes.
+    JsonRpcV03(Value),
+    /// A2A 0.3 HTTP+JSON (`/v1/`): the 0.3 ProtoJSON `StreamResponse`.
+    RestV03,
+    /// The 0.1 `tasks/sendSubscribe`: `event: task` with the whole task in a JSON-RPC
+    /// response, `event: error`, `event: heartbeat` when `window` ends (see
+    /// [`super::v01`]); `owner` fills the task's metadata.
+    V01 { id: Value, window: std::time::Duration, owner: serde_json::Map<String, Value> },
 }
 
 impl Envelope {
@@ -26,15 +37,32 @@ impl Envelope {
         match self {
             Envelope::JsonRpc(id) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{event_json}}}"#),
             Envelope::Bare => event_json.to_owned(),
+            Envelope::JsonRpcV03(id) => {
+                let result = v03_event(event_json).map(|e| v03::stream_event_to_v03(&e));
+                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+            }
+            Envelope::RestV03 => {
+                let event = v03_event(event_json).map(|e| v03::stream_event_to_v03(&e));
+                v03_rest::stream_event(event.unwrap_or(Value::Null)).to_string()
+            }
+            // Framed by `super::v01::frames`, which follows the task.
+            Envelope::V01 { .. } => event_json.to_owned(),
         }
     }
 
     fn error(&self, error: &A2aError) -> String {
         match self {
             Envelope::JsonRpc(id) => String::from_utf8(error_body(id, error)).unwrap_or_default(),
-            Envelope::Bare => error.to_rest_body().to_string(),
+            Envelope::Bare | Envelope::RestV03 => error.to_rest_body().to_string(),
+            Envelope::JsonRpcV03(id) => v03::error_response(id, error).to_string(),
+            Envelope::V01 { id, .. } => super::v01::error_frame(id, error).data,
         }
     }
+}
+
+/// A stored 1.0 event, decoded for conversion (events are always valid: we wrote them).
+fn v03_event(event_json: &str) -> Option<StreamResponse> {
+    serde_json::from_str(event_json).ok()
 }
 
 /// One message of a streaming answer.
@@ -48,23 +76,35 @@ pub struct Frame {
     pub data: String,
 }
 
-/// A subscription and how to frame it.
+/// A subscription (or an error to send as a stream) and how to frame it.
 pub struct RpcStream {
-    subscription: Subscription,
+    source: Result<Subscription, A2aError>,
     envelope: Envelope,
 }
 
 impl RpcStream {
     pub fn new(subscription: Subscription, envelope: Envelope) -> RpcStream {
-        RpcStream { subscription, envelope }
+        RpcStream { source: Ok(subscription), envelope }
+    }
+
+    /// A stream of one error frame, for dialects that report a refused subscription
+    /// inside the stream (0.1).
+    pub fn failed(error: A2aError, envelope: Envelope) -> RpcStream {
+        RpcStream { source: Err(error), envelope }
     }
 
     /// The frames, ending when the task reaches a final state, the subscriber falls
     /// behind (an error frame), or the node stops.
     pub fn frames(self) -> BoxStream<'static, Frame> {
         let envelope = self.envelope;
-        self.subscription
-            .into_items()
+        let items = match self.source {
+            Ok(subscription) => subscription.into_items(),
+            Err(error) => futures_util::stream::once(async move { Err(error) }).boxed(),
+        };
+        if let Envelope::V01 { id, window, owner } = envelope {
+            return super::v01::frames(items, id, window, owner);
+        }
+        items
             .map(move |item| match item {
                 Ok(event) => Frame { seq: Some(event.seq), event: None, data: envelope.data(&event.json) },
                 Err(error) => Frame { seq: None, event: Some("error"), data: envelope.error(&error) },

@@ -122,6 +122,18 @@ RESULT_TYPES: dict[str, type[ProtoMessage]] = {
 }
 
 
+# The 0.3 fields a card also carries so that 0.3 clients discover the node (spec-1.0.md
+# §9: the well-known card merges the 1.0 card with them); 1.0 SDKs ignore them.
+V03_CARD_FIELDS = ('url', 'preferredTransport', 'protocolVersion', 'additionalInterfaces',
+                   'supportsAuthenticatedExtendedCard', 'security')
+
+
+def without_v03_card_fields(card: Any) -> Any:
+    if not isinstance(card, dict):
+        return card
+    return {k: v for k, v in card.items() if k not in V03_CARD_FIELDS}
+
+
 def strict_parse(data: Any, msg_type: type[ProtoMessage], where: str) -> None:
     try:
         json_format.ParseDict(data, msg_type(), ignore_unknown_fields=False)
@@ -215,7 +227,7 @@ def make_response_hook(ctx: Ctx) -> Callable[[httpx.Response], Awaitable[None]]:
         if request.method == 'GET' and request.url.path == AGENT_CARD_WELL_KNOWN_PATH:
             await response.aread()
             if response.status_code == 200:
-                strict_parse(response.json(), AgentCard, 'agent card')
+                strict_parse(without_v03_card_fields(response.json()), AgentCard, 'agent card')
             return
         if ctx.transport == 'jsonrpc':
             await check_jsonrpc_response(response)

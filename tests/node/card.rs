@@ -29,7 +29,9 @@ async fn card_has_required_fields_interfaces_and_skills() {
     let skills: Vec<&str> = card["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(skills, ["first", "second"]);
     assert!(card["skills"][0]["tags"].is_array());
-    assert!(card.get("url").is_none(), "no 0.3 fields in the 1.0 card yet");
+    // The 0.3 fields, for 0.3 clients (see tests/node/dialect_v03.rs).
+    assert_eq!(card["url"], "https://agents.example.com/");
+    assert_eq!(card["protocolVersion"], "0.3.0");
 }
 
 #[actix_web::test]

@@ -40,6 +40,35 @@ pub struct AgentCard {
     pub signatures: Vec<AgentCardSignature>,
     #[serde(default, alias = "icon_url", skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
+    /// The fields 0.3 clients discover a node by; 1.0 clients ignore them.
+    #[serde(flatten, default)]
+    pub v03: CardV03Fields,
+}
+
+/// The 0.3 fields a card also carries (see `dialect::v03::card_fields`), all optional:
+/// a card without them is a plain 1.0 card.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardV03Fields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred_transport: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_interfaces: Option<Vec<CardV03Interface>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports_authenticated_extended_card: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<Vec<BTreeMap<String, Vec<String>>>>,
+}
+
+/// A 0.3 `AgentInterface`: `{url, transport}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CardV03Interface {
+    pub url: String,
+    pub transport: String,
 }
 
 /// One way to reach the agent (`lf.a2a.v1.AgentInterface`).

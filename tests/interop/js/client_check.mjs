@@ -208,6 +208,16 @@ function parseSse(text) {
 
 // The fetch given to the SDK (card resolver and JSON-RPC transport): checks that each
 // request is A2A 1.0, passes the response through unchanged and validates a copy of it.
+// The 0.3 fields a card also carries so that 0.3 clients discover the node (spec-1.0.md
+// §9: the well-known card merges the 1.0 card with them); 1.0 SDKs ignore them.
+const V03_CARD_FIELDS = ['url', 'preferredTransport', 'protocolVersion', 'additionalInterfaces',
+  'supportsAuthenticatedExtendedCard', 'security'];
+
+function withoutV03CardFields(card) {
+  if (!isObj(card)) return card;
+  return Object.fromEntries(Object.entries(card).filter(([k]) => !V03_CARD_FIELDS.includes(k)));
+}
+
 async function checkingFetch(input, init = {}) {
   const url = new URL(input instanceof Request ? input.url : String(input));
   const headers = new Headers(init.headers);
@@ -217,7 +227,7 @@ async function checkingFetch(input, init = {}) {
   }
   const response = await fetch(input, { ...init, signal: init.signal ?? currentSignal });
   if (method === 'GET' && url.pathname === CARD_PATH) {
-    if (response.ok) strict(await response.clone().json(), 'AgentCard', 'agent card');
+    if (response.ok) strict(withoutV03CardFields(await response.clone().json()), 'AgentCard', 'agent card');
     return response;
   }
   if (method !== 'POST') return response;

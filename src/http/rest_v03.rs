@@ -1,0 +1,175 @@
+//! The A2A 0.3 HTTP+JSON routes under `/v1/`, as the 0.3 SDKs call them.
+//!
+//! A route becomes a 0.3 method and its 0.3 params (from the path, query and a body in
+//! the 0.3 ProtoJSON, `a2ad_protocol::dialect::v03_rest`), runs through
+//! [`crate::rpc::v03::execute`] like a 0.3 JSON-RPC request, and the result goes back as
+//! 0.3 ProtoJSON. Errors are `{"error": google.rpc.Status}` with the table's HTTP status
+//! (the 0.3 clients read only the status); streams are SSE with one `StreamResponse` per
+//! event. Mounted before the 1.0 routes, so `/v1/…` is never read as a tenant.
+
+use super::caller::caller;
+use super::{activate_extensions, body, echo_extensions, observe, sse, AppState};
+use crate::metrics::Binding;
+use crate::rpc::v03::{execute, V03Reply};
+use crate::rpc::{Envelope, RpcStream};
+use a2ad_protocol::dialect::v03_rest;
+use a2ad_protocol::{A2aError, ErrorCode};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+/// The 0.3 routes: `(HTTP method, path, route)`.
+#[derive(Clone, Copy, PartialEq)]
+enum Route {
+    Send,
+    Stream,
+    GetTask,
+    Cancel,
+    Subscribe,
+    SetConfig,
+    ListConfigs,
+    GetConfig,
+    DeleteConfig,
+    Card,
+}
+
+impl Route {
+    /// The 0.3 JSON-RPC method the route serves.
+    fn method(self) -> &'static str {
+        match self {
+            Route::Send => "message/send",
+            Route::Stream => "message/stream",
+            Route::GetTask => "tasks/get",
+            Route::Cancel => "tasks/cancel",
+            Route::Subscribe => "tasks/resubscribe",
+            Route::SetConfig => "tasks/pushNotificationConfig/set",
+            Route::ListConfigs => "tasks/pushNotificationConfig/list",
+            Route::GetConfig => "tasks/pushNotificationConfig/get",
+            Route::DeleteConfig => "tasks/pushNotificationConfig/delete",
+            Route::Card => "agent/getAuthenticatedExtendedCard",
+        }
+    }
+}
+
+const ROUTES: &[(&str, &str, Route)] = &[
+    ("POST", "/v1/message:send", Route::Send),
+    ("POST", "/v1/message:stream", Route::Stream),
+    ("POST", "/v1/tasks/{id:[^/:]+}:cancel", Route::Cancel),
+    ("GET", "/v1/tasks/{id:[^/:]+}:subscribe", Route::Subscribe),
+    ("POST", "/v1/tasks/{id:[^/:]+}:subscribe", Route::Subscribe),
+    ("GET", "/v1/tasks/{id:[^/:]+}", Route::GetTask),
+    ("POST", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs", Route::SetConfig),
+    ("GET", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs", Route::ListConfigs),
+    ("GET", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs/{configId}", Route::GetConfig),
+    ("DELETE", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs/{configId}", Route::DeleteConfig),
+    ("GET", "/v1/card", Route::Card),
+];
+
+/// Mounts the `/v1/` routes.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    for (method, path, route) in ROUTES {
+        let route = *route;
+        let handler = move |req: HttpRequest, payload: web::Payload, state: web::Data<AppState>| {
+            handle(req, payload, state, route)
+        };
+        let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("a valid method");
+        cfg.route(path, web::method(method).to(handler));
+    }
+}
+
+async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
+    observe::served(&req, Binding::Rest, crate::metrics::method_label(route.method()));
+    let owner = match caller(&req, &state.core) {
+        Ok(owner) => owner,
+        Err(unauthorized) => return *unauthorized,
+    };
+    let activated = match activate_extensions(&req, &state.core) {
+        Ok(activated) => activated,
+        Err(e) => return error_response(&e),
+    };
+    let params = match params(&req, payload, &state, route).await {
+        Ok(params) => params,
+        Err(e) => return error_response(&e),
+    };
+    let mut response = match execute(&state.core, &owner, route.method(), params).await {
+        Ok(V03Reply::Result(result)) => json_response(result_to_proto(route, result)),
+        Ok(V03Reply::Stream(subscription)) => {
+            sse::sse_response(&req, RpcStream::new(subscription, Envelope::RestV03), state.stream_keep_alive)
+        }
+        Err(e) => error_response(&e),
+    };
+    echo_extensions(&activated, &mut response);
+    response
+}
+
+/// The 0.3 JSON-RPC params a route means.
+async fn params(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Route) -> Result<Value, A2aError> {
+    let id = req.match_info().get("id").unwrap_or_default().to_owned();
+    Ok(match route {
+        Route::Send | Route::Stream => v03_rest::send_params(read_body(req, payload, state).await?)?,
+        Route::SetConfig => v03_rest::push_config_set_params(&id, read_body(req, payload, state).await?)?,
+        Route::GetTask => {
+            let mut params = json!({"id": id});
+            if let Some(n) = query_value(req, "historyLength") {
+                let n: i64 = n.parse().map_err(|_| A2aError::invalid_field("historyLength", "must be an integer"))?;
+                params["historyLength"] = json!(n);
+            }
+            params
+        }
+        Route::GetConfig | Route::DeleteConfig => {
+            json!({"id": id, "pushNotificationConfigId": req.match_info().get("configId").unwrap_or_default()})
+        }
+        Route::Cancel | Route::Subscribe | Route::ListConfigs => json!({"id": id}),
+        Route::Card => json!({}),
+    })
+}
+
+fn query_value(req: &HttpRequest, name: &str) -> Option<String> {
+    let pairs = web::Query::<Vec<(String, String)>>::from_query(req.query_string()).ok()?.into_inner();
+    pairs.into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+/// The body as JSON; an empty body is `{}`.
+async fn read_body(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<Value, A2aError> {
+    let bytes = body::read_limited(req, payload, state.rest_body_limit).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(&bytes).map_err(|_| {
+        if body::declares_json(req) {
+            A2aError::of(ErrorCode::ParseError)
+        } else {
+            A2aError::new(ErrorCode::ContentTypeNotSupported, "Request body must be JSON (application/json)")
+        }
+    })
+}
+
+/// A 0.3 JSON-RPC result as the route's 0.3 ProtoJSON response.
+fn result_to_proto(route: Route, result: Value) -> Value {
+    match route {
+        Route::Send => v03_rest::send_response(result),
+        Route::GetTask | Route::Cancel => v03_rest::task_to_proto(&result),
+        Route::SetConfig | Route::GetConfig => v03_rest::push_config_to_proto(&result),
+        Route::ListConfigs => {
+            let configs: Vec<Value> =
+                result.as_array().map(|a| a.iter().map(v03_rest::push_config_to_proto).collect()).unwrap_or_default();
+            json!({"configs": configs})
+        }
+        Route::DeleteConfig => json!({}),
+        Route::Card | Route::Stream | Route::Subscribe => result,
+    }
+}
+
+fn json_response(body: Value) -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(body.to_string())
+}
+
+fn error_response(error: &A2aError) -> HttpResponse {
+    crate::core::report(error);
+    let status = StatusCode::from_u16(error.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response =
+        HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string());
+    super::retry_after(error, &mut response);
+    observe::failed(&mut response, error);
+    response
+}

@@ -1,0 +1,129 @@
+//! The A2A 0.3 JSON-RPC dialect: the slash-named methods, on every JSON-RPC transport.
+//!
+//! A 0.3 request is converted to a 1.0 [`Call`] (`a2ad_protocol::dialect::v03`), runs
+//! through [`Core::execute`] like any other, and its result or error is converted back:
+//! results unwrapped and in 0.3 shapes, 0.3 error codes (the 1.0-only ones as -32603),
+//! streams as [`Envelope::JsonRpcV03`]. The `A2A-Version` header is not checked here:
+//! 0.3 clients send none (or `0.3`), and the method name already says the dialect.
+
+use super::{RpcAnswer, RpcMeta, RpcOutcome, RpcStream};
+use crate::core::{Call, Core, Reply, ReplyBody};
+use a2ad_actors::messages::Subscription;
+use a2ad_protocol::dialect::v03;
+use a2ad_protocol::jsonrpc::JsonRpcRequest;
+use a2ad_protocol::{
+    A2aError, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest, SubscribeToTaskRequest,
+};
+use a2ad_storage::Owner;
+use serde_json::{json, Value};
+
+pub use v03::METHODS;
+
+/// Whether `method` is a 0.3 method name.
+pub fn is_method(method: &str) -> bool {
+    METHODS.contains(&method)
+}
+
+/// Answers one 0.3 request.
+pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcMeta) -> RpcAnswer {
+    let id = rpc.response_id();
+    let method = rpc.method.clone();
+    let activated = match core.activate_extensions(&meta.extensions) {
+        Ok(activated) => activated,
+        Err(e) => return error_answer(&id, method, e, vec![]),
+    };
+    match execute(core, owner, &method, rpc.params).await {
+        Ok(V03Reply::Result(result)) => {
+            let bytes = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                .unwrap_or_else(|e| error_bytes(&id, &A2aError::internal(format!("encoding a 0.3 result: {e}"))));
+            RpcAnswer { outcome: RpcOutcome::Single(bytes), method: Some(method), error: None, activated }
+        }
+        Ok(V03Reply::Stream(subscription)) => RpcAnswer {
+            outcome: RpcOutcome::Stream(RpcStream::new(subscription, super::Envelope::JsonRpcV03(id))),
+            method: Some(method),
+            error: None,
+            activated,
+        },
+        Err(e) => error_answer(&id, method, e, activated),
+    }
+}
+
+/// What a 0.3 method answers: its 0.3 `result`, or a stream.
+pub enum V03Reply {
+    Result(Value),
+    Stream(Subscription),
+}
+
+/// Runs a 0.3 method with its 0.3 params (shared by JSON-RPC and the `/v1/` routes).
+pub async fn execute(core: &Core, owner: &Owner, method: &str, params: Value) -> Result<V03Reply, A2aError> {
+    let call = decode(method, params)?;
+    match core.execute(owner, call).await {
+        Ok(Reply::Result(body)) => Ok(V03Reply::Result(result_to_v03(*body))),
+        Ok(Reply::Stream(subscription)) => Ok(V03Reply::Stream(subscription)),
+        // 0.3 has its own code for a node without an extended card.
+        Err(e) if method == "agent/getAuthenticatedExtendedCard" && e.code == ErrorCode::UnsupportedOperation => {
+            Err(A2aError::new(ErrorCode::ExtendedAgentCardNotConfigured, e.message))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The 1.0 call a 0.3 request means.
+fn decode(method: &str, params: Value) -> Result<Call, A2aError> {
+    Ok(match method {
+        "message/send" => Call::SendMessage(v03::send_request(params)?),
+        "message/stream" => Call::SendStreamingMessage(v03::send_request(params)?),
+        "tasks/get" => {
+            let GetTaskRequest { id, history_length, .. } = v03::get_task_request(params)?;
+            Call::GetTask(GetTaskRequest { tenant: None, id, history_length })
+        }
+        "tasks/cancel" => Call::CancelTask(a2ad_protocol::CancelTaskRequest {
+            tenant: None,
+            id: v03::task_id(&params)?,
+            metadata: params.get("metadata").and_then(Value::as_object).cloned(),
+        }),
+        "tasks/resubscribe" => Call::SubscribeToTask(
+            SubscribeToTaskRequest { tenant: None, id: v03::task_id(&params)?, last_event_id: None },
+            None,
+        ),
+        "tasks/pushNotificationConfig/set" => Call::CreatePushConfig(v03::push_config_set(params)?),
+        "tasks/pushNotificationConfig/get" => Call::GetPushConfig(v03::push_config_ref(params)?),
+        "tasks/pushNotificationConfig/list" => Call::ListPushConfigs(ListTaskPushNotificationConfigsRequest {
+            tenant: None,
+            task_id: v03::task_id(&params)?,
+            page_size: None,
+            page_token: None,
+        }),
+        "tasks/pushNotificationConfig/delete" => Call::DeletePushConfig(v03::push_config_ref(params)?),
+        "agent/getAuthenticatedExtendedCard" => Call::GetExtendedAgentCard,
+        other => return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {other}"))),
+    })
+}
+
+/// A 1.0 result as the 0.3 `result`: unwrapped, in 0.3 shapes.
+fn result_to_v03(body: ReplyBody) -> Value {
+    match body {
+        ReplyBody::SendMessage(response) => v03::send_response_to_v03(&response),
+        ReplyBody::Task(task) => v03::task_to_v03(&task),
+        ReplyBody::PushConfig(config) => v03::push_config_to_v03(&config),
+        ReplyBody::PushConfigs(list) => list.configs.iter().map(v03::push_config_to_v03).collect(),
+        ReplyBody::Empty => Value::Null,
+        ReplyBody::ListTasks(list) => json!(list),
+        ReplyBody::Card(card) => json!(card),
+    }
+}
+
+fn error_bytes(id: &Value, error: &A2aError) -> Vec<u8> {
+    serde_json::to_vec(&v03::error_response(id, error)).expect("an error object always encodes")
+}
+
+/// A 0.3 error answer (logged like every error).
+pub fn error_answer(id: &Value, method: String, error: A2aError, activated: Vec<String>) -> RpcAnswer {
+    crate::core::report(&error);
+    RpcAnswer {
+        outcome: RpcOutcome::Single(error_bytes(id, &error)),
+        method: Some(method),
+        error: Some(error),
+        activated,
+    }
+}

@@ -10,12 +10,14 @@
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
 //! * [`agents`]: the built-in agents.
+//! * [`client`]: the client commands (`a2ad call`, `a2ad tasks`).
 
 pub mod admin;
 pub mod agents;
 pub mod auth;
 pub mod card;
 pub mod card_signing;
+pub mod client;
 pub mod config;
 pub mod core;
 pub mod extended_card;

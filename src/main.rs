@@ -32,6 +32,16 @@ enum Command {
         #[command(subcommand)]
         command: CardCommand,
     },
+    /// Send a message to an agent and stream its answer: agent text on stdout, state and
+    /// tool progress on stderr. Exit codes: 0 completed, 1 failed, 2 usage error,
+    /// 3 input-required, 4 auth-required, 5 rejected, 6 canceled (Ctrl-C cancels the task),
+    /// 7 transport error, 8 refused by the node.
+    Call(a2ad::client::CallArgs),
+    /// Tasks on a node: list, get, cancel, watch (exit codes as for `call`).
+    Tasks {
+        #[command(subcommand)]
+        command: a2ad::client::TasksCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -167,7 +177,21 @@ async fn main() -> anyhow::Result<()> {
             init_logs(LogFormat::Pretty, "info");
             card(command).await
         }
+        Command::Call(args) => exit_with(a2ad::client::call::run(args).await),
+        Command::Tasks { command } => exit_with(a2ad::client::tasks::run(command).await),
     }
+}
+
+/// Ends a client command with its exit code; an error is one line on stderr.
+fn exit_with(result: Result<i32, a2ad::client::ClientError>) -> ! {
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("a2ad: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code)
 }
 
 /// Logs go to stderr, as text or JSON lines; `RUST_LOG` wins over the configured level.

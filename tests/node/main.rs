@@ -10,6 +10,7 @@ mod auth;
 mod binary;
 mod bindings;
 mod card;
+mod client;
 mod command;
 mod errors;
 mod extensions;

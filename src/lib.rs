@@ -9,6 +9,7 @@
 //! * [`http`]: the HTTP surface (JSON-RPC, HTTP+JSON, the card, health).
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
+//! * [`retention`]: removes old tasks and expires unanswered ones in the background.
 //! * [`agents`]: the built-in agents.
 //! * [`client`]: the client commands (`a2ad call`, `a2ad tasks`).
 
@@ -25,4 +26,5 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod push;
+pub mod retention;
 pub mod startup;

@@ -200,6 +200,7 @@ impl Application {
             extended_card: std::sync::OnceLock::new(),
             metrics,
         });
+        crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone(), config.data_dir.clone()).start();
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application {
             server,

@@ -22,6 +22,7 @@ mod metrics;
 mod push;
 mod receiver;
 mod redis;
+mod retention;
 mod signing;
 mod streaming;
 mod tasks;

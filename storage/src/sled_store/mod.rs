@@ -20,12 +20,19 @@
 //! * `h` ‖ owner ‖ context id ‖ sequence (BE) → one message as JSON; the last
 //!   `history_limit` are kept.
 //!
+//! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
+//! and a context's session once the context has no task left.
+//!
 //! A task is written only by its context's actor (and by recovery before serving), so
 //! reading the old stamp and then applying the batch cannot race with another writer.
 
 mod index;
+mod removal;
 
-use crate::{ContextKey, LoggedEvent, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore};
+use crate::{
+    ContextKey, LoggedEvent, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
+};
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
@@ -214,6 +221,22 @@ impl TaskStore for SledStore {
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {
         Ok(self.db.size_on_disk()?)
+    }
+
+    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
+        self.visit_index(visit)
+    }
+
+    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.remove_task(task_id)
+    }
+
+    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
+        self.remove_session_if_unused(key)
+    }
+
+    fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.count_entries()
     }
 }
 

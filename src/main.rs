@@ -42,6 +42,26 @@ enum Command {
         #[command(subcommand)]
         command: a2ad::client::TasksCommand,
     },
+    /// The node's store: stats and compaction. Stop the node first.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Store size on disk, tasks by tenant and state, events, sessions, artifact files.
+    Stats {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reclaim the space of removed tasks: copies the live data into a fresh store in the
+    /// data dir and swaps it in (crash-safe). Prints the sizes before and after.
+    Compact(StoreArgs),
 }
 
 #[derive(Subcommand)]
@@ -177,6 +197,10 @@ async fn main() -> anyhow::Result<()> {
             init_logs(LogFormat::Pretty, "info");
             card(command).await
         }
+        Command::Admin { command } => {
+            init_logs(LogFormat::Pretty, "warn");
+            admin(command)
+        }
         Command::Call(args) => exit_with(a2ad::client::call::run(args).await),
         Command::Tasks { command } => exit_with(a2ad::client::tasks::run(command).await),
     }
@@ -269,6 +293,24 @@ async fn card(command: CardCommand) -> anyhow::Result<()> {
                     std::process::exit(1);
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+fn admin(command: AdminCommand) -> anyhow::Result<()> {
+    use a2ad::admin::stats::human_bytes;
+    match command {
+        AdminCommand::Stats { store, json } => {
+            let stats = a2ad::admin::stats::collect(&store.load()?)?;
+            match json {
+                true => println!("{}", serde_json::to_string_pretty(&stats)?),
+                false => print!("{}", stats.to_text()),
+            }
+        }
+        AdminCommand::Compact(store) => {
+            let report = a2ad::admin::compact::run(&store.load()?)?;
+            println!("compacted: {} -> {}", human_bytes(report.before), human_bytes(report.after));
         }
     }
     Ok(())

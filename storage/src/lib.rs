@@ -26,7 +26,7 @@ pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
 pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue};
 pub use push_queue_redis::{redact_url, RedisQueue, RedisQueueOptions};
-pub use sled_store::{SledStore, DEFAULT_EVENT_RETENTION};
+pub use sled_store::{compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_EVENT_RETENTION};
 
 use a2ad_protocol::{Message, TaskState};
 

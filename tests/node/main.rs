@@ -6,6 +6,7 @@
 mod support;
 
 mod actors;
+mod admin;
 mod auth;
 mod binary;
 mod bindings;

@@ -26,8 +26,11 @@
 //! A task is written only by its context's actor (and by recovery before serving), so
 //! reading the old stamp and then applying the batch cannot race with another writer.
 
+mod compact;
 mod index;
 mod removal;
+
+pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
 use crate::{
     ContextKey, LoggedEvent, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord,
@@ -50,8 +53,10 @@ pub struct SledStore {
 pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
 impl SledStore {
-    /// Opens (or creates) the store in `dir`.
+    /// Opens (or creates) the store in `dir`, first finishing a compaction that was
+    /// interrupted there.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)

@@ -3,7 +3,7 @@ use crate::{encode_page_token, Cursor, GroupCommit, LoggedEvent, Owner};
 use a2ad_protocol::{timestamp, Task, TaskStatus};
 use std::sync::Arc;
 
-fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> TaskRecord {
+pub(crate) fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> TaskRecord {
     TaskRecord {
         owner: owner.clone(),
         agent: "echo".into(),

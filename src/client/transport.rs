@@ -55,6 +55,10 @@ impl Endpoint {
         let (binding, url, tenant) = pick_interface(&card).ok_or_else(|| {
             ClientError::Transport(format!("the card at {card_url} lists no JSONRPC or HTTP+JSON interface"))
         })?;
+        if !headers.is_empty() && origin(&url) != origin(&card_url) {
+            // The card decides where requests go; say where the credentials are sent.
+            eprintln!("a2ad: the card sends requests to {}; credentials go there", origin(&url).unwrap_or_default());
+        }
         Ok(Endpoint { binding, url, tenant, client, headers })
     }
 
@@ -160,6 +164,11 @@ pub fn pick_interface(card: &Value) -> Option<(Binding, String, Option<String>)>
         let tenant = interface.get("tenant").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_owned);
         Some((binding, url, tenant))
     })
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok().map(|u| u.origin().ascii_serialization())
 }
 
 /// A JSON-RPC error object or a `google.rpc.Status` as one line: the message, and the

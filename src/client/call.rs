@@ -1,7 +1,8 @@
 //! `a2ad call URL TEXT`: send one message with SendStreamingMessage and follow the answer.
 //!
 //! Ctrl-C (SIGINT) while the task runs cancels it on the node (CancelTask) and exits with
-//! [`exit::CANCELED`]; the exit code otherwise says how the task ended.
+//! [`exit::CANCELED`]; the exit code otherwise says how the task ended. An agent whose card
+//! says `capabilities.streaming: false` gets one SendMessage instead.
 
 use super::render::Renderer;
 use super::sse::SseStream;
@@ -16,8 +17,15 @@ use std::time::Duration;
 pub async fn run(args: CallArgs) -> Result<i32, ClientError> {
     let message = build_message(&args)?;
     let endpoint = Endpoint::discover(&args.url, &args.auth).await?;
-    let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
     let mut renderer = Renderer::new(args.json);
+    if !endpoint.streaming {
+        // An agent without streaming: one SendMessage, shown like a stream that ended.
+        let result = endpoint.call("SendMessage", json!({"message": message})).await?;
+        renderer.snapshot(&result);
+        renderer.finish();
+        return Ok(renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state));
+    }
+    let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
     follow(&endpoint, stream, &mut renderer).await
 }
 

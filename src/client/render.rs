@@ -13,7 +13,7 @@
 //! as one JSON line on stdout and stderr stays quiet.
 
 use super::short_state;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::{IsTerminal, Write};
 
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -71,6 +71,26 @@ impl Renderer {
             self.ids(update);
             self.artifact_update(update);
         }
+        let _ = std::io::stdout().flush();
+    }
+
+    /// Shows a SendMessage result (`{"task": ...}` or `{"message": ...}`): a task's
+    /// artifacts, then its status message, as a stream would have shown them.
+    pub fn snapshot(&mut self, result: &Value) {
+        let Some(task) = result.get("task") else {
+            self.event(result);
+            return;
+        };
+        if self.json {
+            println!("{result}");
+        }
+        self.ids(task);
+        for artifact in task["artifacts"].as_array().into_iter().flatten() {
+            let text = parts_text(&artifact["parts"]);
+            self.text_line(&text);
+        }
+        let status = json!({"taskId": task["id"], "contextId": task["contextId"], "status": task["status"]});
+        self.status_update(&status);
         let _ = std::io::stdout().flush();
     }
 
@@ -237,7 +257,6 @@ fn same_text(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn parts_text_keeps_text_and_data() {

@@ -25,6 +25,8 @@ pub struct Endpoint {
     pub binding: Binding,
     pub url: String,
     pub tenant: Option<String>,
+    /// The card's `capabilities.streaming` (absent counts as yes).
+    pub streaming: bool,
     client: reqwest::Client,
     headers: Vec<(&'static str, String)>,
 }
@@ -59,7 +61,8 @@ impl Endpoint {
             // The card decides where requests go; say where the credentials are sent.
             eprintln!("a2ad: the card sends requests to {}; credentials go there", origin(&url).unwrap_or_default());
         }
-        Ok(Endpoint { binding, url, tenant, client, headers })
+        let streaming = card["capabilities"]["streaming"].as_bool().unwrap_or(true);
+        Ok(Endpoint { binding, url, tenant, streaming, client, headers })
     }
 
     /// Calls a unary method; returns its result.

@@ -218,17 +218,12 @@ async fn bad_urls_and_arguments_give_a_clear_error_and_exit_code() {
     assert_eq!(no_skill.status.code(), Some(8), "{}", stderr(&no_skill));
 }
 
-/// A card that lists HTTP+JSON first, served next to the node: the client takes the first
-/// interface it runs, so the node's HTTP+JSON binding carries the whole call.
-#[actix_web::test]
-async fn the_first_interface_of_the_card_is_used_http_json_too() {
+/// The node's card, edited by `edit`, served by a second server on loopback; its URL.
+async fn serve_edited_card(app: &TestApp, edit: impl FnOnce(&mut Value)) -> String {
     use actix_web::{web, App, HttpResponse, HttpServer};
-    let app =
-        spawn_app(|c| c.agents = vec![echo_agent("slow", TaskState::Completed, 2, Duration::from_millis(5))]).await;
     let mut card: Value =
         app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
-    card["supportedInterfaces"].as_array_mut().unwrap().sort_by_key(|i| i["protocolBinding"] != "HTTP+JSON");
-    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "HTTP+JSON");
+    edit(&mut card);
     let body = card.to_string();
     let server = HttpServer::new(move || {
         let body = body.clone();
@@ -243,18 +238,47 @@ async fn the_first_interface_of_the_card_is_used_http_json_too() {
     .workers(1)
     .bind("127.0.0.1:0")
     .unwrap();
-    let card_url = format!("http://{}/card.json", server.addrs()[0]);
+    let url = format!("http://{}/card.json", server.addrs()[0]);
     actix_web::rt::spawn(server.run());
+    url
+}
+
+/// A card that lists HTTP+JSON first: the client takes the first interface it runs, so
+/// the node's HTTP+JSON binding carries the whole call.
+#[actix_web::test]
+async fn the_first_interface_of_the_card_is_used_http_json_too() {
+    let app =
+        spawn_app(|c| c.agents = vec![echo_agent("slow", TaskState::Completed, 2, Duration::from_millis(5))]).await;
+    let card_url = serve_edited_card(&app, |card| {
+        card["supportedInterfaces"].as_array_mut().unwrap().sort_by_key(|i| i["protocolBinding"] != "HTTP+JSON");
+    })
+    .await;
 
     let output = a2ad(&["call", &card_url, "abcd"], &[]).await;
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "ab\ncd\n");
-    let id =
-        stderr(&output).lines().next().unwrap().trim_start_matches("a2ad: task ").split(' ').next().unwrap().to_owned();
+    let first_line = stderr(&output).lines().next().unwrap().to_owned();
+    let id = first_line.trim_start_matches("a2ad: task ").split(' ').next().unwrap().to_owned();
     let got = a2ad(&["tasks", "get", &card_url, &id], &[]).await;
     assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
     let listed = a2ad(&["tasks", "list", &card_url, "--state", "completed"], &[]).await;
     assert!(stdout(&listed).contains(&id), "{}", stdout(&listed));
     let missing = a2ad(&["tasks", "cancel", &card_url, "nope"], &[]).await;
     assert_eq!(missing.status.code(), Some(8), "{}", stderr(&missing));
+}
+
+/// An agent whose card says it does not stream gets one SendMessage; the answer and the
+/// exit code are the same.
+#[actix_web::test]
+async fn an_agent_without_streaming_is_called_with_send_message() {
+    let app = three_endings().await;
+    let card_url = serve_edited_card(&app, |card| card["capabilities"]["streaming"] = json!(false)).await;
+    let done = a2ad(&["call", &card_url, "plain answer"], &[]).await;
+    assert_eq!(done.status.code(), Some(0), "{}", stderr(&done));
+    assert_eq!(stdout(&done), "plain answer\n");
+    assert!(stderr(&done).contains("completed"), "{}", stderr(&done));
+    let asked = a2ad(&["call", &card_url, "q", "--skill", "ask"], &[]).await;
+    assert_eq!(asked.status.code(), Some(3), "{}", stderr(&asked));
+    let metrics = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+    assert!(!metrics.contains(r#"method="SendStreamingMessage""#), "no stream was asked for: {metrics}");
 }

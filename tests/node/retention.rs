@@ -149,22 +149,28 @@ async fn settled(app: &TestApp) -> (u64, u64, u64) {
     (total, store, dir_size(&data_dir(app).join("artifacts")))
 }
 
+/// A soak, bounded in count and time: eight phases of at most 200 tasks (and 15 s) each,
+/// every task with an 8 KiB artifact file. With retention the task count, the artifact
+/// files and the store size stay flat; without it the store would grow with every phase
+/// (9 MB to 85 MB over the eight phases when tried). sled's file size moves with its own
+/// segment reuse, so the store is compared as a ratio with room for that.
 #[actix_web::test]
 async fn soak_with_short_retention_keeps_tasks_and_disk_bounded() {
     let app = spawn_app(|c| c.retention = retention("max-age: 200ms\nsweep-interval: 100ms\n")).await;
     let mut phases = Vec::new();
     let mut sent_total = 0;
-    for _ in 0..4 {
-        sent_total += load_phase(&app, 400, Duration::from_secs(15)).await;
+    for _ in 0..8 {
+        sent_total += load_phase(&app, 200, Duration::from_secs(15)).await;
         phases.push(settled(&app).await);
     }
     eprintln!("soak: {sent_total} tasks; (tasks, store bytes, artifact bytes) per phase: {phases:?}");
-    let (first, last) = (phases[1], phases[3]);
     for (tasks, _, artifacts) in &phases {
         assert!(*tasks < 50, "retention keeps up: {phases:?} after {sent_total} tasks");
         assert!(*artifacts < 50 * 9 * 1024, "artifact files are removed: {phases:?}");
     }
-    assert!((last.1 as f64) < (first.1 as f64) * 1.5, "the store stops growing: {phases:?} after {sent_total} tasks");
+    let early = phases[0].1.max(phases[1].1) as f64;
+    let late = phases[5..].iter().map(|p| p.1).max().unwrap() as f64;
+    assert!(late < early * 2.5, "the store stops growing: {phases:?} after {sent_total} tasks");
     let final_check = app.send_text("still fine", json!({})).await;
     assert_eq!(final_check["status"]["state"], "TASK_STATE_COMPLETED");
 }

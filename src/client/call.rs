@@ -60,6 +60,7 @@ pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut R
     renderer.finish();
     match renderer.state.as_deref() {
         Some(state) if ends_stream(state) => Ok(exit::for_state(state)),
+        None if renderer.answered_with_message => Ok(exit::COMPLETED),
         _ => Err(ClientError::Transport("the stream ended before the task did".into())),
     }
 }

@@ -32,6 +32,8 @@ pub struct Renderer {
     pub task_id: Option<String>,
     pub context_id: Option<String>,
     pub state: Option<String>,
+    /// The agent answered with a message rather than a task (a complete answer).
+    pub answered_with_message: bool,
 }
 
 impl Renderer {
@@ -48,6 +50,7 @@ impl Renderer {
             task_id: None,
             context_id: None,
             state: None,
+            answered_with_message: false,
         }
     }
 
@@ -60,6 +63,7 @@ impl Renderer {
             self.ids(task);
             self.set_state(task["status"]["state"].as_str());
         } else if let Some(message) = event.get("message") {
+            self.answered_with_message = self.task_id.is_none();
             self.ids(message);
             self.text_line(&parts_text(&message["parts"]));
         } else if let Some(update) = event.get("statusUpdate") {
@@ -277,5 +281,14 @@ mod tests {
         assert_eq!(r.streamed, "hello", "the final message repeated the artifact");
         assert_eq!(r.state.as_deref(), Some("TASK_STATE_COMPLETED"));
         assert_eq!(r.task_id.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn a_message_answer_is_a_complete_answer() {
+        let mut r = Renderer::new(false);
+        r.tty = false;
+        r.event(&json!({"message": {"messageId": "m", "contextId": "c", "parts": [{"text": "hi"}]}}));
+        assert!(r.answered_with_message);
+        assert_eq!((r.streamed.as_str(), r.state.as_deref()), ("hi", None));
     }
 }

@@ -39,14 +39,17 @@ impl Sweeper {
     }
 
     /// Sweeps every `sweep-interval` (the first one a full interval after start) until
-    /// the node stops.
-    pub fn start(self) {
+    /// `stop` is cancelled (the node begins to shut down); a sweep under way finishes.
+    pub fn start(self, stop: tokio_util::sync::CancellationToken) {
         actix_web::rt::spawn(async move {
             let mut interval = tokio::time::interval(self.config.sweep_interval);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             interval.tick().await;
             loop {
-                interval.tick().await;
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = interval.tick() => {}
+                }
                 match self.sweep().await {
                     Ok(report) if report != SweepReport::default() => {
                         tracing::info!(

@@ -10,7 +10,9 @@
 //! * [`http`]: the HTTP surface (JSON-RPC, HTTP+JSON, the card, health).
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
+//! * [`retention`]: removes old tasks and expires unanswered ones in the background.
 //! * [`agents`]: the built-in agents.
+//! * [`client`]: the client commands (`a2ad call`, `a2ad tasks`).
 
 pub mod admin;
 pub mod agents;
@@ -18,6 +20,7 @@ pub mod artifacts;
 pub mod auth;
 pub mod card;
 pub mod card_signing;
+pub mod client;
 pub mod config;
 pub mod core;
 pub mod extended_card;
@@ -25,5 +28,6 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod push;
+pub mod retention;
 pub mod rpc;
 pub mod startup;

@@ -32,6 +32,36 @@ enum Command {
         #[command(subcommand)]
         command: CardCommand,
     },
+    /// Send a message to an agent and stream its answer: agent text on stdout, state and
+    /// tool progress on stderr. Exit codes: 0 completed, 1 failed, 2 usage error,
+    /// 3 input-required, 4 auth-required, 5 rejected, 6 canceled (Ctrl-C cancels the task),
+    /// 7 transport error, 8 refused by the node.
+    Call(a2ad::client::CallArgs),
+    /// Tasks on a node: list, get, cancel, watch (exit codes as for `call`).
+    Tasks {
+        #[command(subcommand)]
+        command: a2ad::client::TasksCommand,
+    },
+    /// The node's store: stats and compaction. Stop the node first.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Store size on disk, tasks by tenant and state, events, sessions, artifact files.
+    Stats {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Reclaim the space of removed tasks: copies the live data into a fresh store in the
+    /// data dir and swaps it in (crash-safe). Prints the sizes before and after.
+    Compact(StoreArgs),
 }
 
 #[derive(Subcommand)]
@@ -167,7 +197,25 @@ async fn main() -> anyhow::Result<()> {
             init_logs(LogFormat::Pretty, "info");
             card(command).await
         }
+        Command::Admin { command } => {
+            init_logs(LogFormat::Pretty, "warn");
+            admin(command)
+        }
+        Command::Call(args) => exit_with(a2ad::client::call::run(args).await),
+        Command::Tasks { command } => exit_with(a2ad::client::tasks::run(command).await),
     }
+}
+
+/// Ends a client command with its exit code; an error is one line on stderr.
+fn exit_with(result: Result<i32, a2ad::client::ClientError>) -> ! {
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("a2ad: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code)
 }
 
 /// Logs go to stderr, as text or JSON lines; `RUST_LOG` wins over the configured level.
@@ -245,6 +293,24 @@ async fn card(command: CardCommand) -> anyhow::Result<()> {
                     std::process::exit(1);
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+fn admin(command: AdminCommand) -> anyhow::Result<()> {
+    use a2ad::admin::stats::human_bytes;
+    match command {
+        AdminCommand::Stats { store, json } => {
+            let stats = a2ad::admin::stats::collect(&store.load()?)?;
+            match json {
+                true => println!("{}", serde_json::to_string_pretty(&stats)?),
+                false => print!("{}", stats.to_text()),
+            }
+        }
+        AdminCommand::Compact(store) => {
+            let report = a2ad::admin::compact::run(&store.load()?)?;
+            println!("compacted: {} -> {}", human_bytes(report.before), human_bytes(report.after));
         }
     }
     Ok(())

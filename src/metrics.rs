@@ -13,8 +13,8 @@
 
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{
-    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
+    TaskQuery, TaskRecord, TaskStore,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -77,6 +77,8 @@ pub struct Metrics {
     tasks: [AtomicI64; STATES.len()],
     push_retries: AtomicU64,
     push_dead: AtomicI64,
+    retention_removed: AtomicU64,
+    retention_expired: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -89,6 +91,8 @@ impl Default for Metrics {
             tasks: Default::default(),
             push_retries: AtomicU64::new(0),
             push_dead: AtomicI64::new(0),
+            retention_removed: AtomicU64::new(0),
+            retention_expired: AtomicU64::new(0),
         }
     }
 }
@@ -139,6 +143,12 @@ impl Metrics {
     pub fn open_stream(self: &Arc<Self>) -> StreamGuard {
         self.open_streams.fetch_add(1, Ordering::Relaxed);
         StreamGuard(Arc::clone(self))
+    }
+
+    /// Counts what a retention sweep removed and expired.
+    pub fn retention_swept(&self, removed: usize, expired: usize) {
+        self.retention_removed.fetch_add(removed as u64, Ordering::Relaxed);
+        self.retention_expired.fetch_add(expired as u64, Ordering::Relaxed);
     }
 
     fn move_task(&self, from: Option<TaskState>, to: TaskState) {
@@ -196,6 +206,12 @@ impl Metrics {
         if let Some(bytes) = gauges.store_size_bytes {
             gauge(&mut out, "a2ad_store_size_bytes", "Bytes the task store occupies on disk.", bytes);
         }
+        let removed = self.retention_removed.load(Ordering::Relaxed);
+        header(&mut out, "a2ad_retention_removed_total", "counter", "Tasks removed by retention.");
+        let _ = writeln!(out, "a2ad_retention_removed_total {removed}");
+        let expired = self.retention_expired.load(Ordering::Relaxed);
+        header(&mut out, "a2ad_retention_expired_total", "counter", "Interrupted tasks canceled after their timeout.");
+        let _ = writeln!(out, "a2ad_retention_expired_total {expired}");
         header(&mut out, "a2ad_rejections_total", "counter", "Requests refused by a limit.");
         for (limit, n) in LIMITS.iter().zip(&self.rejections) {
             let _ = writeln!(out, "a2ad_rejections_total{{limit=\"{limit}\"}} {}", n.load(Ordering::Relaxed));
@@ -252,11 +268,17 @@ pub struct MeteredStore {
 }
 
 impl MeteredStore {
-    /// Wraps `inner`, seeding the per-state counts from its state index (once).
+    /// Wraps `inner`, seeding the per-state counts from its by-time index (once; the
+    /// index holds every task's state, terminal ones included).
     pub fn new(inner: Arc<dyn TaskStore>, metrics: Arc<Metrics>) -> Result<Self, StoreError> {
-        for (i, state) in STATES.iter().enumerate() {
-            let n = inner.tasks_in_states(&[*state])?.len();
-            metrics.tasks[i].store(n as i64, Ordering::Relaxed);
+        let mut counts = [0i64; STATES.len()];
+        inner.visit_tasks(&mut |entry| {
+            if let Some(i) = STATES.iter().position(|s| *s == entry.state) {
+                counts[i] += 1;
+            }
+        })?;
+        for (gauge, n) in metrics.tasks.iter().zip(counts) {
+            gauge.store(n, Ordering::Relaxed);
         }
         Ok(MeteredStore { inner, metrics })
     }
@@ -296,6 +318,22 @@ impl TaskStore for MeteredStore {
     }
     fn size_on_disk(&self) -> Result<u64, StoreError> {
         self.inner.size_on_disk()
+    }
+    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
+        self.inner.visit_tasks(visit)
+    }
+    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let removed = self.inner.delete_task(task_id)?;
+        if let Some(i) = removed.as_ref().and_then(|r| STATES.iter().position(|s| *s == r.state())) {
+            self.metrics.tasks[i].fetch_sub(1, Ordering::Relaxed);
+        }
+        Ok(removed)
+    }
+    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
+        self.inner.forget_session_if_unused(key)
+    }
+    fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.inner.counts()
     }
 }
 

@@ -47,6 +47,8 @@ pub struct Application {
     grpc: Option<GrpcServer>,
     push_worker: Option<Addr<PushWorker>>,
     shutdown_grace: Duration,
+    /// Stops the background work (retention) when shutdown begins.
+    stop_background: tokio_util::sync::CancellationToken,
 }
 
 /// The bound servers, before the application around them is assembled.
@@ -203,6 +205,9 @@ impl Application {
             metrics,
             dialect_01: config.dialect_01.clone(),
         });
+        let stop_background = tokio_util::sync::CancellationToken::new();
+        crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone(), config.data_dir.clone())
+            .start(stop_background.clone());
         let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
         Ok(Application {
             server,
@@ -214,6 +219,7 @@ impl Application {
             grpc,
             push_worker,
             shutdown_grace: config.shutdown_grace,
+            stop_background,
         })
     }
 
@@ -257,18 +263,21 @@ impl Application {
         let handle = self.server.handle();
         let supervisor = self.supervisor.clone();
         let grace = self.shutdown_grace;
+        let stop_background = self.stop_background.clone();
         // On SIGTERM or SIGINT: stop accepting, let running turns finish for the grace
         // period, then end the rest honestly (FAILED, saying why), which sends every open
         // stream its final event so that the HTTP server can finish draining.
         actix_web::rt::spawn(async move {
             wait_for_signal().await;
             tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
+            stop_background.cancel();
             let stopping = handle.stop(true);
             let _ = supervisor.send(Drain { grace }).await;
             let _ = supervisor.send(StopAll).await;
             stopping.await;
         });
         let served = self.server.await;
+        self.stop_background.cancel();
         if let Some(mut grpc) = self.grpc.take() {
             let _ = actix_web::web::block(move || grpc.stop()).await;
         }

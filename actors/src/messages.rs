@@ -70,6 +70,35 @@ pub struct CancelTask {
     pub task_id: String,
 }
 
+/// Retention: an interrupted task nobody answered becomes CANCELED with `reason` as its
+/// status message, but only if it is still interrupted with the status time the sweep saw
+/// (an answer that arrived in between wins). Answers whether it was expired.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<bool, A2aError>")]
+pub struct ExpireTask {
+    pub owner: Owner,
+    pub task_id: String,
+    pub status_millis: i64,
+    pub reason: String,
+}
+
+/// Retention: drops the context's session, in the store and in memory, when the context
+/// has no task left. Runs on the context's actor so that no turn starts in between.
+/// Answers whether the session was removed; never while a turn runs.
+#[derive(Message, Clone)]
+#[rtype(result = "bool")]
+pub struct ForgetSession;
+
+/// Retention, to the supervisor: forget the sessions of these contexts if they have no
+/// task left. A live context's actor does it ([`ForgetSession`]); for the others the
+/// supervisor does it itself, which no new actor can race (it alone starts them).
+/// Answers how many sessions were removed.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct ForgetSessions {
+    pub keys: Vec<ContextKey>,
+}
+
 /// Asks a context actor to stop if it has been idle (no turn, no message) for at least
 /// `min_idle`. Answers whether it stopped.
 #[derive(Message)]

@@ -9,6 +9,7 @@ mod content;
 mod dialects;
 mod limits;
 mod push;
+pub mod retention;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
@@ -16,6 +17,7 @@ pub use content::{ArtifactsConfig, InputPartsConfig};
 pub use dialects::Dialect01Config;
 pub use limits::{ExtensionConfig, Limits};
 pub use push::{PushConfig, PushQueueKind};
+pub use retention::{RetentionConfig, TenantLimits};
 
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
@@ -83,6 +85,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Rate and concurrency limits (the `limits:` block).
     pub limits: Limits,
+    /// How long finished and unanswered tasks are kept (the `retention:` block).
+    pub retention: RetentionConfig,
     /// Extensions announced in the card (`extensions:`).
     pub extensions: Vec<ExtensionConfig>,
     /// Offer the extended card (`GetExtendedAgentCard`, authenticated callers only).
@@ -288,6 +292,7 @@ struct ConfigFile {
     #[serde(deserialize_with = "units::duration")]
     shutdown_grace: Duration,
     limits: Limits,
+    retention: RetentionConfig,
     extensions: Vec<ExtensionConfig>,
     extended_card: bool,
     grpc_listen: Option<SocketAddr>,
@@ -332,6 +337,7 @@ impl Default for ConfigFile {
             rest_prefix: crate::http::DEFAULT_REST_PREFIX.into(),
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
+            retention: RetentionConfig::default(),
             extensions: Vec::new(),
             extended_card: false,
             grpc_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
@@ -446,6 +452,7 @@ impl ConfigFile {
             rest_prefix: self.rest_prefix,
             shutdown_grace: self.shutdown_grace,
             limits: self.limits,
+            retention: self.retention,
             extensions: self.extensions,
             extended_card: self.extended_card,
             grpc_listen: self.grpc_listen,
@@ -492,6 +499,9 @@ impl ConfigFile {
         }
         if self.event_retention == 0 {
             return Err(ConfigError::invalid("event-retention", "must be at least 1"));
+        }
+        if self.retention.sweep_interval.is_zero() {
+            return Err(ConfigError::invalid("retention.sweep-interval", "must be more than zero"));
         }
         let prefix_ok = self.rest_prefix.is_empty()
             || (self.rest_prefix.starts_with('/')

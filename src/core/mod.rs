@@ -63,7 +63,7 @@ impl Core {
 
     /// Sends `msg` to the actor of `key`, starting it if needed. An actor evicted between
     /// routing and delivery is routed again once.
-    async fn call<M>(&self, key: &ContextKey, msg: M) -> Result<M::Result, A2aError>
+    pub(crate) async fn call<M>(&self, key: &ContextKey, msg: M) -> Result<M::Result, A2aError>
     where
         M: Message + Send + Clone + 'static,
         M::Result: Send,

@@ -14,6 +14,9 @@ pub enum StoreError {
     /// The push-secret key, or a value sealed with it (never carries key or secret material).
     #[error("push secret key: {0}")]
     Key(String),
+    /// A file operation on the data dir (compaction); the message names the file.
+    #[error("{0}")]
+    Io(String),
 }
 
 /// Callers see a generic internal error: the details (paths, engine messages) go to the

@@ -19,12 +19,14 @@ mod sled_store;
 pub use error::StoreError;
 pub use group_commit::{CommitStats, GroupCommit};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
-pub use model::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskPage, TaskQuery, TaskRecord};
+pub use model::{
+    ContextKey, LoggedEvent, Owner, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+};
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
 pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue};
 pub use push_queue_redis::{redact_url, RedisQueue, RedisQueueOptions};
-pub use sled_store::{SledStore, DEFAULT_EVENT_RETENTION};
+pub use sled_store::{compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_EVENT_RETENTION};
 
 use a2ad_protocol::{Message, TaskState};
 
@@ -69,4 +71,21 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Bytes the store occupies on disk.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
+
+    /// Visits every task as its index knows it (owner, id, status time, state), across
+    /// owners, without reading the tasks: retention sweeps and state counts use it.
+    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError>;
+
+    /// Removes a task with every index entry and its whole event log, atomically.
+    /// Returns the removed record; `None` when there was no such task (deleting twice is
+    /// not an error). Sessions are kept: see [`TaskStore::forget_session_if_unused`].
+    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Removes a context's session (metadata and messages) when the context has no task
+    /// left. Returns whether it did. Callers serialize this with the context's writes
+    /// (the context actor runs it), so that no turn starts in between.
+    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError>;
+
+    /// How many events and session records the store holds (a full index scan).
+    fn counts(&self) -> Result<StoreCounts, StoreError>;
 }

@@ -166,3 +166,25 @@ pub struct TaskPage {
     /// How many tasks match the filters, across all pages.
     pub total: usize,
 }
+
+/// A task as the by-time index knows it: enough to count states and decide retention
+/// without reading (or decoding) the task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEntry {
+    pub owner: Owner,
+    pub task_id: String,
+    /// The status time, in milliseconds.
+    pub status_millis: i64,
+    pub state: TaskState,
+}
+
+/// What a store holds, for `a2ad admin stats` and the metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoreCounts {
+    /// Event-log entries across every task.
+    pub events: u64,
+    /// Contexts with a stored session.
+    pub sessions: u64,
+    /// Session messages stored.
+    pub session_messages: u64,
+}

@@ -6,11 +6,13 @@
 mod support;
 
 mod actors;
+mod admin;
 mod artifacts;
 mod auth;
 mod binary;
 mod bindings;
 mod card;
+mod client;
 mod command;
 mod dialect_v01;
 mod dialect_v03;
@@ -29,6 +31,7 @@ mod openai;
 mod push;
 mod receiver;
 mod redis;
+mod retention;
 mod signing;
 mod streaming;
 mod tasks;

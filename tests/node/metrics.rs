@@ -70,3 +70,64 @@ async fn request_ids_are_echoed_or_minted() {
     let rpc = rpc.header("X-Request-Id", "rpc-1").send().await.unwrap();
     assert_eq!(rpc.headers()["x-request-id"], "rpc-1");
 }
+
+/// gRPC calls are counted with `binding="grpc"`, in the histogram too, and an open gRPC
+/// stream counts as an open stream until it ends.
+#[actix_web::test]
+async fn metrics_count_grpc_calls_and_streams() {
+    use a2a_pb::proto::{self, a2a_service_client::A2aServiceClient, part};
+    let app = spawn_app(crate::support::slow_echo(std::time::Duration::from_millis(30))).await;
+    let mut grpc = A2aServiceClient::connect(app.grpc_url.clone()).await.unwrap();
+    let message = |text: &str| proto::SendMessageRequest {
+        message: Some(proto::Message {
+            message_id: a2ad_protocol::ids::new_id(),
+            role: proto::Role::User as i32,
+            parts: vec![proto::Part { content: Some(part::Content::Text(text.into())), ..Default::default() }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    grpc.send_message(message("ab")).await.unwrap();
+    grpc.list_tasks(proto::ListTasksRequest::default()).await.unwrap();
+    let missing = proto::GetTaskRequest { id: "no-such-task".into(), ..Default::default() };
+    grpc.get_task(missing).await.unwrap_err();
+    let mut stream = grpc.send_streaming_message(message(&"s".repeat(100))).await.unwrap().into_inner();
+    stream.message().await.unwrap().expect("a first event");
+
+    let text = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+    let requests = |labels: &str| sample(&text, &format!("a2ad_requests_total{{{labels}}}"));
+    assert_eq!(requests(r#"method="SendMessage",binding="grpc",status="ok""#), Some(1.0), "{text}");
+    assert_eq!(requests(r#"method="ListTasks",binding="grpc",status="ok""#), Some(1.0), "{text}");
+    assert_eq!(requests(r#"method="GetTask",binding="grpc",status="TASK_NOT_FOUND""#), Some(1.0), "{text}");
+    assert_eq!(requests(r#"method="SendStreamingMessage",binding="grpc",status="ok""#), Some(1.0), "{text}");
+    assert_eq!(sample(&text, r#"a2ad_request_duration_seconds_count{binding="grpc"}"#), Some(4.0), "{text}");
+    assert_eq!(sample(&text, r#"a2ad_request_duration_seconds_bucket{binding="grpc",le="+Inf"}"#), Some(4.0));
+    assert_eq!(sample(&text, r#"a2ad_request_duration_seconds_count{binding="jsonrpc"}"#), Some(0.0), "{text}");
+    assert_eq!(sample(&text, "a2ad_open_streams"), Some(1.0), "the gRPC stream is open: {text}");
+    assert_eq!(sample(&text, "a2ad_running_turns"), Some(1.0), "{text}");
+
+    drop(stream);
+    let closed = || async {
+        let text = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+        sample(&text, "a2ad_open_streams") == Some(0.0)
+    };
+    assert!(crate::support::eventually(200, closed).await, "a dropped gRPC stream is no longer open");
+}
+
+/// After a restart the task gauges are seeded from the store's index, finished tasks
+/// included.
+#[actix_web::test]
+async fn task_gauges_count_stored_tasks_after_a_restart() {
+    use crate::support::NodeProcess;
+    let cwd = tempfile::tempdir().unwrap();
+    let data = cwd.path().join("data");
+    let args = ["--data-dir", data.to_str().unwrap()];
+    let node = NodeProcess::start(cwd.path(), &args);
+    for text in ["a", "b"] {
+        node.app_view().ok("SendMessage", send_params(text, json!({}))).await;
+    }
+    assert!(node.terminate().success());
+    let node = NodeProcess::start(cwd.path(), &args);
+    let text = reqwest::get(format!("{}/metrics", node.url)).await.unwrap().text().await.unwrap();
+    assert_eq!(sample(&text, r#"a2ad_tasks{state="completed"}"#), Some(2.0), "{text}");
+}

@@ -2,7 +2,9 @@
 
 use super::actor::ContextActor;
 use super::stream::status_event;
-use crate::messages::{CancelTask, Shutdown, StartTurn, Subscribe, Subscription, TryEvict, TurnTicket};
+use crate::messages::{
+    CancelTask, ExpireTask, ForgetSession, Shutdown, StartTurn, Subscribe, Subscription, TryEvict, TurnTicket,
+};
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
 use a2ad_storage::LoggedEvent;
@@ -40,6 +42,50 @@ impl Handler<CancelTask> for ContextActor {
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
         self.rt.persist(&record, &[event]).map_err(RuntimeError::from)?;
         Ok(record.task)
+    }
+}
+
+impl Handler<ExpireTask> for ContextActor {
+    type Result = Result<bool, A2aError>;
+
+    fn handle(&mut self, msg: ExpireTask, _ctx: &mut Self::Context) -> Self::Result {
+        if self.turn.as_ref().is_some_and(|t| t.record.task.id == msg.task_id) {
+            return Ok(false); // Answered since the sweep looked: running again.
+        }
+        let mut record = self.stored_task(&msg.owner, &msg.task_id)?;
+        let unchanged = record.status_millis() == msg.status_millis;
+        if !unchanged || !matches!(record.state(), TaskState::InputRequired | TaskState::AuthRequired) {
+            return Ok(false);
+        }
+        let mut message = self.agent_message(&msg.reason);
+        message.task_id = Some(record.task.id.clone());
+        record.task.status = TaskStatus::now(TaskState::Canceled, Some(message));
+        record.last_event_seq += 1;
+        let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
+        self.rt.persist(&record, &[event]).map_err(RuntimeError::from)?;
+        Ok(true)
+    }
+}
+
+impl Handler<ForgetSession> for ContextActor {
+    type Result = bool;
+
+    fn handle(&mut self, _: ForgetSession, _ctx: &mut Self::Context) -> bool {
+        if self.turn.is_some() {
+            return false;
+        }
+        match self.rt.store.forget_session_if_unused(&self.key) {
+            Ok(removed) => {
+                if removed {
+                    self.session = None;
+                }
+                removed
+            }
+            Err(e) => {
+                tracing::error!(context_id = %self.key.context_id, error = %e, "could not remove a session");
+                false
+            }
+        }
     }
 }
 

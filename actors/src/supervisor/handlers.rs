@@ -2,7 +2,7 @@
 
 use super::actor::{LiveContext, Supervisor};
 use crate::context::ContextActor;
-use crate::messages::{Drain, GetStats, Route, Shutdown, StopAll};
+use crate::messages::{Drain, ForgetSession, ForgetSessions, GetStats, Route, Shutdown, StopAll};
 use crate::RuntimeError;
 use a2ad_protocol::A2aError;
 use actix::prelude::*;
@@ -66,6 +66,30 @@ impl Handler<StopAll> for Supervisor {
         self.stats.live_contexts = 0;
         Box::pin(async move {
             futures_util::future::join_all(addrs.iter().map(|addr| addr.send(Shutdown))).await;
+        })
+    }
+}
+
+impl Handler<ForgetSessions> for Supervisor {
+    type Result = ResponseFuture<usize>;
+
+    fn handle(&mut self, msg: ForgetSessions, _ctx: &mut Self::Context) -> Self::Result {
+        let mut live = Vec::new();
+        let mut removed = 0;
+        for key in msg.keys {
+            match self.contexts.get(&key).filter(|l| l.addr.connected()) {
+                Some(context) => live.push(context.addr.clone()),
+                None => match self.rt.store.forget_session_if_unused(&key) {
+                    Ok(gone) => removed += usize::from(gone),
+                    Err(e) => tracing::error!(context_id = %key.context_id, error = %e, "could not remove a session"),
+                },
+            }
+        }
+        Box::pin(async move {
+            for addr in live {
+                removed += usize::from(addr.send(ForgetSession).await.unwrap_or(false));
+            }
+            removed
         })
     }
 }

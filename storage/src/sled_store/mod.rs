@@ -20,12 +20,22 @@
 //! * `h` ‖ owner ‖ context id ‖ sequence (BE) → one message as JSON; the last
 //!   `history_limit` are kept.
 //!
+//! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
+//! and a context's session once the context has no task left.
+//!
 //! A task is written only by its context's actor (and by recovery before serving), so
 //! reading the old stamp and then applying the batch cannot race with another writer.
 
+mod compact;
 mod index;
+mod removal;
 
-use crate::{ContextKey, LoggedEvent, SessionRecord, StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore};
+pub use compact::{compact, sled_files_size, tree_size, CompactReport};
+
+use crate::{
+    ContextKey, LoggedEvent, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+    TaskStore,
+};
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
@@ -43,8 +53,10 @@ pub struct SledStore {
 pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
 impl SledStore {
-    /// Opens (or creates) the store in `dir`.
+    /// Opens (or creates) the store in `dir`, first finishing a compaction that was
+    /// interrupted there.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)
@@ -214,6 +226,22 @@ impl TaskStore for SledStore {
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {
         Ok(self.db.size_on_disk()?)
+    }
+
+    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
+        self.visit_index(visit)
+    }
+
+    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.remove_task(task_id)
+    }
+
+    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
+        self.remove_session_if_unused(key)
+    }
+
+    fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.count_entries()
     }
 }
 

@@ -3,7 +3,7 @@ use crate::{encode_page_token, Cursor, GroupCommit, LoggedEvent, Owner};
 use a2ad_protocol::{timestamp, Task, TaskStatus};
 use std::sync::Arc;
 
-fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> TaskRecord {
+pub(crate) fn record(owner: &Owner, id: &str, ctx: &str, state: TaskState, ms: i64) -> TaskRecord {
     TaskRecord {
         owner: owner.clone(),
         agent: "echo".into(),
@@ -138,4 +138,84 @@ fn the_event_log_keeps_the_last_events_in_order() {
     assert_eq!(seqs(3), vec![4, 5]);
     assert!(seqs(5).is_empty(), "another task's log is not read");
     assert!(store.events_after("t1", 0, 1).unwrap()[0].json.contains("\"task\""));
+}
+
+#[test]
+fn delete_task_clears_the_record_every_index_and_the_event_log() {
+    use a2ad_protocol::StreamResponse;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let owner = Owner { tenant: "acme".into(), principal: "al".into() };
+    let mut gone = record(&owner, "t1", "c", TaskState::Working, 1000);
+    for seq in 1..=3u64 {
+        gone.last_event_seq = seq;
+        store.put_task(&gone, &[LoggedEvent::encode(seq, &StreamResponse::Task(gone.task.clone()))]).unwrap();
+    }
+    gone.task.status.state = TaskState::Completed;
+    gone.task.status.timestamp = Some(timestamp::from_millis(2000));
+    store.put_task(&gone, &[]).unwrap();
+    let kept = record(&owner, "t10", "c", TaskState::Working, 3000);
+    store.put_task(&kept, &[LoggedEvent::encode(1, &StreamResponse::Task(kept.task.clone()))]).unwrap();
+
+    let removed = store.delete_task("t1").unwrap().expect("the task was there");
+    assert_eq!(removed.task.id, "t1");
+    assert!(store.get_task("t1").unwrap().is_none());
+    assert!(store.events_after("t1", 0, 100).unwrap().is_empty(), "the event log is gone");
+    assert_eq!(store.events_after("t10", 0, 100).unwrap().len(), 1, "a task whose id extends it keeps its log");
+    let page = store.list_tasks(&query(&owner)).unwrap();
+    assert_eq!((ids(&page), page.total), (vec!["t10"], 1), "the by-time index");
+    let mut by_ctx = query(&owner);
+    by_ctx.context_id = Some("c".into());
+    assert_eq!(store.list_tasks(&by_ctx).unwrap().total, 1, "the by-context index");
+    assert!(store.delete_task("t1").unwrap().is_none(), "deleting twice is not an error");
+
+    store.delete_task("t10").unwrap();
+    assert!(store.tasks_in_states(&[TaskState::Working]).unwrap().is_empty(), "the active index");
+    assert_eq!(store.tasks.len(), 0, "no key of either task is left");
+}
+
+#[test]
+fn a_session_is_forgotten_only_once_its_context_has_no_task() {
+    use crate::{ContextKey, SessionRecord};
+    use a2ad_protocol::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let owner = Owner::anonymous();
+    let key = ContextKey::new(owner.clone(), "c");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let messages = [Message::agent_text("m1".into(), "c", None, "x"), Message::agent_text("m2".into(), "c", None, "y")];
+    session.append(&messages, 10);
+    store.put_session(&session, &messages, 10).unwrap();
+    store.put_task(&record(&owner, "t1", "c", TaskState::Completed, 1000), &[]).unwrap();
+
+    assert!(!store.forget_session_if_unused(&key).unwrap(), "a task is left");
+    assert!(store.get_session(&key, 10).unwrap().is_some());
+    store.delete_task("t1").unwrap();
+    assert!(store.forget_session_if_unused(&key).unwrap());
+    assert!(store.get_session(&key, 10).unwrap().is_none());
+    assert_eq!(store.sessions.len(), 0, "metadata and messages are gone");
+    assert!(!store.forget_session_if_unused(&key).unwrap());
+}
+
+#[test]
+fn visit_tasks_reports_every_owner_with_state_and_time_and_counts_add_up() {
+    use a2ad_protocol::StreamResponse;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let a = Owner { tenant: "acme".into(), principal: "al".into() };
+    let b = Owner { tenant: "beta".into(), principal: "bo".into() };
+    let first = record(&a, "t1", "c", TaskState::Completed, 1000);
+    store.put_task(&first, &[LoggedEvent::encode(1, &StreamResponse::Task(first.task.clone()))]).unwrap();
+    store.put_task(&record(&b, "t2", "d", TaskState::InputRequired, 2000), &[]).unwrap();
+    let mut seen = Vec::new();
+    store.visit_tasks(&mut |entry| seen.push(entry)).unwrap();
+    seen.sort_by(|x, y| x.task_id.cmp(&y.task_id));
+    assert_eq!(
+        seen,
+        vec![
+            crate::TaskEntry { owner: a, task_id: "t1".into(), status_millis: 1000, state: TaskState::Completed },
+            crate::TaskEntry { owner: b, task_id: "t2".into(), status_millis: 2000, state: TaskState::InputRequired },
+        ]
+    );
+    assert_eq!(store.counts().unwrap().events, 1);
 }

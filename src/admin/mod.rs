@@ -1,8 +1,12 @@
-//! Operator commands that work on a node's stores: `a2ad push dead list|retry`.
+//! Operator commands that work on a node's stores: `a2ad push dead list|retry`,
+//! `a2ad admin stats` ([`stats`]) and `a2ad admin compact` ([`compact`]).
 //!
-//! With the local-file queue the data dir is sled's, which one process at a time may
-//! open: run these while the node is stopped (the node delivers revived jobs when it
-//! starts). With redis-streams they work while nodes run.
+//! The data dir is sled's, which one process at a time may open: run these while the node
+//! is stopped (the node delivers revived jobs when it starts). With the redis-streams
+//! queue, `push dead` works while nodes run.
+
+pub mod compact;
+pub mod stats;
 
 use crate::config::{Config, PushQueueKind};
 use crate::push::{open_queue, PushSetupError};
@@ -18,6 +22,16 @@ pub enum AdminError {
     Push(#[from] PushSetupError),
     #[error("push: {0}")]
     Queue(#[from] a2ad_storage::StoreError),
+    #[error("there is no task store in {0} (check --data-dir or the config's data-dir)")]
+    NoStore(String),
+}
+
+/// Opens the node's task store, saying what to do when the node still holds it.
+pub fn open_store(config: &Config) -> Result<SledStore, AdminError> {
+    if !config.data_dir.join("conf").exists() {
+        return Err(AdminError::NoStore(config.data_dir.display().to_string()));
+    }
+    SledStore::open(&config.data_dir).map_err(|e| AdminError::Store(config.data_dir.display().to_string(), e))
 }
 
 /// The push queue the config names. A remote queue needs no local store.

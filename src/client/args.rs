@@ -1,0 +1,124 @@
+//! The client commands' arguments (clap), shared by `call` and `tasks`.
+
+use super::ClientError;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// Credentials sent with every request. Flags win over the environment.
+#[derive(Args, Clone, Default)]
+pub struct AuthArgs {
+    /// A bearer token (or JWT): `Authorization: Bearer <token>`.
+    #[arg(long, env = "A2AD_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// An API key, sent as `X-Api-Key`.
+    #[arg(long, env = "A2AD_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// HTTP Basic credentials, `user:password`.
+    #[arg(long, env = "A2AD_BASIC", hide_env_values = true)]
+    pub basic: Option<String>,
+}
+
+impl AuthArgs {
+    /// The headers these credentials add.
+    pub fn headers(&self) -> Result<Vec<(&'static str, String)>, ClientError> {
+        let mut headers = Vec::new();
+        if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
+            headers.push(("Authorization", format!("Bearer {token}")));
+        }
+        if let Some(basic) = self.basic.as_deref().filter(|b| !b.is_empty()) {
+            if !basic.contains(':') {
+                return Err(ClientError::Usage("--basic takes user:password".into()));
+            }
+            if headers.iter().any(|(name, _)| *name == "Authorization") {
+                return Err(ClientError::Usage("use either --token or --basic, not both".into()));
+            }
+            use base64::Engine as _;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(basic);
+            headers.push(("Authorization", format!("Basic {encoded}")));
+        }
+        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            headers.push(("X-Api-Key", key.to_owned()));
+        }
+        Ok(headers)
+    }
+}
+
+/// `a2ad call URL TEXT`.
+#[derive(Args)]
+pub struct CallArgs {
+    /// The node's base URL (the card is fetched from its well-known path) or the card's URL.
+    pub url: String,
+    /// The message text.
+    pub text: String,
+    /// Continue this context (a contextId from an earlier call).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Answer this task (one waiting for input).
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Route a new context to this skill (message.metadata.skill).
+    #[arg(long)]
+    pub skill: Option<String>,
+    /// Attach a file (repeatable): a raw part with its file name and a media type guessed
+    /// from the extension.
+    #[arg(long)]
+    pub file: Vec<PathBuf>,
+    /// Attach a JSON value as a data part (repeatable).
+    #[arg(long)]
+    pub data: Vec<String>,
+    /// Print each StreamResponse as one JSON line on stdout instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// `a2ad tasks ...`.
+#[derive(Subcommand)]
+pub enum TasksCommand {
+    /// List the caller's tasks, newest first: id, state, context, last update.
+    List {
+        url: String,
+        /// Only the tasks of this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Only tasks in this state (e.g. working, completed, input-required).
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many tasks.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Print the ListTasks response as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        auth: AuthArgs,
+    },
+    /// Print one task as JSON.
+    Get {
+        url: String,
+        id: String,
+        /// At most this many history messages.
+        #[arg(long)]
+        history: Option<u32>,
+        #[command(flatten)]
+        auth: AuthArgs,
+    },
+    /// Cancel a task; prints its state afterwards.
+    Cancel {
+        url: String,
+        id: String,
+        #[command(flatten)]
+        auth: AuthArgs,
+    },
+    /// Follow a task's events until it ends or pauses (SubscribeToTask); exits like `call`.
+    Watch {
+        url: String,
+        id: String,
+        /// Print each StreamResponse as one JSON line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        auth: AuthArgs,
+    },
+}

@@ -1,0 +1,165 @@
+//! `a2ad call URL TEXT`: send one message with SendStreamingMessage and follow the answer.
+//!
+//! Ctrl-C (SIGINT) while the task runs cancels it on the node (CancelTask) and exits with
+//! [`exit::CANCELED`]; the exit code otherwise says how the task ended. An agent whose card
+//! says `capabilities.streaming: false` gets one SendMessage instead.
+
+use super::render::Renderer;
+use super::sse::SseStream;
+use super::transport::Endpoint;
+use super::{ends_stream, exit, CallArgs, ClientError};
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::time::Duration;
+
+/// Runs the command; the process exit code.
+pub async fn run(args: CallArgs) -> Result<i32, ClientError> {
+    let message = build_message(&args)?;
+    let endpoint = Endpoint::discover(&args.url, &args.auth).await?;
+    let mut renderer = Renderer::new(args.json);
+    if !endpoint.streaming {
+        // An agent without streaming: one SendMessage, shown like a stream that ended.
+        let result = endpoint.call("SendMessage", json!({"message": message})).await?;
+        renderer.snapshot(&result);
+        renderer.finish();
+        return Ok(renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state));
+    }
+    let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
+    follow(&endpoint, stream, &mut renderer).await
+}
+
+/// Shows a stream until it ends; Ctrl-C cancels the task. The exit code.
+pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut Renderer) -> Result<i32, ClientError> {
+    // Registered before the first event is shown: a Ctrl-C from then on cancels the task.
+    let mut interrupted = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| ClientError::Transport(format!("cannot watch for Ctrl-C: {e}")))?;
+    let mut spinner = tokio::time::interval(Duration::from_millis(120));
+    loop {
+        tokio::select! {
+            next = stream.next() => match next {
+                Some(Ok(event)) => {
+                    renderer.event(&event);
+                    if renderer.state.as_deref().is_some_and(ends_stream) {
+                        break;
+                    }
+                }
+                Some(Err(e)) => {
+                    renderer.finish();
+                    return Err(e);
+                }
+                None => break,
+            },
+            _ = interrupted.recv() => {
+                renderer.finish();
+                return cancel(endpoint, renderer).await;
+            }
+            _ = spinner.tick() => renderer.tick(),
+        }
+    }
+    renderer.finish();
+    match renderer.state.as_deref() {
+        Some(state) if ends_stream(state) => Ok(exit::for_state(state)),
+        None if renderer.answered_with_message => Ok(exit::COMPLETED),
+        _ => Err(ClientError::Transport("the stream ended before the task did".into())),
+    }
+}
+
+/// Cancels the task being followed after Ctrl-C.
+async fn cancel(endpoint: &Endpoint, renderer: &Renderer) -> Result<i32, ClientError> {
+    let Some(id) = renderer.task_id.clone() else {
+        eprintln!("a2ad: interrupted before the node named the task");
+        return Ok(exit::CANCELED);
+    };
+    let task = endpoint.call("CancelTask", json!({"id": id})).await?;
+    let state = task["status"]["state"].as_str().unwrap_or("?");
+    eprintln!("a2ad: task {id} {}", super::short_state(state));
+    Ok(exit::CANCELED)
+}
+
+/// The user message: the text, then the files and data parts, with the context, task and
+/// skill asked for.
+fn build_message(args: &CallArgs) -> Result<Value, ClientError> {
+    let mut parts = vec![json!({"text": args.text})];
+    for path in &args.file {
+        parts.push(file_part(path)?);
+    }
+    for data in &args.data {
+        let value: Value = serde_json::from_str(data)
+            .map_err(|e| ClientError::Usage(format!("--data is not JSON ({e}): {}", preview(data))))?;
+        parts.push(json!({"data": value}));
+    }
+    let mut message = Map::new();
+    message.insert("messageId".into(), json!(uuid::Uuid::new_v4().to_string()));
+    message.insert("role".into(), json!("ROLE_USER"));
+    message.insert("parts".into(), Value::Array(parts));
+    if let Some(context) = &args.context {
+        message.insert("contextId".into(), json!(context));
+    }
+    if let Some(task) = &args.task {
+        message.insert("taskId".into(), json!(task));
+    }
+    if let Some(skill) = &args.skill {
+        message.insert("metadata".into(), json!({"skill": skill}));
+    }
+    Ok(Value::Object(message))
+}
+
+/// A raw part with the file's name and a media type guessed from its extension.
+fn file_part(path: &Path) -> Result<Value, ClientError> {
+    let bytes = std::fs::read(path).map_err(|e| ClientError::Usage(format!("--file {}: {e}", path.display())))?;
+    let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
+    Ok(json!({
+        "raw": base64::engine::general_purpose::STANDARD.encode(bytes),
+        "filename": filename,
+        "mediaType": media_type(path),
+    }))
+}
+
+/// A media type for common extensions; anything else is `application/octet-stream`.
+pub fn media_type(path: &Path) -> &'static str {
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    match extension.as_str() {
+        "txt" | "log" => "text/plain",
+        "md" => "text/markdown",
+        "csv" => "text/csv",
+        "html" | "htm" => "text/html",
+        "json" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "xml" => "application/xml",
+        "pdf" => "application/pdf",
+        "zip" => "application/zip",
+        "gz" => "application/gzip",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "svg" => "image/svg+xml",
+        "webp" => "image/webp",
+        "wav" => "audio/wav",
+        "mp3" => "audio/mpeg",
+        "mp4" => "video/mp4",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The start of a long argument, for an error message.
+fn preview(text: &str) -> String {
+    let short: String = text.chars().take(40).collect();
+    if short.len() < text.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_come_from_the_extension() {
+        assert_eq!(media_type(Path::new("a/report.PDF")), "application/pdf");
+        assert_eq!(media_type(Path::new("notes.txt")), "text/plain");
+        assert_eq!(media_type(Path::new("blob")), "application/octet-stream");
+    }
+}

@@ -1,0 +1,294 @@
+//! Showing a task's stream: agent text on stdout, states and tool progress on stderr.
+//!
+//! stdout gets the agent's words in order: the text of WORKING status messages (one line
+//! each), artifact text as it streams (appends joined, a newline when the artifact's last
+//! chunk arrives) and the final status message (the answer, or the question of an
+//! input-required turn). What an agent mirrors is printed once: an artifact chunk that
+//! repeats the status message just printed, and a final message that repeats everything
+//! already printed, are skipped. Data parts print as one JSON line.
+//!
+//! stderr gets the state changes and tool progress (`metadata.a2ad.tool` of an event or
+//! of its status message): a spinner line redrawn in place on a terminal, plain lines
+//! otherwise (`a2ad: task <id> working`). With `--json` every StreamResponse is printed
+//! as one JSON line on stdout and stderr stays quiet.
+
+use super::short_state;
+use serde_json::{json, Value};
+use std::io::{IsTerminal, Write};
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// The state of one rendered stream.
+pub struct Renderer {
+    json: bool,
+    tty: bool,
+    /// Everything printed to stdout in this turn, without separators.
+    streamed: String,
+    last_message: Option<String>,
+    artifact_open: bool,
+    spinner: usize,
+    spinner_shown: bool,
+    status_line: String,
+    pub task_id: Option<String>,
+    pub context_id: Option<String>,
+    pub state: Option<String>,
+    /// The agent answered with a message rather than a task (a complete answer).
+    pub answered_with_message: bool,
+}
+
+impl Renderer {
+    pub fn new(json: bool) -> Self {
+        Renderer {
+            json,
+            tty: std::io::stderr().is_terminal(),
+            streamed: String::new(),
+            last_message: None,
+            artifact_open: false,
+            spinner: 0,
+            spinner_shown: false,
+            status_line: String::new(),
+            task_id: None,
+            context_id: None,
+            state: None,
+            answered_with_message: false,
+        }
+    }
+
+    /// Shows one StreamResponse.
+    pub fn event(&mut self, event: &Value) {
+        if self.json {
+            println!("{event}");
+        }
+        if let Some(task) = event.get("task") {
+            self.ids(task);
+            self.set_state(task["status"]["state"].as_str());
+        } else if let Some(message) = event.get("message") {
+            self.answered_with_message = self.task_id.is_none();
+            self.ids(message);
+            self.text_line(&parts_text(&message["parts"]));
+        } else if let Some(update) = event.get("statusUpdate") {
+            self.ids(update);
+            self.tool(update.get("metadata"));
+            self.tool(update["status"]["message"].get("metadata"));
+            self.status_update(update);
+        } else if let Some(update) = event.get("artifactUpdate") {
+            self.ids(update);
+            self.artifact_update(update);
+        }
+        let _ = std::io::stdout().flush();
+    }
+
+    /// Shows a SendMessage result (`{"task": ...}` or `{"message": ...}`): a task's
+    /// artifacts, then its status message, as a stream would have shown them.
+    pub fn snapshot(&mut self, result: &Value) {
+        let Some(task) = result.get("task") else {
+            self.event(result);
+            return;
+        };
+        if self.json {
+            println!("{result}");
+        }
+        self.ids(task);
+        for artifact in task["artifacts"].as_array().into_iter().flatten() {
+            let text = parts_text(&artifact["parts"]);
+            self.text_line(&text);
+        }
+        let status = json!({"taskId": task["id"], "contextId": task["contextId"], "status": task["status"]});
+        self.status_update(&status);
+        let _ = std::io::stdout().flush();
+    }
+
+    fn ids(&mut self, object: &Value) {
+        let task_id = object.get("taskId").or_else(|| object.get("id").filter(|_| object.get("status").is_some()));
+        if let Some(id) = task_id.and_then(Value::as_str) {
+            self.task_id = Some(id.to_owned());
+        }
+        if let Some(id) = object.get("contextId").and_then(Value::as_str) {
+            self.context_id = Some(id.to_owned());
+        }
+    }
+
+    fn status_update(&mut self, update: &Value) {
+        let state = update["status"]["state"].as_str().unwrap_or("");
+        let text = parts_text(&update["status"]["message"]["parts"]);
+        if state == "TASK_STATE_WORKING" {
+            if !text.is_empty() {
+                self.text_line(&text);
+                self.last_message = Some(text);
+            }
+        } else if !text.is_empty() && !same_text(&text, &self.streamed) {
+            self.text_line(&text);
+        }
+        self.set_state(Some(state));
+    }
+
+    fn artifact_update(&mut self, update: &Value) {
+        let text = parts_text(&update["artifact"]["parts"]);
+        if self.last_message.take().is_some_and(|m| m == text) {
+            return; // The status message just printed, mirrored as an artifact.
+        }
+        let last_chunk = update["lastChunk"].as_bool().unwrap_or(false);
+        if !update["append"].as_bool().unwrap_or(false) && self.artifact_open {
+            self.out("\n");
+        }
+        self.out(&text);
+        self.streamed.push_str(&text);
+        self.artifact_open = !last_chunk;
+        if last_chunk && !text.is_empty() {
+            self.out("\n");
+        }
+    }
+
+    fn text_line(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if self.artifact_open {
+            self.out("\n");
+            self.artifact_open = false;
+        }
+        self.out(text);
+        self.out("\n");
+        self.streamed.push_str(text);
+    }
+
+    fn out(&mut self, text: &str) {
+        if self.json || text.is_empty() {
+            return;
+        }
+        self.clear_spinner();
+        print!("{text}");
+    }
+
+    fn set_state(&mut self, state: Option<&str>) {
+        let Some(state) = state.filter(|s| !s.is_empty()) else { return };
+        if self.state.as_deref() == Some(state) {
+            return;
+        }
+        self.state = Some(state.to_owned());
+        let task = self.task_id.as_deref().unwrap_or("?");
+        self.status(&format!("task {task} {}", short_state(state)));
+    }
+
+    /// Tool progress from an `a2ad.tool` metadata object: its name and status (or the
+    /// whole object when it has neither).
+    fn tool(&mut self, metadata: Option<&Value>) {
+        let Some(tool) = metadata.and_then(|m| m.get("a2ad")).and_then(|a| a.get("tool")) else { return };
+        let name = tool.get("name").and_then(Value::as_str);
+        let status = tool.get("status").or_else(|| tool.get("progress")).map(|s| match s {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let line = match (name, status) {
+            (Some(name), Some(status)) => format!("tool {name}: {status}"),
+            (Some(name), None) => format!("tool {name}"),
+            _ => format!("tool {tool}"),
+        };
+        self.status(&line);
+    }
+
+    /// A line on stderr: the spinner's text on a terminal, a plain line otherwise.
+    fn status(&mut self, line: &str) {
+        if self.json {
+            return;
+        }
+        if self.tty {
+            self.status_line = line.to_owned();
+            self.draw_spinner();
+        } else {
+            eprintln!("a2ad: {line}");
+        }
+    }
+
+    /// Advances the spinner (a terminal only); called while waiting for events.
+    pub fn tick(&mut self) {
+        if self.tty && !self.json && !self.status_line.is_empty() {
+            self.spinner = (self.spinner + 1) % SPINNER.len();
+            self.draw_spinner();
+        }
+    }
+
+    fn draw_spinner(&mut self) {
+        let _ = std::io::stdout().flush();
+        eprint!("\r\x1b[2K{} {}", SPINNER[self.spinner], self.status_line);
+        self.spinner_shown = true;
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner_shown {
+            eprint!("\r\x1b[2K");
+            self.spinner_shown = false;
+        }
+    }
+
+    /// Ends the output: closes an open artifact line; on a terminal, replaces the spinner
+    /// with the final state.
+    pub fn finish(&mut self) {
+        if self.artifact_open {
+            self.out("\n");
+            self.artifact_open = false;
+        }
+        let _ = std::io::stdout().flush();
+        if self.tty && !self.json {
+            self.clear_spinner();
+            if !self.status_line.is_empty() {
+                eprintln!("{}", self.status_line);
+            }
+        }
+    }
+}
+
+/// The text of a list of parts: text parts as they are, data parts as JSON.
+pub fn parts_text(parts: &Value) -> String {
+    let Some(parts) = parts.as_array() else { return String::new() };
+    let texts: Vec<String> = parts
+        .iter()
+        .filter_map(|p| match (p.get("text"), p.get("data")) {
+            (Some(Value::String(text)), _) => Some(text.clone()),
+            (_, Some(data)) => Some(data.to_string()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+/// Whether a final message repeats what was streamed (whitespace aside).
+fn same_text(a: &str, b: &str) -> bool {
+    let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    squash(a) == squash(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_text_keeps_text_and_data() {
+        let parts = json!([{"text": "hi"}, {"raw": "AA=="}, {"data": {"k": 1}}]);
+        assert_eq!(parts_text(&parts), "hi\n{\"k\":1}");
+    }
+
+    #[test]
+    fn a_mirrored_answer_counts_once() {
+        let mut r = Renderer::new(false);
+        r.tty = false;
+        r.event(
+            &json!({"artifactUpdate": {"taskId": "t", "artifact": {"parts": [{"text": "hello"}]}, "lastChunk": true}}),
+        );
+        assert_eq!(r.streamed, "hello");
+        let done = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "hello"}]}}}});
+        r.event(&done);
+        assert_eq!(r.streamed, "hello", "the final message repeated the artifact");
+        assert_eq!(r.state.as_deref(), Some("TASK_STATE_COMPLETED"));
+        assert_eq!(r.task_id.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn a_message_answer_is_a_complete_answer() {
+        let mut r = Renderer::new(false);
+        r.tty = false;
+        r.event(&json!({"message": {"messageId": "m", "contextId": "c", "parts": [{"text": "hi"}]}}));
+        assert!(r.answered_with_message);
+        assert_eq!((r.streamed.as_str(), r.state.as_deref()), ("hi", None));
+    }
+}

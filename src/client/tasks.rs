@@ -1,0 +1,88 @@
+//! `a2ad tasks list|get|cancel|watch`: the caller's tasks on a node.
+
+use super::call::follow;
+use super::render::Renderer;
+use super::transport::Endpoint;
+use super::{exit, short_state, ClientError, TasksCommand};
+use serde_json::{json, Value};
+
+/// Runs the command; the process exit code.
+pub async fn run(command: TasksCommand) -> Result<i32, ClientError> {
+    match command {
+        TasksCommand::List { url, context, state, limit, json, auth } => {
+            let endpoint = Endpoint::discover(&url, &auth).await?;
+            let mut params = json!({"pageSize": limit});
+            if let Some(context) = context {
+                params["contextId"] = json!(context);
+            }
+            if let Some(state) = state {
+                params["status"] = json!(state_name(&state));
+            }
+            let listed = endpoint.call("ListTasks", params).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&listed).unwrap_or_default());
+            } else {
+                print!("{}", format_list(&listed));
+            }
+            Ok(exit::COMPLETED)
+        }
+        TasksCommand::Get { url, id, history, auth } => {
+            let endpoint = Endpoint::discover(&url, &auth).await?;
+            let mut params = json!({"id": id});
+            if let Some(history) = history {
+                params["historyLength"] = json!(history);
+            }
+            let task = endpoint.call("GetTask", params).await?;
+            println!("{}", serde_json::to_string_pretty(&task).unwrap_or_default());
+            Ok(exit::COMPLETED)
+        }
+        TasksCommand::Cancel { url, id, auth } => {
+            let endpoint = Endpoint::discover(&url, &auth).await?;
+            let task = endpoint.call("CancelTask", json!({"id": id})).await?;
+            println!("{id}\t{}", short_state(task["status"]["state"].as_str().unwrap_or("?")));
+            Ok(exit::COMPLETED)
+        }
+        TasksCommand::Watch { url, id, json, auth } => {
+            let endpoint = Endpoint::discover(&url, &auth).await?;
+            let stream = endpoint.stream("SubscribeToTask", json!({"id": id})).await?;
+            let mut renderer = Renderer::new(json);
+            renderer.task_id = Some(id);
+            follow(&endpoint, stream, &mut renderer).await
+        }
+    }
+}
+
+/// `input-required` → `TASK_STATE_INPUT_REQUIRED`; a full name is kept.
+fn state_name(state: &str) -> String {
+    if state.starts_with("TASK_STATE_") {
+        return state.to_owned();
+    }
+    format!("TASK_STATE_{}", state.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// One line per task: id, state, context, last update.
+fn format_list(listed: &Value) -> String {
+    let mut out = String::new();
+    for task in listed["tasks"].as_array().into_iter().flatten() {
+        let field = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            field(&task["id"]),
+            short_state(task["status"]["state"].as_str().unwrap_or("?")),
+            field(&task["contextId"]),
+            field(&task["status"]["timestamp"]),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_state_names_are_accepted() {
+        assert_eq!(state_name("input-required"), "TASK_STATE_INPUT_REQUIRED");
+        assert_eq!(state_name("TASK_STATE_WORKING"), "TASK_STATE_WORKING");
+    }
+}

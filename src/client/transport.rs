@@ -1,0 +1,256 @@
+//! Talking to a node: card discovery, the interface picked from it, and one request or
+//! stream per A2A method over JSON-RPC or HTTP+JSON.
+//!
+//! The card's `supportedInterfaces` are tried in order and the first binding this client
+//! runs is used (the card lists them in the agent's order of preference). gRPC is not run
+//! by the client; a node always offers JSON-RPC and HTTP+JSON as well.
+
+use super::sse::SseStream;
+use super::{AuthArgs, ClientError};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// The largest non-streaming answer read.
+const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// A binding the client runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Binding {
+    JsonRpc,
+    HttpJson,
+}
+
+/// One interface of the node, ready to call.
+pub struct Endpoint {
+    pub binding: Binding,
+    pub url: String,
+    pub tenant: Option<String>,
+    /// The card's `capabilities.streaming` (absent counts as yes).
+    pub streaming: bool,
+    client: reqwest::Client,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Endpoint {
+    /// Fetches the card at `url` (a base URL or the card's own) and picks its interface.
+    pub async fn discover(url: &str, auth: &AuthArgs) -> Result<Endpoint, ClientError> {
+        let card_url = crate::card::card_url(url).map_err(ClientError::Usage)?;
+        let headers = auth.headers()?;
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ClientError::Transport(format!("cannot start an HTTP client: {e}")))?;
+        let response = client
+            .get(&card_url)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(format!("cannot reach {card_url}: {}", root_cause(&e))))?;
+        if !response.status().is_success() {
+            return Err(ClientError::Transport(format!(
+                "cannot fetch the card {card_url}: HTTP {}",
+                response.status()
+            )));
+        }
+        let card: Value = read_json(response).await?;
+        let (binding, url, tenant) = pick_interface(&card).ok_or_else(|| {
+            ClientError::Transport(format!("the card at {card_url} lists no JSONRPC or HTTP+JSON interface"))
+        })?;
+        if !headers.is_empty() && origin(&url) != origin(&card_url) {
+            // The card decides where requests go; say where the credentials are sent.
+            eprintln!("a2ad: the card sends requests to {}; credentials go there", origin(&url).unwrap_or_default());
+        }
+        let streaming = card["capabilities"]["streaming"].as_bool().unwrap_or(true);
+        Ok(Endpoint { binding, url, tenant, streaming, client, headers })
+    }
+
+    /// Calls a unary method; returns its result.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let response = self.send(method, params).await?;
+        let status = response.status();
+        let body: Value = read_json(response).await?;
+        if let Some(error) = body.get("error") {
+            return Err(ClientError::Refused(error_text(error)));
+        }
+        if !status.is_success() {
+            return Err(ClientError::Transport(format!("HTTP {status}")));
+        }
+        Ok(match self.binding {
+            Binding::JsonRpc => body.get("result").cloned().unwrap_or(Value::Null),
+            Binding::HttpJson => body,
+        })
+    }
+
+    /// Calls a streaming method (SendStreamingMessage, SubscribeToTask).
+    pub async fn stream(&self, method: &str, params: Value) -> Result<SseStream, ClientError> {
+        let response = self.send(method, params).await?;
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if is_sse {
+            return Ok(SseStream::new(response));
+        }
+        let status = response.status();
+        let body: Value = read_json(response).await?;
+        match body.get("error") {
+            Some(error) => Err(ClientError::Refused(error_text(error))),
+            None => Err(ClientError::Transport(format!("HTTP {status}: the node did not answer with a stream"))),
+        }
+    }
+
+    async fn send(&self, method: &str, params: Value) -> Result<reqwest::Response, ClientError> {
+        let request = match self.binding {
+            Binding::JsonRpc => {
+                let mut params = params;
+                if let (Some(tenant), Some(fields)) = (&self.tenant, params.as_object_mut()) {
+                    fields.entry("tenant").or_insert_with(|| json!(tenant));
+                }
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+                self.client.post(&self.url).json(&body)
+            }
+            Binding::HttpJson => self.rest_request(method, params)?,
+        };
+        let mut request = request.header("A2A-Version", "1.0");
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(format!("cannot reach {}: {}", self.url, root_cause(&e))))?;
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(ClientError::Refused(
+                "unauthorized (HTTP 401): pass credentials with --token, --api-key or --basic".into(),
+            ));
+        }
+        Ok(response)
+    }
+
+    /// The HTTP+JSON route of a method: ids go in the path, the rest in the body (POST) or
+    /// the query string (GET).
+    fn rest_request(&self, method: &str, params: Value) -> Result<reqwest::RequestBuilder, ClientError> {
+        let base = match &self.tenant {
+            Some(tenant) => format!("{}/{tenant}", self.url.trim_end_matches('/')),
+            None => self.url.trim_end_matches('/').to_owned(),
+        };
+        let mut fields = match params {
+            Value::Object(fields) => fields,
+            _ => Map::new(),
+        };
+        let id = fields.remove("id").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let id = urlencode(&id);
+        Ok(match method {
+            "SendStreamingMessage" => self.client.post(format!("{base}/message:stream")).json(&fields),
+            "SendMessage" => self.client.post(format!("{base}/message:send")).json(&fields),
+            "CancelTask" => self.client.post(format!("{base}/tasks/{id}:cancel")).json(&fields),
+            "SubscribeToTask" => self.client.get(format!("{base}/tasks/{id}:subscribe")),
+            "GetTask" => self.client.get(format!("{base}/tasks/{id}")).query(&query(&fields)),
+            "ListTasks" => self.client.get(format!("{base}/tasks")).query(&query(&fields)),
+            other => return Err(ClientError::Usage(format!("{other} is not run over HTTP+JSON by this client"))),
+        })
+    }
+}
+
+/// The first interface whose binding this client runs: (binding, url, tenant).
+pub fn pick_interface(card: &Value) -> Option<(Binding, String, Option<String>)> {
+    let interfaces = card.get("supportedInterfaces")?.as_array()?;
+    interfaces.iter().find_map(|interface| {
+        let binding = match interface.get("protocolBinding")?.as_str()? {
+            "JSONRPC" => Binding::JsonRpc,
+            "HTTP+JSON" => Binding::HttpJson,
+            _ => return None,
+        };
+        let url = interface.get("url")?.as_str()?.to_owned();
+        let tenant = interface.get("tenant").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_owned);
+        Some((binding, url, tenant))
+    })
+}
+
+/// `scheme://host:port` of a URL.
+fn origin(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok().map(|u| u.origin().ascii_serialization())
+}
+
+/// A JSON-RPC error object or a `google.rpc.Status` as one line: the message, and the
+/// reason when the node gave one.
+pub fn error_text(error: &Value) -> String {
+    let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
+    let details = error.get("data").or_else(|| error.get("details")).and_then(Value::as_array);
+    let reason = details.and_then(|d| d.iter().find_map(|d| d.get("reason").and_then(Value::as_str)));
+    match reason {
+        Some(reason) => format!("{message} ({reason})"),
+        None => message,
+    }
+}
+
+/// Query parameters from request fields (strings, numbers and booleans as text).
+fn query(fields: &Map<String, Value>) -> Vec<(String, String)> {
+    fields
+        .iter()
+        .filter_map(|(k, v)| match v {
+            Value::String(s) => Some((k.clone(), s.clone())),
+            Value::Number(_) | Value::Bool(_) => Some((k.clone(), v.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn urlencode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The innermost error: "connection refused" rather than reqwest's outer wrapper.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}
+
+async fn read_json(mut response: reqwest::Response) -> Result<Value, ClientError> {
+    let mut body = Vec::new();
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| ClientError::Transport(format!("cannot read the answer: {e}")))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_BODY_BYTES {
+            return Err(ClientError::Transport("the answer is larger than 16 MiB".into()));
+        }
+    }
+    serde_json::from_slice(&body)
+        .map_err(|_| ClientError::Transport("the node answered with something that is not JSON".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_runnable_interface_wins() {
+        let card = json!({"supportedInterfaces": [
+            {"url": "http://n:1", "protocolBinding": "GRPC"},
+            {"url": "http://n/a2a", "protocolBinding": "HTTP+JSON", "tenant": "acme"},
+            {"url": "http://n/", "protocolBinding": "JSONRPC"},
+        ]});
+        let (binding, url, tenant) = pick_interface(&card).unwrap();
+        assert_eq!((binding, url.as_str(), tenant.as_deref()), (Binding::HttpJson, "http://n/a2a", Some("acme")));
+        assert!(pick_interface(&json!({"supportedInterfaces": [{"url": "x", "protocolBinding": "GRPC"}]})).is_none());
+    }
+
+    #[test]
+    fn errors_read_as_one_line_with_the_reason() {
+        let rpc = json!({"code": -32001, "message": "Task not found", "data": [{"reason": "TASK_NOT_FOUND"}]});
+        assert_eq!(error_text(&rpc), "Task not found (TASK_NOT_FOUND)");
+        assert_eq!(urlencode("a b/c"), "a%20b%2Fc");
+    }
+}

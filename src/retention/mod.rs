@@ -1,0 +1,48 @@
+//! Retention: terminal tasks are removed once they are older than `retention.max-age` or
+//! beyond `retention.max-tasks` per tenant, with their event logs, push configs and
+//! artifact files (`<data-dir>/artifacts/<task-id>/`); a context's session goes with its
+//! last task. Interrupted tasks (input-required, auth-required) that nobody answers for
+//! `retention.interrupted-timeout` become CANCELED, with a status message that says so,
+//! and are then kept like any terminal task.
+//!
+//! A background task (the [`Sweeper`]) does it every `sweep-interval`, off the actor
+//! threads: the index scan and the removals run on the blocking pool; the expiries go
+//! through each context's actor (so an answer that arrives meanwhile wins) and so do the
+//! session removals of live contexts (see `ForgetSessions`). A removed task is gone from
+//! every index: GetTask, ListTasks, SubscribeToTask and a follow-up message answer
+//! TaskNotFound, like for a task that never existed.
+
+mod plan;
+mod sweep;
+
+pub use plan::{plan, Plan, Planner};
+pub use sweep::{SweepReport, Sweeper};
+
+/// The most tasks one sweep removes; the next sweep goes on from there.
+pub const MAX_REMOVALS_PER_SWEEP: usize = 10_000;
+
+/// Where a task's artifact files live.
+pub fn artifact_dir(data_dir: &std::path::Path, task_id: &str) -> Option<std::path::PathBuf> {
+    // Ids are minted by the node; anything that could step outside the directory is not
+    // a path component we would ever have written.
+    let safe = !task_id.is_empty()
+        && task_id != "."
+        && task_id != ".."
+        && task_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    safe.then(|| data_dir.join("artifacts").join(task_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn artifact_dirs_stay_inside_the_data_dir() {
+        let dir = Path::new("/data");
+        assert_eq!(artifact_dir(dir, "0193-abc").unwrap(), Path::new("/data/artifacts/0193-abc"));
+        for bad in ["", "..", "a/b", "../x", "a\\b"] {
+            assert!(artifact_dir(dir, bad).is_none(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The sweeper: runs the retention plan every `sweep-interval`.
+
+use super::{artifact_dir, Planner, MAX_REMOVALS_PER_SWEEP};
+use crate::config::RetentionConfig;
+use crate::core::Core;
+use a2ad_actors::messages::{ExpireTask, ForgetSessions};
+use a2ad_storage::{ContextKey, StoreError};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SweepReport {
+    pub removed: usize,
+    pub expired: usize,
+    pub sessions_removed: usize,
+}
+
+/// Runs retention in the background.
+pub struct Sweeper {
+    core: Arc<Core>,
+    config: RetentionConfig,
+    data_dir: PathBuf,
+}
+
+/// Why a sweep stopped early. Logged; the next sweep tries again.
+#[derive(Debug, thiserror::Error)]
+enum SweepError {
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("the blocking pool is gone")]
+    Blocking,
+}
+
+impl Sweeper {
+    pub fn new(core: Arc<Core>, config: RetentionConfig, data_dir: PathBuf) -> Self {
+        Sweeper { core, config, data_dir }
+    }
+
+    /// Sweeps every `sweep-interval` (the first one a full interval after start) until
+    /// `stop` is cancelled (the node begins to shut down); a sweep under way finishes.
+    pub fn start(self, stop: tokio_util::sync::CancellationToken) {
+        actix_web::rt::spawn(async move {
+            let mut interval = tokio::time::interval(self.config.sweep_interval);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            interval.tick().await;
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = interval.tick() => {}
+                }
+                match self.sweep().await {
+                    Ok(report) if report != SweepReport::default() => {
+                        tracing::info!(
+                            removed = report.removed,
+                            expired = report.expired,
+                            sessions = report.sessions_removed,
+                            "retention sweep"
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(error = %e, "retention sweep failed"),
+                }
+            }
+        });
+    }
+
+    /// One sweep: plan, expire, remove, forget emptied sessions, commit.
+    async fn sweep(&self) -> Result<SweepReport, SweepError> {
+        let store = Arc::clone(&self.core.rt.store);
+        let config = self.config.clone();
+        let plan = blocking(move || {
+            let mut planner = Planner::new(&config, chrono::Utc::now().timestamp_millis());
+            store.visit_tasks(&mut |entry| planner.add(entry))?;
+            Ok(planner.finish(MAX_REMOVALS_PER_SWEEP))
+        })
+        .await?;
+        let mut report = SweepReport::default();
+        for (owner, task_id, status_millis) in plan.expire {
+            report.expired += usize::from(self.expire(owner, task_id, status_millis).await);
+        }
+        let (removed, contexts) = self.remove(plan.remove).await?;
+        report.removed = removed;
+        if !contexts.is_empty() {
+            let keys = contexts.into_iter().collect();
+            report.sessions_removed = self.core.supervisor.send(ForgetSessions { keys }).await.unwrap_or(0);
+        }
+        self.core.rt.commit.commit().await?;
+        self.core.metrics.retention_swept(report.removed, report.expired);
+        Ok(report)
+    }
+
+    /// Cancels one unanswered interrupted task through its context's actor.
+    async fn expire(&self, owner: a2ad_storage::Owner, task_id: String, status_millis: i64) -> bool {
+        let store = Arc::clone(&self.core.rt.store);
+        let id = task_id.clone();
+        let Ok(Some(record)) = blocking(move || Ok(store.get_task(&id)?)).await else { return false };
+        let timeout = self.config.for_tenant(&owner.tenant).interrupted_timeout.unwrap_or_default();
+        let reason =
+            format!("The task expired: no answer within {} (retention.interrupted-timeout).", humanize(timeout));
+        let expire = ExpireTask { owner, task_id, status_millis, reason };
+        match self.core.call(&record.context_key(), expire).await {
+            Ok(Ok(expired)) => expired,
+            Ok(Err(e)) | Err(e) => {
+                tracing::warn!(task_id = %record.task.id, error = %e.message, "could not expire a task");
+                false
+            }
+        }
+    }
+
+    /// Removes tasks with their push configs and artifact files; returns how many, and
+    /// the contexts that may now be empty.
+    async fn remove(&self, ids: Vec<String>) -> Result<(usize, HashSet<ContextKey>), SweepError> {
+        if ids.is_empty() {
+            return Ok((0, HashSet::new()));
+        }
+        let rt = Arc::clone(&self.core.rt);
+        let data_dir = self.data_dir.clone();
+        blocking(move || {
+            let mut contexts = HashSet::new();
+            let mut removed = 0;
+            for id in ids {
+                let Some(record) = rt.store.delete_task(&id)? else { continue };
+                removed += 1;
+                if let Some(push) = &rt.push {
+                    push.configs.delete_task(&id)?;
+                }
+                if let Some(dir) = artifact_dir(&data_dir, &id).filter(|d| d.exists()) {
+                    if let Err(e) = std::fs::remove_dir_all(&dir) {
+                        tracing::warn!(task_id = %id, error = %e, "could not remove a task's artifact files");
+                    }
+                }
+                contexts.insert(record.context_key());
+            }
+            Ok((removed, contexts))
+        })
+        .await
+    }
+}
+
+/// Runs store work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, SweepError> + Send + 'static,
+) -> Result<T, SweepError> {
+    actix_web::web::block(work).await.map_err(|_| SweepError::Blocking)?
+}
+
+/// `7d`, `90m`, `1500ms`: the largest whole unit.
+fn humanize(duration: std::time::Duration) -> String {
+    let ms = duration.as_millis();
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
+        if ms >= size && (ms / size) * size == ms {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}

@@ -1,0 +1,98 @@
+//! Removing tasks and sessions, and walking every task's index entry: what retention and
+//! `a2ad admin stats` need from the sled store.
+
+use super::index::{self, Prefix, Stamp};
+use super::SledStore;
+use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
+use a2ad_protocol::TaskState;
+
+impl SledStore {
+    pub(super) fn visit_index(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
+        for entry in self.tasks.scan_prefix([Prefix::ByTime as u8]) {
+            let (key, value) = entry?;
+            let (owner, status_millis, task_id) = decode_time_key(&key[1..])?;
+            let state = value
+                .first()
+                .and_then(|n| TaskState::from_number(i64::from(*n)))
+                .ok_or_else(|| StoreError::Corrupt("index entry without a state".into()))?;
+            visit(TaskEntry { owner, task_id, status_millis, state });
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let task_key = index::key(Prefix::Task, task_id.as_bytes());
+        let Some(bytes) = self.tasks.get(&task_key)? else {
+            return Ok(None);
+        };
+        let record = Self::decode_task(&bytes)?;
+        // The index keys hold the stamp the record was stored under.
+        let millis = Stamp::decode(&bytes).map_or(record.status_millis(), |s| s.millis);
+        let mut batch = sled::Batch::default();
+        batch.remove(task_key);
+        batch.remove(index::time_key(&record, millis));
+        batch.remove(index::context_key(&record, millis));
+        batch.remove(index::key(Prefix::Active, task_id.as_bytes()));
+        for entry in self.tasks.scan_prefix(index::event_prefix(task_id)) {
+            let (key, _) = entry?;
+            batch.remove(key);
+        }
+        self.tasks.apply_batch(batch)?;
+        Ok(Some(record))
+    }
+
+    pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
+        let tasks_left = self.tasks.scan_prefix(index::context_prefix(&key.owner, &key.context_id)).next().is_some();
+        if tasks_left {
+            return Ok(false);
+        }
+        let context = key.storage_key();
+        let meta = index::key(Prefix::SessionMeta, &context);
+        let had_session = self.sessions.contains_key(&meta)?;
+        let mut batch = sled::Batch::default();
+        batch.remove(meta);
+        for entry in self.sessions.scan_prefix(index::key(Prefix::SessionMessage, &context)) {
+            let (message_key, _) = entry?;
+            batch.remove(message_key);
+        }
+        self.sessions.apply_batch(batch)?;
+        Ok(had_session)
+    }
+
+    pub(super) fn count_entries(&self) -> Result<StoreCounts, StoreError> {
+        let count = |tree: &sled::Tree, prefix: Prefix| -> Result<u64, StoreError> {
+            let mut n = 0;
+            for entry in tree.scan_prefix([prefix as u8]) {
+                entry?;
+                n += 1;
+            }
+            Ok(n)
+        };
+        Ok(StoreCounts {
+            events: count(&self.tasks, Prefix::Event)?,
+            sessions: count(&self.sessions, Prefix::SessionMeta)?,
+            session_messages: count(&self.sessions, Prefix::SessionMessage)?,
+        })
+    }
+}
+
+/// owner ‖ status ms ‖ task id, as the by-time index writes it.
+fn decode_time_key(rest: &[u8]) -> Result<(Owner, i64, String), StoreError> {
+    let corrupt = || StoreError::Corrupt("by-time index key".into());
+    let (tenant, rest) = split_segment(rest).ok_or_else(corrupt)?;
+    let (principal, rest) = split_segment(rest).ok_or_else(corrupt)?;
+    if rest.len() < 8 {
+        return Err(corrupt());
+    }
+    let (millis, id) = rest.split_at(8);
+    let millis = u64::from_be_bytes(millis.try_into().map_err(|_| corrupt())?);
+    let id = String::from_utf8(id.to_vec()).map_err(|_| corrupt())?;
+    Ok((Owner { tenant, principal }, i64::try_from(millis).unwrap_or(i64::MAX), id))
+}
+
+/// A `u16`-length-prefixed segment and what follows it.
+fn split_segment(bytes: &[u8]) -> Option<(String, &[u8])> {
+    let len = usize::from(u16::from_be_bytes(bytes.get(..2)?.try_into().ok()?));
+    let segment = bytes.get(2..2 + len)?;
+    Some((String::from_utf8(segment.to_vec()).ok()?, &bytes[2 + len..]))
+}

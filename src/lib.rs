@@ -10,6 +10,7 @@
 //! * [`http`]: the HTTP surface (JSON-RPC, HTTP+JSON, the card, health).
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
+//! * [`transports`]: JSON-RPC over WebSocket, a Unix socket, stdio and Redis Streams.
 //! * [`agents`]: the built-in agents.
 
 pub mod admin;
@@ -26,3 +27,4 @@ pub mod metrics;
 pub mod push;
 pub mod rpc;
 pub mod startup;
+pub mod transports;

@@ -2,6 +2,8 @@
 
 mod body;
 mod caller;
+pub use caller::caller;
+pub(crate) use jsonrpc::request_meta;
 mod card;
 mod jsonrpc;
 pub mod observe;

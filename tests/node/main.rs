@@ -24,3 +24,4 @@ mod redis;
 mod signing;
 mod streaming;
 mod tasks;
+mod websocket;

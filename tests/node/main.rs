@@ -22,6 +22,7 @@ mod push;
 mod receiver;
 mod redis;
 mod signing;
+mod stdio;
 mod streaming;
 mod tasks;
 mod websocket;

@@ -21,6 +21,7 @@ use a2ad_storage::{GroupCommit, SledStore, StoreError, TaskStore};
 use actix::prelude::*;
 use actix_web::{dev::Server, web, App, HttpServer};
 use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -116,6 +117,7 @@ fn serve(
     core: Arc<Core>,
     workers: usize,
     closing: &CancellationToken,
+    unix: Option<(UnixListener, SocketFile)>,
 ) -> Result<Served, StartupError> {
     let listener = TcpListener::bind(config.listen)
         .map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
@@ -186,11 +188,9 @@ fn serve(
     .listen(listener)
     .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?;
     let mut unix_socket = None;
-    if let Some(path) = &config.listen_unix {
-        let (listener, file) = crate::transports::unix::bind(path, config.listen_unix_mode)?;
-        server = server
-            .listen_uds(listener)
-            .map_err(|source| StartupError::Bind { addr: path.display().to_string(), source })?;
+    if let Some((listener, file)) = unix {
+        let addr = file.path().display().to_string();
+        server = server.listen_uds(listener).map_err(|source| StartupError::Bind { addr, source })?;
         unix_socket = Some(file);
     }
     Ok(Served { server: server.run(), local, public_url, grpc, unix_socket })
@@ -291,20 +291,27 @@ impl Application {
     /// Opens the store, fails interrupted turns, starts the actors and binds the server.
     /// Must run inside an actix system.
     pub async fn build(config: Config) -> Result<Self, StartupError> {
-        let node = NodeCore::start(&config).await?;
+        // The socket path is checked first: a wrong one stops start-up before the store opens.
+        let unix = match &config.listen_unix {
+            Some(path) => Some(crate::transports::unix::bind(path, config.listen_unix_mode)?),
+            None => None,
+        };
+        let unix_file = unix.as_ref().map(|(_, file)| file.path().to_owned());
+        let started = Self::assemble(&config, unix).await;
+        if let (Err(_), Some(path)) = (&started, unix_file) {
+            let _ = std::fs::remove_file(path);
+        }
+        started
+    }
+
+    /// Starts the core, binds the servers and starts the Redis transport.
+    async fn assemble(config: &Config, unix: Option<(UnixListener, SocketFile)>) -> Result<Self, StartupError> {
+        let node = NodeCore::start(config).await?;
         let closing = CancellationToken::new();
         let Served { server, local, public_url, grpc, unix_socket } =
-            serve(&config, Arc::clone(&node.core), node.workers, &closing)?;
+            serve(config, Arc::clone(&node.core), node.workers, &closing, unix)?;
         let redis = match &config.redis_transport {
-            Some(settings) => match RedisTransport::start(Arc::clone(&node.core), settings.clone()).await {
-                Ok(redis) => Some(redis),
-                Err(e) => {
-                    if let Some(file) = unix_socket {
-                        file.remove();
-                    }
-                    return Err(e.into());
-                }
-            },
+            Some(settings) => Some(RedisTransport::start(Arc::clone(&node.core), settings.clone()).await?),
             None => None,
         };
         Ok(Application { server, local, public_url, node, grpc, unix_socket, redis, closing })

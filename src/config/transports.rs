@@ -12,22 +12,23 @@ pub const DEFAULT_WEBSOCKET_QUEUE: usize = 256;
 /// What `listen-unix-mode` is unless set: owner and group may connect.
 pub const DEFAULT_UNIX_MODE: u32 = 0o660;
 
-/// `listen-unix-mode`: octal permission bits, written `0660`, `"0660"` or `0o660`. A YAML
-/// integer such as `660` or `0660` is read by its digits, as `chmod` would.
+/// `listen-unix-mode`: octal permission bits with a leading zero, `0660` (YAML reads that
+/// as a string). A bare number (`660`, or `0o660`, which YAML turns into 432) is refused:
+/// its meaning would be a guess.
 pub fn unix_mode<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Int(u64),
-        Text(String),
-    }
-    let digits = match Raw::deserialize(d)? {
-        Raw::Int(n) => n.to_string(),
-        Raw::Text(t) => t.trim().trim_start_matches("0o").to_owned(),
+    let refused =
+        || de::Error::custom("must be octal permission bits with a leading zero, from 0000 to 0777, e.g. 0660");
+    let text = match serde_yaml_ng::Value::deserialize(d)? {
+        serde_yaml_ng::Value::String(text) => text,
+        _ => return Err(refused()),
     };
-    match u32::from_str_radix(&digits, 8) {
-        Ok(mode) if mode <= 0o777 && !digits.is_empty() => Ok(mode),
-        _ => Err(de::Error::custom("must be octal permission bits from 0000 to 0777, e.g. 0660")),
+    let digits = text.trim();
+    if !digits.starts_with('0') || digits.len() < 2 {
+        return Err(refused());
+    }
+    match u32::from_str_radix(digits, 8) {
+        Ok(mode) if mode <= 0o777 => Ok(mode),
+        _ => Err(refused()),
     }
 }
 

@@ -25,4 +25,5 @@ mod signing;
 mod stdio;
 mod streaming;
 mod tasks;
+mod unix;
 mod websocket;

@@ -21,6 +21,7 @@ mod metrics;
 mod push;
 mod receiver;
 mod redis;
+mod redis_transport;
 mod signing;
 mod stdio;
 mod streaming;

@@ -121,6 +121,7 @@ fn bad_transport_values_name_their_key() {
         ("redis-transport: {url: 'http://x'}", "redis-transport.url"),
         ("redis-transport: {url: 'redis://x/', block-ms: 0}", "redis-transport.block-ms"),
         ("redis-transport: {url: 'redis://x/', claim-idle: 1ms}", "redis-transport.claim-idle"),
+        ("redis-transport: {url: 'redis://x/', claim-idle: 3s}", "redis-transport.claim-idle"),
         ("redis-transport: {url: 'redis://x/', colour: red}", "redis-transport"),
         ("redis-transport: {requests: a}", "redis-transport"),
     ] {

@@ -116,6 +116,10 @@ impl RedisTransportConfig {
         if self.claim_idle < Duration::from_millis(100) {
             return Err(("redis-transport.claim-idle", "must be at least 100ms"));
         }
+        // A node refreshes its running entries between reads; a read must not outlast them.
+        if self.claim_idle <= Duration::from_millis(self.block_ms * 2) {
+            return Err(("redis-transport.claim-idle", "must be more than twice block-ms"));
+        }
         if self.max_in_flight == 0 {
             return Err(("redis-transport.max-in-flight", "must be at least 1"));
         }

@@ -139,9 +139,11 @@ async fn read_loop(
         }
         let free = in_flight.available_permits();
         if free == 0 {
+            // Woken to refresh the running entries too, while every slot stays busy.
             tokio::select! {
                 _ = stop.cancelled() => break,
                 permit = Arc::clone(&in_flight).acquire_owned() => drop(permit),
+                _ = tokio::time::sleep(config.claim_idle / 3) => {}
             }
             continue;
         }

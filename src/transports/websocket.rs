@@ -32,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 /// The path the transport is served at.
 pub const PATH: &str = "/ws";
 
-/// The custom `protocolBinding` the card names this transport with (A2A 1.0 §4.4.6: a
-/// custom binding is identified by a URI).
+/// The custom `protocolBinding` the card names this transport with (A2A 1.0: a custom
+/// binding SHOULD be named by a URI; the standard ones are `JSONRPC`, `GRPC`, `HTTP+JSON`).
 pub const BINDING_URI: &str = "urn:a2ad:binding:websocket:v1";
 
 /// How long a closing socket waits for its close frame to be taken by the client.

@@ -28,7 +28,7 @@ use a2ad_protocol::jsonrpc::error_body;
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::redact_url;
 use futures_util::StreamExt;
-use redis::aio::MultiplexedConnection;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::streams::{StreamAutoClaimOptions, StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
 use redis::{AsyncCommands, AsyncConnectionConfig, RedisResult};
 use std::collections::HashSet;
@@ -56,8 +56,9 @@ pub struct RedisTransport {
 struct Shared {
     core: Arc<Core>,
     config: RedisTransportConfig,
-    /// For replies, acks and claims (the reader's connection sits in `XREADGROUP`).
-    writer: MultiplexedConnection,
+    /// For replies, acks and claims (the reader's connection sits in `XREADGROUP`); it
+    /// reconnects by itself after Redis went away.
+    writer: ConnectionManager,
     /// The entries being answered, kept fresh so that no other node claims them.
     running: Mutex<HashSet<String>>,
 }
@@ -75,7 +76,11 @@ impl RedisTransport {
         let client = redis::Client::open(config.url.as_str()).map_err(connect_error)?;
         let block = Duration::from_millis(config.block_ms);
         let reader = connect(&client, block + COMMAND_TIMEOUT).await.map_err(connect_error)?;
-        let mut writer = connect(&client, COMMAND_TIMEOUT).await.map_err(connect_error)?;
+        let writer_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(COMMAND_TIMEOUT)
+            .set_response_timeout(COMMAND_TIMEOUT);
+        let mut writer =
+            ConnectionManager::new_with_config(client.clone(), writer_config).await.map_err(connect_error)?;
         let created: RedisResult<()> = writer.xgroup_create_mkstream(&config.requests, &config.group, "0").await;
         match created {
             Err(e) if e.code() != Some("BUSYGROUP") => {

@@ -21,12 +21,12 @@ struct StdioNode {
 impl StdioNode {
     /// Starts `a2ad stdio` on `dir`'s config and data dir; its agent echoes slowly.
     fn start(dir: &Path) -> StdioNode {
-        let config = dir.join("stdio.yml");
-        std::fs::write(
-            &config,
-            "agents:\n  - id: slow\n    kind: echo\n    echo: {chunk-size: 1, chunk-delay: 30ms}\nshutdown-grace: 5s\n",
-        )
-        .unwrap();
+        StdioNode::start_with(dir, "")
+    }
+
+    /// The same with `extra` YAML appended to the config.
+    fn start_with(dir: &Path, extra: &str) -> StdioNode {
+        let config = config_file(dir, extra);
         let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
             .arg("stdio")
             .args(["--config", config.to_str().unwrap(), "--data-dir", dir.join("data").to_str().unwrap()])
@@ -70,6 +70,14 @@ impl StdioNode {
         let status = tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("exits in time").unwrap();
         (status, rest)
     }
+}
+
+/// The config both the stdio node and a later `serve` use.
+fn config_file(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let config = dir.join("stdio.yml");
+    let agents = "agents:\n  - id: slow\n    kind: echo\n    echo: {chunk-size: 1, chunk-delay: 30ms}\n";
+    std::fs::write(&config, format!("{agents}shutdown-grace: 5s\n{extra}")).unwrap();
+    config
 }
 
 fn state(task: &Value) -> &str {
@@ -151,4 +159,37 @@ async fn end_of_stdin_answers_what_was_read_then_exits_and_the_tasks_persist() {
     assert_eq!(got["result"]["artifacts"][0]["parts"].as_array().map(Vec::len), Some(6), "{got}");
     let (status, _) = again.close().await;
     assert!(status.success());
+}
+
+#[actix_web::test]
+async fn with_authentication_on_stdio_requests_belong_to_the_local_process_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let auth = format!(
+        "auth:\n  bearer-tokens:\n    - {{token: tok-local, tenant: local, principal: 'uid:{uid}'}}\n    \
+         - {{token: tok-other, tenant: local, principal: someone-else}}\n"
+    );
+    let mut node = StdioNode::start_with(dir.path(), &auth);
+    node.send(json!(1), "SendMessage", send_params("mine", json!({}))).await;
+    let task_id = node.next().await.unwrap()["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = node.close().await;
+    assert!(status.success());
+
+    let config = config_file(dir.path(), &auth);
+    let data = dir.path().join("data");
+    let served = crate::support::NodeProcess::start(
+        dir.path(),
+        &["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()],
+    );
+    let get = |token: &'static str| {
+        let url = served.url.clone();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}});
+        async move {
+            let client = reqwest::Client::new();
+            client.post(url).bearer_auth(token).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
+        }
+    };
+    assert_eq!(get("tok-local").await["result"]["id"], task_id.as_str(), "tenant local, principal uid:<uid>");
+    assert_eq!(get("tok-other").await["error"]["code"], -32001, "another principal does not see it");
 }

@@ -230,3 +230,29 @@ async fn the_card_advertises_the_websocket_transport_only_when_it_runs() {
     let upgrade = off.client.get(format!("{}/ws", off.url)).send().await.unwrap();
     assert_eq!(upgrade.status(), 404, "no /ws route when off");
 }
+
+#[actix_web::test]
+async fn a_stopping_node_closes_its_sockets_as_going_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ws.yml");
+    std::fs::write(&config, "websocket: true\nshutdown-grace: 1s\n").unwrap();
+    let data = dir.path().join("data");
+    let node = crate::support::NodeProcess::start(
+        dir.path(),
+        &["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()],
+    );
+    let url = format!("{}/ws", node.url.replacen("http://", "ws://", 1));
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    send(&mut ws, request(json!(1), "ListTasks", json!({}))).await;
+    assert_eq!(next_json(&mut ws).await["id"], 1);
+    let exited = actix_web::rt::task::spawn_blocking(move || node.terminate());
+    let close = loop {
+        match tokio::time::timeout(PATIENCE, ws.next()).await.unwrap() {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    assert_eq!(close.map(|f| f.code), Some(CloseCode::Away));
+    assert!(exited.await.unwrap().success(), "a clean exit");
+}

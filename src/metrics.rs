@@ -191,7 +191,12 @@ impl Metrics {
         }
         gauge(&mut out, "a2ad_live_contexts", "Context actors alive.", gauges.live_contexts);
         gauge(&mut out, "a2ad_running_turns", "Turns running.", gauges.running_turns);
-        gauge(&mut out, "a2ad_open_streams", "Streams open (SSE and gRPC).", self.open_streams.load(Ordering::Relaxed));
+        gauge(
+            &mut out,
+            "a2ad_open_streams",
+            "Streams open (SSE, gRPC and the other transports).",
+            self.open_streams.load(Ordering::Relaxed),
+        );
         header(&mut out, "a2ad_tasks", "gauge", "Stored tasks, by state.");
         for (state, n) in STATES.iter().zip(&self.tasks) {
             let _ = writeln!(out, "a2ad_tasks{{state=\"{}\"}} {}", state_label(*state), n.load(Ordering::Relaxed));

@@ -397,7 +397,7 @@ impl Application {
 }
 
 /// Resolves on SIGTERM or SIGINT.
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {

@@ -18,7 +18,9 @@
 //! it again (at-least-once). A node keeps its running requests' entries fresh (`XCLAIM`
 //! to itself) so that a long stream is not claimed away. A bad entry (no `request`, not
 //! JSON, refused credentials) gets an error response when it names a `reply-to`, and is
-//! acknowledged either way, so it is never retried forever.
+//! acknowledged either way, so it is never retried forever. A request refused only because
+//! this node is stopping (SERVER_BUSY after the stop) is neither answered nor acknowledged:
+//! another node takes it.
 
 use crate::config::RedisTransportConfig;
 use crate::core::Core;
@@ -61,6 +63,8 @@ struct Shared {
     writer: ConnectionManager,
     /// The entries being answered, kept fresh so that no other node claims them.
     running: Mutex<HashSet<String>>,
+    /// Cancelled when the node stops reading (before its drain).
+    stop: CancellationToken,
 }
 
 /// How long a command other than the blocking read may take.
@@ -91,7 +95,8 @@ impl RedisTransport {
         }
         tracing::info!(stream = %config.requests, group = %config.group, consumer = %config.consumer, "redis transport reading");
         let stop = CancellationToken::new();
-        let shared = Arc::new(Shared { core, config, writer, running: Mutex::new(HashSet::new()) });
+        let running = Mutex::new(HashSet::new());
+        let shared = Arc::new(Shared { core, config, writer, running, stop: stop.clone() });
         let done = actix_web::rt::spawn(read_loop(shared, client, reader, stop.clone()));
         Ok(RedisTransport { stop, done })
     }
@@ -165,19 +170,40 @@ async fn read_loop(
                 let entries = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids).collect();
                 dispatch(&shared, &in_flight, entries);
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "redis transport: XREADGROUP failed; reconnecting");
-                tokio::time::sleep(RETRY_PAUSE).await;
-                let block = Duration::from_millis(config.block_ms);
-                if let Ok(fresh) = connect(&client, block + COMMAND_TIMEOUT).await {
-                    reader = fresh;
-                }
-            }
+            Err(e) => recover(&shared, &client, &mut reader, &e).await,
         }
     }
     // Every permit back: no answer is being written any more.
     let all = u32::try_from(max_in_flight).unwrap_or(u32::MAX);
     let _ = in_flight.acquire_many(all).await;
+}
+
+/// After a failed read: creates the group again if it is gone, else reconnects the reader.
+async fn recover(
+    shared: &Shared,
+    client: &redis::Client,
+    reader: &mut MultiplexedConnection,
+    error: &redis::RedisError,
+) {
+    let config = &shared.config;
+    tokio::time::sleep(RETRY_PAUSE).await;
+    if error.code() == Some("NOGROUP") {
+        tracing::warn!("redis transport: the stream or group is gone; creating it again");
+        let created: RedisResult<()> =
+            shared.writer.clone().xgroup_create_mkstream(&config.requests, &config.group, "0").await;
+        match created {
+            Err(e) if e.code() != Some("BUSYGROUP") => {
+                tracing::warn!(error = %e, "redis transport: cannot create the group");
+            }
+            _ => {}
+        }
+        return;
+    }
+    tracing::warn!(error = %error, "redis transport: XREADGROUP failed; reconnecting");
+    let block = Duration::from_millis(config.block_ms);
+    if let Ok(fresh) = connect(client, block + COMMAND_TIMEOUT).await {
+        *reader = fresh;
+    }
 }
 
 /// Claims entries idle for `claim-idle` on any consumer (one that died, most likely).
@@ -237,13 +263,16 @@ async fn answer(shared: Arc<Shared>, entry: StreamId, _permit: OwnedSemaphorePer
         }
         None => {
             tracing::warn!(entry = %entry.id, "redis transport: an entry without reply-to is acknowledged unanswered");
-            Ok(())
+            Ok(Handled::Answered)
         }
     };
     shared.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&entry.id);
     let config = &shared.config;
     match written {
-        Ok(()) => {
+        Ok(Handled::LeftPending) => {
+            tracing::info!(entry = %entry.id, "redis transport: the node is stopping; the entry stays pending for another node");
+        }
+        Ok(Handled::Answered) => {
             let acked: RedisResult<i64> =
                 shared.writer.clone().xack(&config.requests, &config.group, &[&entry.id]).await;
             if let Err(e) = acked {
@@ -254,6 +283,14 @@ async fn answer(shared: Arc<Shared>, entry: StreamId, _permit: OwnedSemaphorePer
             tracing::warn!(error = %e, entry = %entry.id, "redis transport: cannot write the answer; the entry stays pending");
         }
     }
+}
+
+/// What became of an entry.
+enum Handled {
+    /// Its reply entries are written: acknowledge it.
+    Answered,
+    /// Refused only because this node is stopping: leave it for another node.
+    LeftPending,
 }
 
 /// A request entry's parts.
@@ -268,7 +305,7 @@ async fn respond(
     shared: &Shared,
     request: Request<'_>,
     credentials: &crate::auth::RequestCredentials,
-) -> RedisResult<()> {
+) -> RedisResult<Handled> {
     let started = Instant::now();
     let core = &shared.core;
     let owner = match core.authenticate(credentials) {
@@ -287,6 +324,9 @@ async fn respond(
         return write_single(shared, &request, &error_body(&serde_json::Value::Null, &missing)).await;
     };
     let answer = rpc::handle_bytes(core, &owner, text.as_bytes(), &RpcMeta::default()).await;
+    if shared.stop.is_cancelled() && answer.error.as_ref().is_some_and(|e| e.code == ErrorCode::ServerBusy) {
+        return Ok(Handled::LeftPending);
+    }
     super::record_answer(core, Binding::Redis, &answer, started);
     match answer.outcome {
         RpcOutcome::Single(body) => write_single(shared, &request, &body).await,
@@ -301,14 +341,16 @@ async fn respond(
                 }
                 write_entry(shared, &request, &fields).await?;
             }
-            write_entry(shared, &request, &[("final", "true")]).await
+            write_entry(shared, &request, &[("final", "true")]).await?;
+            Ok(Handled::Answered)
         }
     }
 }
 
-async fn write_single(shared: &Shared, request: &Request<'_>, body: &[u8]) -> RedisResult<()> {
+async fn write_single(shared: &Shared, request: &Request<'_>, body: &[u8]) -> RedisResult<Handled> {
     let body = String::from_utf8_lossy(body);
-    write_entry(shared, request, &[("response", &body), ("final", "true")]).await
+    write_entry(shared, request, &[("response", &body), ("final", "true")]).await?;
+    Ok(Handled::Answered)
 }
 
 /// `XADD reply-to MAXLEN ~ reply-maxlen * id <entry id> <fields>`.

@@ -12,9 +12,9 @@
 //! owner (as every caller of such a node); with it on, tenant `local` and principal
 //! `uid:<uid>` of the process, since no credential travels on a pipe.
 //!
-//! End of stdin is a clean shutdown: the requests already read are answered (waiting at
-//! most `shutdown-grace`), then running turns get the grace period and are ended honestly,
-//! streams get their final line, and the store is flushed.
+//! End of stdin (or SIGTERM / SIGINT) is a clean shutdown: the requests already read are
+//! answered (waiting at most `shutdown-grace`), then running turns get the grace period and
+//! are ended honestly, streams get their final line, and the store is flushed.
 
 use crate::config::Config;
 use crate::core::Core;
@@ -44,11 +44,13 @@ pub async fn run(config: Config) -> Result<(), StartupError> {
     }
     let owner = local_owner(&node.core);
     let session = Session::start(Arc::clone(&node.core), owner, tokio::io::stdout());
-    let read = session.read_all(tokio::io::stdin(), config.body_limit).await;
-    if let Err(e) = &read {
-        tracing::error!(error = %e, "cannot read stdin");
+    tokio::select! {
+        read = session.read_all(tokio::io::stdin(), config.body_limit) => match read {
+            Ok(()) => tracing::info!("stdin closed: stopping"),
+            Err(e) => tracing::error!(error = %e, "cannot read stdin: stopping"),
+        },
+        () = crate::startup::wait_for_signal() => tracing::info!("signal: stopping"),
     }
-    tracing::info!("stdin closed: stopping");
     let finished = tokio::time::timeout(config.shutdown_grace, session.idle()).await.is_ok();
     if !finished {
         tracing::info!("requests still running after the grace period");

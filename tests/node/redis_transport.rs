@@ -248,3 +248,63 @@ async fn an_entry_left_pending_by_a_dead_consumer_is_claimed_and_answered() {
     assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     assert!(eventually(200, || async { pending(&mut con.clone()).await == 0 }).await, "acked by the rescuer");
 }
+
+#[actix_web::test]
+async fn a_deleted_request_stream_and_group_are_created_again() {
+    let Some(redis) = RedisServer::start() else { return };
+    let _node = node(redis.port, "n1", |_| {}).await;
+    let mut con = connect(redis.port).await;
+    let first = add(&mut con, &[("request", &rpc(json!(1), "ListTasks", json!({}))), ("reply-to", "again")]).await;
+    answered(&con, "again", &first).await;
+    let _: () = con.del(REQUESTS).await.unwrap(); // the stream and its group are gone
+    let second = add(&mut con, &[("request", &rpc(json!(2), "ListTasks", json!({}))), ("reply-to", "again")]).await;
+    let answer = response(&answered(&con, "again", &second).await[0]);
+    assert_eq!(answer["id"], 2, "{answer}");
+}
+
+/// SIGTERM: the node stops reading before it drains, so a request that arrives then is left
+/// for the other nodes or (read before the signal) answered, never refused for the drain;
+/// the running one is answered and acked.
+#[actix_web::test]
+async fn a_stopping_node_finishes_its_running_request_and_leaves_new_ones_in_the_stream() {
+    let Some(redis) = RedisServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("node.yml");
+    let yaml = format!(
+        "agents:\n  - id: slow\n    kind: echo\n    echo: {{chunk-size: 1, chunk-delay: 30ms}}\nshutdown-grace: 10s\n\
+         redis-transport: {{url: 'redis://127.0.0.1:{}/', consumer: stopping, block-ms: 100, claim-idle: 30s}}\n",
+        redis.port
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let data = dir.path().join("data");
+    let node = crate::support::NodeProcess::start(
+        dir.path(),
+        &["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()],
+    );
+    let mut con = connect(redis.port).await;
+    let running = rpc(json!("running"), "SendMessage", send_params("abcdefghij", json!({})));
+    let first = add(&mut con, &[("request", running.as_str()), ("reply-to", "stop")]).await;
+    assert!(eventually(400, || async { pending(&mut con.clone()).await == 1 }).await, "the node took it");
+    let exited = actix_web::rt::task::spawn_blocking(move || node.terminate());
+    let late = rpc(json!("late"), "SendMessage", send_params("late", json!({})));
+    let second = add(&mut con, &[("request", late.as_str()), ("reply-to", "stop")]).await;
+    assert!(exited.await.unwrap().success(), "a clean exit");
+
+    let answer = response(&replies(&mut con, "stop", &first).await[0]);
+    assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    let late_replies = replies(&mut con, "stop", &second).await;
+    if let Some(reply) = late_replies.first() {
+        let answer = response(reply);
+        assert!(answer.get("error").is_none(), "read before the signal, so answered, not refused: {answer}");
+    }
+    let pending_ids: Vec<String> = {
+        let reply: redis::streams::StreamPendingCountReply =
+            con.xpending_count(REQUESTS, GROUP, "-", "+", 10).await.unwrap();
+        reply.ids.into_iter().map(|p| p.id).collect()
+    };
+    assert!(!pending_ids.contains(&first), "the answered one is acked");
+    if late_replies.is_empty() {
+        let range: StreamRangeReply = con.xrange_all(REQUESTS).await.unwrap();
+        assert!(range.ids.iter().any(|e| e.id == second), "the late one is still in the stream for another node");
+    }
+}

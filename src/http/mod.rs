@@ -2,13 +2,15 @@
 
 mod body;
 mod caller;
-pub use caller::caller;
-pub(crate) use jsonrpc::request_meta;
 mod card;
 mod jsonrpc;
 pub mod observe;
 mod rest;
 mod sse;
+
+/// For the WebSocket upgrade (`crate::transports::websocket`), which is HTTP until it is not.
+pub use caller::caller;
+pub(crate) use jsonrpc::request_meta;
 
 use crate::card::CardDocument;
 use crate::core::Core;

@@ -291,3 +291,12 @@ async fn write_loop(
     });
     let _ = tokio::time::timeout(CLOSE_TIMEOUT, session.close(reason)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_card_url_follows_the_public_url() {
+        assert_eq!(super::public_url("http://127.0.0.1:8080"), "ws://127.0.0.1:8080/ws");
+        assert_eq!(super::public_url("https://a2a.example.com/base"), "wss://a2a.example.com/base/ws");
+    }
+}

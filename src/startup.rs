@@ -167,6 +167,7 @@ fn serve(
     let rest_prefix = config.rest_prefix.clone();
     let websocket = config.websocket.then(|| WsSettings {
         queue: config.websocket_queue,
+        send_timeout: config.websocket_send_timeout,
         max_message: config.body_limit,
         ping_interval: config.stream_keep_alive,
         shutdown: closing.clone(),

@@ -41,6 +41,7 @@ pub const ENV_KEYS: &[&str] = &[
     "grpc-public-address",
     "websocket",
     "websocket-queue",
+    "websocket-send-timeout",
     "listen-unix",
     "listen-unix-mode",
     "redis-transport",
@@ -94,8 +95,11 @@ pub struct Config {
     pub grpc_public_address: Option<String>,
     /// Serve JSON-RPC over WebSocket at `/ws` (off by default).
     pub websocket: bool,
-    /// Outgoing frames a WebSocket client may fall behind before it is closed.
+    /// Outgoing messages a WebSocket client may fall behind.
     pub websocket_queue: usize,
+    /// How long an answer waits for room in a full WebSocket queue before the client is
+    /// closed as too slow.
+    pub websocket_send_timeout: Duration,
     /// Also serve every HTTP route on this Unix domain socket.
     pub listen_unix: Option<PathBuf>,
     /// The permission bits the socket file gets after it is bound.
@@ -294,6 +298,8 @@ struct ConfigFile {
     grpc_public_address: Option<String>,
     websocket: bool,
     websocket_queue: usize,
+    #[serde(deserialize_with = "units::duration")]
+    websocket_send_timeout: Duration,
     listen_unix: Option<PathBuf>,
     #[serde(deserialize_with = "transports::unix_mode")]
     listen_unix_mode: u32,
@@ -337,6 +343,7 @@ impl Default for ConfigFile {
             grpc_public_address: None,
             websocket: false,
             websocket_queue: DEFAULT_WEBSOCKET_QUEUE,
+            websocket_send_timeout: Duration::from_secs(10),
             listen_unix: None,
             listen_unix_mode: DEFAULT_UNIX_MODE,
             redis_transport: None,
@@ -451,6 +458,7 @@ impl ConfigFile {
             grpc_public_address: self.grpc_public_address,
             websocket: self.websocket,
             websocket_queue: self.websocket_queue,
+            websocket_send_timeout: self.websocket_send_timeout,
             listen_unix: self.listen_unix,
             listen_unix_mode: self.listen_unix_mode,
             redis_transport: self.redis_transport,
@@ -513,6 +521,9 @@ impl ConfigFile {
     fn check_transports(&self) -> Result<(), ConfigError> {
         if self.websocket_queue == 0 {
             return Err(ConfigError::invalid("websocket-queue", "must be at least 1"));
+        }
+        if self.websocket_send_timeout < Duration::from_millis(10) {
+            return Err(ConfigError::invalid("websocket-send-timeout", "must be at least 10ms"));
         }
         if self.listen_unix.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
             return Err(ConfigError::invalid("listen-unix", "must be a path"));

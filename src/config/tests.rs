@@ -117,6 +117,7 @@ fn bad_transport_values_name_their_key() {
         ("listen-unix-mode: 660", "listen-unix-mode"),
         ("listen-unix-mode: 0o660", "listen-unix-mode"),
         ("websocket-queue: 0", "websocket-queue"),
+        ("websocket-send-timeout: 0s", "websocket-send-timeout"),
         ("websocket: maybe", "websocket"),
         ("redis-transport: {url: 'http://x'}", "redis-transport.url"),
         ("redis-transport: {url: 'redis://x/', block-ms: 0}", "redis-transport.block-ms"),

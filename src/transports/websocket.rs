@@ -6,10 +6,11 @@
 //! request, handled concurrently with the others: answers carry their request's id, and a
 //! streaming method sends each frame's data as one text message, nothing added around it.
 //!
-//! Outgoing messages go through one bounded queue (`websocket-queue`). A client that does
-//! not read its messages fills it and is closed with 1008 and the reason
-//! `SUBSCRIBER_TOO_SLOW`, instead of the node buffering without end. Requests in flight on
-//! one socket are bounded by the same number: past it, the socket is not read until one
+//! Outgoing messages go through one bounded queue (`websocket-queue`). An answer waits for
+//! room at most `websocket-send-timeout`; a client that does not read for that long is
+//! closed with 1008 and the reason `SUBSCRIBER_TOO_SLOW`, instead of the node buffering
+//! without end (a burst of stream events is fine: it only waits). Requests in flight on
+//! one socket are bounded by the queue's size: past it, the socket is not read until one
 //! finishes (TCP backpressure). The node pings every `stream-keep-alive` and closes a
 //! client silent for three periods; a client's ping is answered with a pong, its close is
 //! echoed, and a stopping node closes every socket with 1001.
@@ -44,6 +45,8 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct WsSettings {
     /// Outgoing messages a client may fall behind, and requests in flight per socket.
     pub queue: usize,
+    /// How long an answer waits for room in a full queue before the client is closed.
+    pub send_timeout: Duration,
     /// The largest incoming message (`body-limit`).
     pub max_message: usize,
     /// A ping goes out this often; a client silent for three periods is closed.
@@ -76,6 +79,7 @@ enum Outgoing {
 struct Conn {
     core: Arc<Core>,
     outbox: mpsc::Sender<Outgoing>,
+    send_timeout: Duration,
     closing: CancellationToken,
     reason: Mutex<Option<CloseReason>>,
     last_heard: Mutex<Instant>,
@@ -96,17 +100,23 @@ impl Conn {
         self.closing.cancel();
     }
 
-    /// Queues a message without waiting; a full queue closes the socket.
-    fn push(&self, message: Outgoing) -> Result<(), NotQueued> {
-        match self.outbox.try_send(message) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(_)) => {
+    /// Queues a message, waiting at most `send_timeout` for room; a client that stays that
+    /// far behind is closed.
+    async fn push(&self, message: Outgoing) -> Result<(), NotQueued> {
+        let sent = tokio::select! {
+            biased;
+            _ = self.closing.cancelled() => return Err(NotQueued::Closed),
+            sent = tokio::time::timeout(self.send_timeout, self.outbox.send(message)) => sent,
+        };
+        match sent {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(NotQueued::Closed),
+            Err(_) => {
                 let description =
                     "SUBSCRIBER_TOO_SLOW: the client does not read its messages (websocket-queue is full)";
                 self.close(CloseReason { code: CloseCode::Policy, description: Some(description.into()) });
                 Err(NotQueued::TooSlow)
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(NotQueued::Closed),
         }
     }
 
@@ -141,6 +151,7 @@ async fn upgrade(
     let conn = Arc::new(Conn {
         core: Arc::clone(&state.core),
         outbox,
+        send_timeout: settings.send_timeout,
         closing: settings.shutdown.child_token(),
         reason: Mutex::new(None),
         last_heard: Mutex::new(Instant::now()),
@@ -174,7 +185,8 @@ async fn read_loop(
             Some(Ok(AggregatedMessage::Text(text))) => text.into_bytes(),
             Some(Ok(AggregatedMessage::Binary(bytes))) => bytes,
             Some(Ok(AggregatedMessage::Ping(bytes))) => {
-                let _ = conn.push(Outgoing::Pong(bytes));
+                // Dropped when the queue is full: the reader never waits on the writer.
+                let _ = conn.outbox.try_send(Outgoing::Pong(bytes));
                 continue;
             }
             Some(Ok(AggregatedMessage::Pong(_))) => continue,
@@ -220,7 +232,7 @@ async fn answer(conn: Arc<Conn>, owner: Owner, meta: RpcMeta, request: Bytes, _p
     match answer.outcome {
         RpcOutcome::Single(body) => {
             let text = String::from_utf8_lossy(&body).into_owned();
-            if let Err(NotQueued::TooSlow) = conn.push(Outgoing::Text(text)) {
+            if let Err(NotQueued::TooSlow) = conn.push(Outgoing::Text(text)).await {
                 status = ErrorCode::SubscriberTooSlow.info().reason;
             }
             super::record(&conn.core, Binding::WebSocket, method.as_deref(), status, started);
@@ -236,7 +248,7 @@ async fn answer(conn: Arc<Conn>, owner: Owner, meta: RpcMeta, request: Bytes, _p
                     frame = frames.next() => frame,
                 };
                 let Some(frame) = frame else { break };
-                if conn.push(Outgoing::Text(frame.data)).is_err() {
+                if conn.push(Outgoing::Text(frame.data)).await.is_err() {
                     break;
                 }
             }

@@ -180,6 +180,7 @@ async fn pings_are_answered_the_node_pings_and_a_close_is_echoed() {
 async fn a_client_that_does_not_read_is_closed_with_a_reason() {
     let app = spawn_app(websocket_on(|c| {
         c.websocket_queue = 4;
+        c.websocket_send_timeout = Duration::from_millis(200);
         c.agents = vec![echo_agent("big", TaskState::Completed, 1 << 20, Duration::ZERO)];
     }))
     .await;
@@ -211,6 +212,30 @@ async fn a_client_that_does_not_read_is_closed_with_a_reason() {
     assert_eq!(close.code, CloseCode::Policy);
     assert!(close.reason.as_str().contains("SUBSCRIBER_TOO_SLOW"), "{}", close.reason);
     assert!(answers < requests, "the node stopped answering a client that does not read ({answers})");
+}
+
+/// A client that reads is never closed for a burst larger than the queue: answers wait.
+#[actix_web::test]
+async fn a_burst_of_stream_events_waits_for_a_reading_client() {
+    let app = spawn_app(websocket_on(|c| {
+        c.websocket_queue = 4;
+        c.stream_buffer = 10_000;
+        c.agents = vec![echo_agent("fast", TaskState::Completed, 1, Duration::ZERO)];
+    }))
+    .await;
+    let mut ws = connect(&app, &[]).await.unwrap();
+    let text = "y".repeat(300);
+    send(&mut ws, request(json!(1), "SendStreamingMessage", send_params(&text, json!({})))).await;
+    let mut frames = 0;
+    loop {
+        let frame = next_json(&mut ws).await;
+        assert!(frame.get("error").is_none(), "{frame}");
+        frames += 1;
+        if frame["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break;
+        }
+    }
+    assert!(frames > 300, "every event arrived ({frames})");
 }
 
 #[actix_web::test]

@@ -193,3 +193,20 @@ async fn with_authentication_on_stdio_requests_belong_to_the_local_process_owner
     assert_eq!(get("tok-local").await["result"]["id"], task_id.as_str(), "tenant local, principal uid:<uid>");
     assert_eq!(get("tok-other").await["error"]["code"], -32001, "another principal does not see it");
 }
+
+#[actix_web::test]
+async fn a_line_over_the_body_limit_is_refused_and_the_next_one_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = StdioNode::start_with(dir.path(), "body-limit: 1KiB\n");
+    let long = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params(&"z".repeat(2000), json!({}))});
+    node.write_line(&long.to_string()).await;
+    let refused = node.next().await.unwrap();
+    assert_eq!(refused["id"], Value::Null);
+    assert_eq!(refused["error"]["data"][0]["reason"], "PAYLOAD_TOO_LARGE", "{refused}");
+    node.send(json!(2), "ListTasks", json!({})).await;
+    let listed = node.next().await.unwrap();
+    assert_eq!(listed["id"], 2);
+    assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(0), "the long line made no task");
+    let (status, _) = node.close().await;
+    assert!(status.success());
+}

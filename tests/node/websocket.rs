@@ -112,6 +112,22 @@ async fn bad_messages_get_json_rpc_errors_and_the_socket_stays_open() {
 }
 
 #[actix_web::test]
+async fn a_message_over_the_body_limit_closes_the_socket_with_1009() {
+    let app = spawn_app(websocket_on(|c| c.body_limit = 1024)).await;
+    let mut ws = connect(&app, &[]).await.unwrap();
+    send(&mut ws, request(json!(1), "SendMessage", send_params(&"z".repeat(4000), json!({})))).await;
+    let close = loop {
+        match tokio::time::timeout(PATIENCE, ws.next()).await.unwrap() {
+            Some(Ok(Message::Close(frame))) => break frame.expect("a reason"),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    assert_eq!(close.code, CloseCode::Size);
+    assert!(close.reason.as_str().contains("body-limit"), "{}", close.reason);
+}
+
+#[actix_web::test]
 async fn the_upgrade_is_authenticated_before_it_happens() {
     let app = spawn_app(websocket_on(|c| {
         c.auth =

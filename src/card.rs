@@ -73,7 +73,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn interface(url: String, binding: &str) -> AgentInterface {
+/// One `supportedInterfaces` entry of this node (A2A 1.0).
+pub fn interface(url: String, binding: &str) -> AgentInterface {
     AgentInterface { url, protocol_binding: binding.into(), tenant: None, protocol_version: "1.0".into() }
 }
 

@@ -11,6 +11,7 @@
 //! * [`grpc`]: the gRPC binding (tonic, on its own port).
 //! * [`metrics`]: the Prometheus metrics (`GET /metrics`) and the store and queue wrappers that feed them.
 //! * [`retention`]: removes old tasks and expires unanswered ones in the background.
+//! * [`transports`]: JSON-RPC over WebSocket, a Unix socket, stdio and Redis Streams.
 //! * [`agents`]: the built-in agents.
 //! * [`client`]: the client commands (`a2ad call`, `a2ad tasks`).
 
@@ -31,3 +32,4 @@ pub mod push;
 pub mod retention;
 pub mod rpc;
 pub mod startup;
+pub mod transports;

@@ -22,6 +22,9 @@ struct Cli {
 enum Command {
     /// Run a node.
     Serve(ServeArgs),
+    /// Run a node on stdin and stdout: newline-delimited JSON-RPC, no listeners (same
+    /// config, store and agents as `serve`). Logs go to stderr; end of stdin stops it.
+    Stdio(StoreArgs),
     /// Push notifications: the dead letters.
     Push {
         #[command(subcommand)]
@@ -189,6 +192,12 @@ impl ServeArgs {
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
+        Command::Stdio(args) => {
+            let config = args.load()?;
+            init_logs(config.log_format, &config.log_level);
+            a2ad::transports::stdio::run(config).await?;
+            Ok(())
+        }
         Command::Push { command: PushCommand::Dead { command } } => {
             init_logs(LogFormat::Pretty, "info");
             dead_letters(command)

@@ -28,16 +28,26 @@ pub enum Binding {
     JsonRpc,
     Rest,
     Grpc,
+    /// JSON-RPC over WebSocket (`/ws`).
+    WebSocket,
+    /// JSON-RPC over stdin/stdout (`a2ad stdio`).
+    Stdio,
+    /// JSON-RPC over Redis Streams.
+    Redis,
 }
 
 impl Binding {
-    const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::Rest, Binding::Grpc];
+    const ALL: [Binding; 6] =
+        [Binding::JsonRpc, Binding::Rest, Binding::Grpc, Binding::WebSocket, Binding::Stdio, Binding::Redis];
 
     pub fn label(self) -> &'static str {
         match self {
             Binding::JsonRpc => "jsonrpc",
             Binding::Rest => "rest",
             Binding::Grpc => "grpc",
+            Binding::WebSocket => "websocket",
+            Binding::Stdio => "stdio",
+            Binding::Redis => "redis",
         }
     }
 }
@@ -71,7 +81,7 @@ struct Histogram {
 pub struct Metrics {
     /// `(binding, method, status)` → count.
     requests: Mutex<BTreeMap<(Binding, &'static str, &'static str), u64>>,
-    latency: [Histogram; 3],
+    latency: [Histogram; Binding::ALL.len()],
     rejections: [AtomicU64; LIMITS.len()],
     open_streams: AtomicI64,
     tasks: [AtomicI64; STATES.len()],
@@ -192,7 +202,12 @@ impl Metrics {
         }
         gauge(&mut out, "a2ad_live_contexts", "Context actors alive.", gauges.live_contexts);
         gauge(&mut out, "a2ad_running_turns", "Turns running.", gauges.running_turns);
-        gauge(&mut out, "a2ad_open_streams", "Streams open (SSE and gRPC).", self.open_streams.load(Ordering::Relaxed));
+        gauge(
+            &mut out,
+            "a2ad_open_streams",
+            "Streams open (SSE, gRPC and the other transports).",
+            self.open_streams.load(Ordering::Relaxed),
+        );
         header(&mut out, "a2ad_tasks", "gauge", "Stored tasks, by state.");
         for (state, n) in STATES.iter().zip(&self.tasks) {
             let _ = writeln!(out, "a2ad_tasks{{state=\"{}\"}} {}", state_label(*state), n.load(Ordering::Relaxed));

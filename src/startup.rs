@@ -9,6 +9,9 @@ use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::push::{PushSetupError, PushStack};
+use crate::transports::redis_streams::RedisTransport;
+use crate::transports::unix::SocketFile;
+use crate::transports::websocket::WsSettings;
 use a2ad_actors::limits::TurnLimits;
 use a2ad_actors::messages::{Drain, GetStats, StopAll, SupervisorStats};
 use a2ad_actors::push::PushWorker;
@@ -18,8 +21,10 @@ use a2ad_storage::{GroupCommit, SledStore, StoreError, TaskStore};
 use actix::prelude::*;
 use actix_web::{dev::Server, web, App, HttpServer};
 use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Why a node could not start. Shown to the operator, so paths are fine here.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +39,10 @@ pub enum StartupError {
     Push(#[from] PushSetupError),
     #[error("invalid authentication config: {0}")]
     Auth(String),
+    #[error(transparent)]
+    UnixSocket(#[from] crate::transports::unix::UnixSocketError),
+    #[error(transparent)]
+    RedisTransport(#[from] crate::transports::redis_streams::RedisTransportError),
 }
 
 /// A node that is bound and ready to run.
@@ -41,14 +50,27 @@ pub struct Application {
     server: Server,
     local: std::net::SocketAddr,
     public_url: String,
+    node: NodeCore,
+    grpc: Option<GrpcServer>,
+    unix_socket: Option<SocketFile>,
+    redis: Option<RedisTransport>,
+    /// Cancelled when the node stops: closes the WebSocket connections.
+    closing: CancellationToken,
+}
+
+/// The node without listeners: the store, the actors and the [`Core`] every transport
+/// calls. `a2ad serve` puts the HTTP, gRPC and other transports around it; `a2ad stdio`
+/// only stdin and stdout.
+pub struct NodeCore {
+    pub core: Arc<Core>,
     supervisor: Addr<Supervisor>,
     commit: GroupCommit,
     recovered: usize,
-    grpc: Option<GrpcServer>,
     push_worker: Option<Addr<PushWorker>>,
     shutdown_grace: Duration,
+    workers: usize,
     /// Stops the background work (retention) when shutdown begins.
-    stop_background: tokio_util::sync::CancellationToken,
+    stop_background: CancellationToken,
 }
 
 /// The bound servers, before the application around them is assembled.
@@ -57,6 +79,7 @@ struct Served {
     local: std::net::SocketAddr,
     public_url: String,
     grpc: Option<GrpcServer>,
+    unix_socket: Option<SocketFile>,
 }
 
 /// Creates the data dir and opens the sled store in it.
@@ -90,8 +113,14 @@ fn announced_extension(extension: &crate::config::ExtensionConfig) -> a2ad_proto
     }
 }
 
-/// Binds HTTP (and gRPC) and builds the card.
-fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, StartupError> {
+/// Binds HTTP (and gRPC, and the Unix socket) and builds the card.
+fn serve(
+    config: &Config,
+    core: Arc<Core>,
+    workers: usize,
+    closing: &CancellationToken,
+    unix: Option<(UnixListener, SocketFile)>,
+) -> Result<Served, StartupError> {
     let listener = TcpListener::bind(config.listen)
         .map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
     let local =
@@ -112,6 +141,10 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
     let grpc_address =
         grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
     let mut card = build_card(config, &public_url, grpc_address.as_deref());
+    if config.websocket {
+        let url = crate::transports::websocket::public_url(&public_url);
+        card.supported_interfaces.push(crate::card::interface(url, crate::transports::websocket::BINDING_URI));
+    }
     (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
     card.capabilities.extended_agent_card = Some(config.extended_card);
     card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
@@ -136,25 +169,42 @@ fn serve(config: &Config, core: Arc<Core>, workers: usize) -> Result<Served, Sta
         metrics_token: config.metrics_token.clone(),
     });
     let rest_prefix = config.rest_prefix.clone();
-    let server = HttpServer::new(move || {
+    let websocket = config.websocket.then(|| WsSettings {
+        queue: config.websocket_queue,
+        send_timeout: config.websocket_send_timeout,
+        max_message: config.body_limit,
+        ping_interval: config.stream_keep_alive,
+        shutdown: closing.clone(),
+    });
+    let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .wrap(actix_web::middleware::from_fn(crate::http::observe::observe))
-            .configure(|c| routes(c, &rest_prefix))
+            .configure(|c| {
+                routes(c, &rest_prefix);
+                if let Some(settings) = &websocket {
+                    crate::transports::websocket::routes(c, settings.clone());
+                }
+            })
     })
     .workers(workers)
     .shutdown_timeout(config.shutdown_grace.as_secs() + 5)
     .disable_signals()
     .listen(listener)
-    .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?
-    .run();
-    Ok(Served { server, local, public_url, grpc })
+    .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?;
+    let mut unix_socket = None;
+    if let Some((listener, file)) = unix {
+        let addr = file.path().display().to_string();
+        server = server.listen_uds(listener).map_err(|source| StartupError::Bind { addr, source })?;
+        unix_socket = Some(file);
+    }
+    Ok(Served { server: server.run(), local, public_url, grpc, unix_socket })
 }
 
-impl Application {
-    /// Opens the store, fails interrupted turns, starts the actors and binds the server.
-    /// Must run inside an actix system.
-    pub async fn build(config: Config) -> Result<Self, StartupError> {
+impl NodeCore {
+    /// Opens the store, fails interrupted turns and starts the actors (and the push
+    /// worker). Must run inside an actix system.
+    pub async fn start(config: &Config) -> Result<Self, StartupError> {
         let shown = config.data_dir.display().to_string();
         let store_error = |source| StartupError::Store { path: shown.clone(), source };
         let auth = Authenticator::new(&config.auth, |name| std::env::var(name).ok())
@@ -164,7 +214,7 @@ impl Application {
                 "extended-card needs authentication: the extended card is for authenticated callers only".into(),
             ));
         }
-        let sled = open_store(&config)?;
+        let sled = open_store(config)?;
         let metrics = Arc::new(Metrics::default());
         let mut push = match config.push.enabled {
             true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
@@ -185,8 +235,8 @@ impl Application {
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store),
             commit: commit.clone(),
-            agents: build_registry(&config),
-            settings: runtime_settings(&config, workers),
+            agents: build_registry(config),
+            settings: runtime_settings(config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
         });
@@ -200,27 +250,82 @@ impl Application {
             push_policy: push.map(|p| p.policy),
             auth,
             rate: RateLimiter::new(config.limits.rate_per_second, config.limits.rate_burst),
-            extensions: crate::card::node_extensions(&config),
+            extensions: crate::card::node_extensions(config),
             extended_card: std::sync::OnceLock::new(),
             metrics,
             dialect_01: config.dialect_01.clone(),
         });
-        let stop_background = tokio_util::sync::CancellationToken::new();
+        let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone(), config.data_dir.clone())
             .start(stop_background.clone());
-        let Served { server, local, public_url, grpc } = serve(&config, core, workers)?;
-        Ok(Application {
-            server,
-            local,
-            public_url,
-            supervisor,
-            commit,
-            recovered,
-            grpc,
-            push_worker,
-            shutdown_grace: config.shutdown_grace,
-            stop_background,
-        })
+        let shutdown_grace = config.shutdown_grace;
+        Ok(NodeCore { core, supervisor, commit, recovered, push_worker, shutdown_grace, workers, stop_background })
+    }
+
+    /// How many tasks start-up recovery marked FAILED.
+    pub fn recovered_tasks(&self) -> usize {
+        self.recovered
+    }
+
+    /// Refuses new turns, lets running ones go on for the grace period, then ends the rest
+    /// honestly (FAILED, saying why), which sends every open stream its final event.
+    pub async fn drain(&self) {
+        tracing::info!(grace_seconds = self.shutdown_grace.as_secs(), "shutting down");
+        self.stop_background.cancel();
+        let _ = self.supervisor.send(Drain { grace: self.shutdown_grace }).await;
+        let _ = self.supervisor.send(StopAll).await;
+    }
+
+    /// Stops the push worker and the actors and flushes the store.
+    pub async fn close(mut self) {
+        self.stop_background.cancel();
+        // In-flight deliveries stop here; their jobs stay in the queue for the next start.
+        if let Some(worker) = self.push_worker.take() {
+            let _ = worker.send(a2ad_actors::push::StopWorker).await;
+        }
+        let _ = self.supervisor.send(StopAll).await;
+        if let Err(e) = self.commit.commit().await {
+            tracing::error!(error = %e, "final flush failed");
+        }
+        let stats = self.commit.stats();
+        tracing::info!(
+            flushes = stats.flushes,
+            commits = stats.waiters_served,
+            flush_micros = stats.flush_micros,
+            "store closed"
+        );
+        self.commit.close();
+    }
+}
+
+impl Application {
+    /// Opens the store, fails interrupted turns, starts the actors and binds the server.
+    /// Must run inside an actix system.
+    pub async fn build(config: Config) -> Result<Self, StartupError> {
+        // The socket path is checked first: a wrong one stops start-up before the store opens.
+        let unix = match &config.listen_unix {
+            Some(path) => Some(crate::transports::unix::bind(path, config.listen_unix_mode)?),
+            None => None,
+        };
+        let unix_file = unix.as_ref().map(|(_, file)| file.path().to_owned());
+        let started = Self::assemble(&config, unix).await;
+        if let (Err(_), Some(path)) = (&started, unix_file) {
+            let _ = std::fs::remove_file(path);
+        }
+        started
+    }
+
+    /// Starts the core, binds the servers and starts the Redis transport.
+    async fn assemble(config: &Config, unix: Option<(UnixListener, SocketFile)>) -> Result<Self, StartupError> {
+        let node = NodeCore::start(config).await?;
+        let closing = CancellationToken::new();
+        let Served { server, local, public_url, grpc, unix_socket } =
+            serve(config, Arc::clone(&node.core), node.workers, &closing, unix)?;
+        let redis = match &config.redis_transport {
+            Some(settings) => Some(RedisTransport::start(Arc::clone(&node.core), settings.clone()).await?),
+            None => None,
+        };
+        Ok(Application { server, local, public_url, node, grpc, unix_socket, redis, closing })
     }
 
     pub fn port(&self) -> u16 {
@@ -242,9 +347,14 @@ impl Application {
         self.grpc.as_ref().map(GrpcServer::addr)
     }
 
+    /// The Unix socket the HTTP server also listens on, when configured.
+    pub fn unix_socket(&self) -> Option<&std::path::Path> {
+        self.unix_socket.as_ref().map(SocketFile::path)
+    }
+
     /// How many tasks start-up recovery marked FAILED.
     pub fn recovered_tasks(&self) -> usize {
-        self.recovered
+        self.node.recovered
     }
 
     /// A handle to stop the HTTP server (graceful with `true`).
@@ -254,16 +364,18 @@ impl Application {
 
     /// A way to read the supervisor's counters (tests, metrics).
     pub fn stats_probe(&self) -> StatsProbe {
-        StatsProbe { supervisor: self.supervisor.clone() }
+        StatsProbe { supervisor: self.node.supervisor.clone() }
     }
 
     /// Serves until the HTTP server stops (signal or handle), then ends every running
     /// turn honestly, stops the actors and flushes the store.
     pub async fn run_until_stopped(mut self) -> std::io::Result<()> {
         let handle = self.server.handle();
-        let supervisor = self.supervisor.clone();
-        let grace = self.shutdown_grace;
-        let stop_background = self.stop_background.clone();
+        let supervisor = self.node.supervisor.clone();
+        let grace = self.node.shutdown_grace;
+        let closing = self.closing.clone();
+        let redis_stop = self.redis.as_ref().map(RedisTransport::stop_token);
+        let stop_background = self.node.stop_background.clone();
         // On SIGTERM or SIGINT: stop accepting, let running turns finish for the grace
         // period, then end the rest honestly (FAILED, saying why), which sends every open
         // stream its final event so that the HTTP server can finish draining.
@@ -272,37 +384,33 @@ impl Application {
             tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
             stop_background.cancel();
             let stopping = handle.stop(true);
+            // New Redis requests stay in the stream for the other nodes.
+            if let Some(stop) = redis_stop {
+                stop.cancel();
+            }
             let _ = supervisor.send(Drain { grace }).await;
             let _ = supervisor.send(StopAll).await;
+            closing.cancel();
             stopping.await;
         });
         let served = self.server.await;
-        self.stop_background.cancel();
+        self.closing.cancel();
+        if let Some(redis) = self.redis.take() {
+            redis.stop().await;
+        }
         if let Some(mut grpc) = self.grpc.take() {
             let _ = actix_web::web::block(move || grpc.stop()).await;
         }
-        // In-flight deliveries stop here; their jobs stay in the queue for the next start.
-        if let Some(worker) = self.push_worker.take() {
-            let _ = worker.send(a2ad_actors::push::StopWorker).await;
+        if let Some(file) = self.unix_socket.take() {
+            file.remove();
         }
-        let _ = self.supervisor.send(StopAll).await;
-        if let Err(e) = self.commit.commit().await {
-            tracing::error!(error = %e, "final flush failed");
-        }
-        let stats = self.commit.stats();
-        tracing::info!(
-            flushes = stats.flushes,
-            commits = stats.waiters_served,
-            flush_micros = stats.flush_micros,
-            "store closed"
-        );
-        self.commit.close();
+        self.node.close().await;
         served
     }
 }
 
 /// Resolves on SIGTERM or SIGINT.
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {

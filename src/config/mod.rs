@@ -10,6 +10,7 @@ mod dialects;
 mod limits;
 mod push;
 pub mod retention;
+mod transports;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
@@ -18,6 +19,7 @@ pub use dialects::Dialect01Config;
 pub use limits::{ExtensionConfig, Limits};
 pub use push::{PushConfig, PushQueueKind};
 pub use retention::{RetentionConfig, TenantLimits};
+pub use transports::{RedisTransportConfig, DEFAULT_UNIX_MODE, DEFAULT_WEBSOCKET_QUEUE};
 
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
@@ -43,6 +45,12 @@ pub const ENV_KEYS: &[&str] = &[
     "shutdown-grace",
     "grpc-listen",
     "grpc-public-address",
+    "websocket",
+    "websocket-queue",
+    "websocket-send-timeout",
+    "listen-unix",
+    "listen-unix-mode",
+    "redis-transport",
     "push-notifications",
     "push-queue",
     "push-redis-url",
@@ -95,6 +103,19 @@ pub struct Config {
     pub grpc_listen: Option<SocketAddr>,
     /// The gRPC `host:port` written in the card; defaults to the bound address.
     pub grpc_public_address: Option<String>,
+    /// Serve JSON-RPC over WebSocket at `/ws` (off by default).
+    pub websocket: bool,
+    /// Outgoing messages a WebSocket client may fall behind.
+    pub websocket_queue: usize,
+    /// How long an answer waits for room in a full WebSocket queue before the client is
+    /// closed as too slow.
+    pub websocket_send_timeout: Duration,
+    /// Also serve every HTTP route on this Unix domain socket.
+    pub listen_unix: Option<PathBuf>,
+    /// The permission bits the socket file gets after it is bound.
+    pub listen_unix_mode: u32,
+    /// JSON-RPC over Redis Streams (the `redis-transport:` block); `None` turns it off.
+    pub redis_transport: Option<RedisTransportConfig>,
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
     pub agents: Vec<AgentConfig>,
@@ -297,6 +318,14 @@ struct ConfigFile {
     extended_card: bool,
     grpc_listen: Option<SocketAddr>,
     grpc_public_address: Option<String>,
+    websocket: bool,
+    websocket_queue: usize,
+    #[serde(deserialize_with = "units::duration")]
+    websocket_send_timeout: Duration,
+    listen_unix: Option<PathBuf>,
+    #[serde(deserialize_with = "transports::unix_mode")]
+    listen_unix_mode: u32,
+    redis_transport: Option<RedisTransportConfig>,
     card: CardConfig,
     agents: Option<Vec<agents::AgentEntry>>,
     #[serde(deserialize_with = "content::allowed_cwds")]
@@ -342,6 +371,12 @@ impl Default for ConfigFile {
             extended_card: false,
             grpc_listen: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
             grpc_public_address: None,
+            websocket: false,
+            websocket_queue: DEFAULT_WEBSOCKET_QUEUE,
+            websocket_send_timeout: Duration::from_secs(10),
+            listen_unix: None,
+            listen_unix_mode: DEFAULT_UNIX_MODE,
+            redis_transport: None,
             card: CardConfig::default(),
             agents: None,
             allowed_cwds: Vec::new(),
@@ -457,6 +492,12 @@ impl ConfigFile {
             extended_card: self.extended_card,
             grpc_listen: self.grpc_listen,
             grpc_public_address: self.grpc_public_address,
+            websocket: self.websocket,
+            websocket_queue: self.websocket_queue,
+            websocket_send_timeout: self.websocket_send_timeout,
+            listen_unix: self.listen_unix,
+            listen_unix_mode: self.listen_unix_mode,
+            redis_transport: self.redis_transport,
             card: self.card,
             agents,
             allowed_cwds: self.allowed_cwds,
@@ -520,6 +561,22 @@ impl ConfigFile {
         }
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
+        }
+        self.check_transports()
+    }
+
+    fn check_transports(&self) -> Result<(), ConfigError> {
+        if self.websocket_queue == 0 {
+            return Err(ConfigError::invalid("websocket-queue", "must be at least 1"));
+        }
+        if self.websocket_send_timeout < Duration::from_millis(10) {
+            return Err(ConfigError::invalid("websocket-send-timeout", "must be at least 10ms"));
+        }
+        if self.listen_unix.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+            return Err(ConfigError::invalid("listen-unix", "must be a path"));
+        }
+        if let Some(redis) = &self.redis_transport {
+            redis.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
         }
         Ok(())
     }

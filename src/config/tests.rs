@@ -101,3 +101,68 @@ fn the_0_1_heartbeat_window_is_read_and_checked() {
     let e = load_text("dialect-01:\n  heartbeat-windw: 1s\n", &[]).unwrap_err().to_string();
     assert!(e.contains("heartbeat-windw"), "{e}");
 }
+
+#[test]
+fn transports_are_off_by_default() {
+    let c = Config::default_node();
+    assert!(!c.websocket);
+    assert_eq!(c.websocket_queue, DEFAULT_WEBSOCKET_QUEUE);
+    assert_eq!((c.listen_unix.clone(), c.listen_unix_mode), (None, 0o660));
+    assert_eq!(c.redis_transport, None);
+}
+
+#[test]
+fn transport_keys_are_read_from_the_file_and_the_environment() {
+    let c = load_text(
+        "websocket: true\nwebsocket-queue: 8\nlisten-unix: /run/a2ad.sock\nlisten-unix-mode: 0640\n\
+         redis-transport: {url: 'redis://127.0.0.1:6379/', claim-idle: 5s, consumer: n1}\n",
+        &[],
+    )
+    .unwrap();
+    assert!(c.websocket);
+    assert_eq!(c.websocket_queue, 8);
+    assert_eq!(c.listen_unix, Some(PathBuf::from("/run/a2ad.sock")));
+    assert_eq!(c.listen_unix_mode, 0o640);
+    let redis = c.redis_transport.unwrap();
+    assert_eq!(
+        (redis.requests.as_str(), redis.group.as_str(), redis.consumer.as_str()),
+        ("a2ad:requests", "a2ad", "n1")
+    );
+    assert_eq!((redis.claim_idle, redis.block_ms), (Duration::from_secs(5), 2000));
+    for mode in ["0600", "'0600'", "\"0600\""] {
+        assert_eq!(load_text("", &[("listen-unix-mode", mode)]).unwrap().listen_unix_mode, 0o600, "{mode}");
+    }
+    let env =
+        Config::env_overrides([("A2AD_REDIS_TRANSPORT".to_owned(), "{url: 'redis://h/'}".to_owned())].into_iter());
+    assert_eq!(
+        load_text("", &env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>())
+            .unwrap()
+            .redis_transport
+            .unwrap()
+            .url,
+        "redis://h/"
+    );
+}
+
+#[test]
+fn bad_transport_values_name_their_key() {
+    for (yaml, key) in [
+        ("listen-unix-mode: 0999", "listen-unix-mode"),
+        ("listen-unix-mode: 1777", "listen-unix-mode"),
+        ("listen-unix-mode: 01777", "listen-unix-mode"),
+        ("listen-unix-mode: 660", "listen-unix-mode"),
+        ("listen-unix-mode: 0o660", "listen-unix-mode"),
+        ("websocket-queue: 0", "websocket-queue"),
+        ("websocket-send-timeout: 0s", "websocket-send-timeout"),
+        ("websocket: maybe", "websocket"),
+        ("redis-transport: {url: 'http://x'}", "redis-transport.url"),
+        ("redis-transport: {url: 'redis://x/', block-ms: 0}", "redis-transport.block-ms"),
+        ("redis-transport: {url: 'redis://x/', claim-idle: 1ms}", "redis-transport.claim-idle"),
+        ("redis-transport: {url: 'redis://x/', claim-idle: 3s}", "redis-transport.claim-idle"),
+        ("redis-transport: {url: 'redis://x/', colour: red}", "redis-transport"),
+        ("redis-transport: {requests: a}", "redis-transport"),
+    ] {
+        let error = load_text(yaml, &[]).unwrap_err().to_string();
+        assert!(error.contains(&format!("`{key}")), "{yaml}: {error}");
+    }
+}

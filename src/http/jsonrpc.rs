@@ -61,7 +61,7 @@ async fn unauthenticated(
 }
 
 /// What the HTTP headers carry for the JSON-RPC layer.
-pub(super) fn request_meta(req: &HttpRequest) -> RpcMeta {
+pub(crate) fn request_meta(req: &HttpRequest) -> RpcMeta {
     let last_event_id = req.headers().get("Last-Event-ID").map(|v| v.to_str().unwrap_or("?").to_owned());
     RpcMeta { version: super::requested_version(req), extensions: super::requested_extensions(req), last_event_id }
 }

@@ -10,6 +10,10 @@ mod rest_v01;
 mod rest_v03;
 mod sse;
 
+/// For the WebSocket upgrade (`crate::transports::websocket`), which is HTTP until it is not.
+pub use caller::caller;
+pub(crate) use jsonrpc::request_meta;
+
 use crate::card::CardDocument;
 use crate::core::Core;
 use actix_web::{web, HttpResponse};

@@ -8,15 +8,15 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A redis-server on a free loopback port; killed on drop.
-struct RedisServer {
+pub(crate) struct RedisServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     _dir: tempfile::TempDir,
 }
 
 impl RedisServer {
     /// `None` (skip) when no redis-server is found and the run does not require one.
-    fn start() -> Option<RedisServer> {
+    pub(crate) fn start() -> Option<RedisServer> {
         let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -1,6 +1,6 @@
 //! `a2ad admin stats|compact` on the data dir of a stopped node (the real binary).
 
-use crate::support::{send_params, NodeProcess};
+use crate::support::{eventually, send_params, NodeProcess};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -67,14 +67,7 @@ async fn compact_reclaims_the_space_of_removed_tasks_and_the_node_starts_on_it()
     for i in 0..300 {
         remote.ok("SendMessage", send_params(&format!("{i}{}", "x".repeat(4000)), json!({}))).await;
     }
-    let mut emptied = false;
-    for _ in 0..200 {
-        actix_web::rt::time::sleep(std::time::Duration::from_millis(50)).await;
-        if remote.ok("ListTasks", json!({})).await["totalSize"] == 0 {
-            emptied = true;
-            break;
-        }
-    }
+    let emptied = eventually(400, || async { remote.ok("ListTasks", json!({})).await["totalSize"] == 0 }).await;
     assert!(emptied, "retention removed everything");
     assert!(node.terminate().success());
     let before = stats(&data);

@@ -2,29 +2,12 @@
 //! `<data-dir>/artifacts/<task-id>/` and sent as `file://` parts with their size and hash;
 //! small ones stay inline; appended chunks add parts.
 
-use crate::support::{send_params, spawn_app, TestApp};
-use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
-use a2ad::config::{AgentConfig, AgentKind};
-use a2ad_protocol::TaskState;
+use crate::support::{command_agent, command_settings, send_params, spawn_app, TestApp};
+use a2ad::agents::command::OutputMode;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::time::Duration;
 
 async fn app(script: &str, inline_max: Option<usize>) -> TestApp {
-    let mut agent = AgentConfig::default_echo();
-    agent.id = "maker".into();
-    agent.kind = AgentKind::Command(CommandSettings {
-        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
-        input: InputMode::Text,
-        output: OutputMode::Jsonl,
-        end_state: TaskState::Completed,
-        env: BTreeMap::new(),
-        env_allow: vec!["PATH".into()],
-        cwd: None,
-        timeout: Duration::from_secs(20),
-        max_output: 1 << 20,
-        cancel_grace: Duration::from_millis(200),
-    });
+    let agent = command_agent("maker", command_settings(&["/bin/sh", "-c", script], OutputMode::Jsonl));
     spawn_app(move |c| {
         c.agents = vec![agent];
         if let Some(max) = inline_max {

@@ -56,8 +56,7 @@ fn jwt(claims: Value, secret: &str) -> String {
 #[actix_web::test]
 async fn the_card_and_health_stay_public_and_announce_the_schemes() {
     let app = secured_app().await;
-    let card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     for scheme in ["bearerAuth", "basicAuth", "apiKeyAuth"] {
         assert!(card["securitySchemes"].get(scheme).is_some(), "{scheme}: {}", card["securitySchemes"]);
     }
@@ -213,8 +212,7 @@ async fn the_extended_card_is_for_authenticated_callers_and_has_runtime_details(
         c.limits.max_running_turns = 7;
     })
     .await;
-    let public: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let public = app.card().await;
     assert_eq!(public["capabilities"]["extendedAgentCard"], true);
     let (status, _) = rpc_as(&app, &[], "GetExtendedAgentCard", json!({})).await;
     assert_eq!(status, 401);

@@ -341,8 +341,7 @@ async fn tenant_prefixed_routes_and_the_card() {
     let id = task["task"]["id"].as_str().unwrap();
     let got = app.client.get(format!("{}/a2a/acme/tasks/{id}", app.url)).send().await.unwrap();
     assert_eq!(got.status(), 200);
-    let card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     let bindings: Vec<&str> = card["supportedInterfaces"]
         .as_array()
         .unwrap()

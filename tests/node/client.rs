@@ -221,8 +221,7 @@ async fn bad_urls_and_arguments_give_a_clear_error_and_exit_code() {
 /// The node's card, edited by `edit`, served by a second server on loopback; its URL.
 async fn serve_edited_card(app: &TestApp, edit: impl FnOnce(&mut Value)) -> String {
     use actix_web::{web, App, HttpResponse, HttpServer};
-    let mut card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let mut card = app.card().await;
     edit(&mut card);
     let body = card.to_string();
     let server = HttpServer::new(move || {

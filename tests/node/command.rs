@@ -1,25 +1,17 @@
 //! The `command` agent: real programs, started per turn.
 
-use crate::support::{eventually, spawn_app, TestApp};
+use crate::support::{command_settings, eventually, spawn_app, TestApp};
 use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
 use a2ad::config::{AgentConfig, AgentKind};
-use a2ad_protocol::TaskState;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn command(script: &str, output: OutputMode) -> CommandSettings {
     CommandSettings {
-        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
-        input: InputMode::Text,
-        output,
-        end_state: TaskState::Completed,
         env: BTreeMap::from([("GREETING".into(), "hi-there-secret".into())]),
-        env_allow: vec!["PATH".into()],
-        cwd: None,
-        timeout: Duration::from_secs(20),
         max_output: 4096,
-        cancel_grace: Duration::from_millis(200),
+        ..command_settings(&["/bin/sh", "-c", script], output)
     }
 }
 

@@ -2,6 +2,7 @@
 //! `tasks/sendSubscribe` on `POST /`, the `/api/v1/transactions` routes, their flat
 //! shapes, and their error codes (authentication, not found, quota, permission).
 
+use crate::support::JsonBody as _;
 use crate::support::{echo_agent, eventually, slow_echo, spawn_app, SseReader, TestApp};
 use a2ad::auth::AuthConfig;
 use a2ad_protocol::TaskState;
@@ -239,7 +240,7 @@ async fn the_transactions_routes() {
     let created: Value = created.json().await.unwrap();
     let id = created["id"].as_str().unwrap();
     let task = wait_for(&app, id, "completed").await;
-    let got: Value = app.client.get(format!("{url}/{id}")).send().await.unwrap().json().await.unwrap();
+    let got: Value = app.client.get(format!("{url}/{id}")).json_body().await;
     assert_eq!(got, task);
     let cancel = app.client.post(format!("{url}/{id}/cancel")).send().await.unwrap();
     assert_eq!(cancel.status(), 403, "a completed task: permission denied");

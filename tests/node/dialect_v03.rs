@@ -1,6 +1,7 @@
 //! The A2A 0.3 dialect over loopback: the slash-named JSON-RPC methods on `POST /` and the
 //! `/v1/` routes, their shapes both ways, their error codes, and the card's 0.3 fields.
 
+use crate::support::JsonBody as _;
 use crate::support::{slow_echo, spawn_app, SseReader, TestApp};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -120,8 +121,7 @@ async fn push_configs_round_trip_in_0_3_shape() {
 #[actix_web::test]
 async fn the_card_carries_the_0_3_fields() {
     let app = spawn_app(|_| {}).await;
-    let card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     assert_eq!(card["protocolVersion"], "0.3.0");
     assert_eq!(card["url"], format!("{}/", app.url));
     assert_eq!(card["preferredTransport"], "JSONRPC");
@@ -142,15 +142,7 @@ async fn the_v1_routes_speak_0_3_protojson() {
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
     assert_eq!(task["artifacts"][0]["parts"][0], json!({"text": "rest"}));
     let id = task["id"].as_str().unwrap();
-    let got: Value = app
-        .client
-        .get(format!("{}/v1/tasks/{id}?historyLength=1", app.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let got: Value = app.client.get(format!("{}/v1/tasks/{id}?historyLength=1", app.url)).json_body().await;
     assert_eq!(got["history"].as_array().unwrap().len(), 1, "{got}");
     assert_eq!(got["history"][0]["role"], "ROLE_AGENT");
     let missing = app.client.get(format!("{}/v1/tasks/nope", app.url)).send().await.unwrap();

@@ -1,5 +1,6 @@
 //! Bad input: each case gets a clear, specific error, and the node stays healthy.
 
+use crate::support::JsonBody as _;
 use crate::support::{reason, send_params, spawn_app};
 use serde_json::{json, Value};
 
@@ -115,17 +116,8 @@ async fn unsupported_versions_are_refused_and_1_x_is_served() {
     for (version, code) in
         [("99.0", Some(-32009)), ("2.0", Some(-32009)), ("INVALID", Some(-32009)), ("1.0", None), ("1.2", None)]
     {
-        let response: Value = app
-            .client
-            .post(&app.url)
-            .header("A2A-Version", version)
-            .json(&envelope)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let response: Value =
+            app.client.post(&app.url).header("A2A-Version", version).json(&envelope).json_body().await;
         match code {
             Some(code) => {
                 assert_eq!(response["error"]["code"], code, "{version}");

@@ -1,6 +1,7 @@
 //! `examples/agents/`: the real binary serves the example config from the repository
 //! root, and both example agents answer.
 
+use crate::support::JsonBody as _;
 use crate::support::{send_params, NodeProcess};
 use serde_json::json;
 
@@ -15,12 +16,8 @@ async fn the_example_agents_answer() {
     let card: serde_json::Value = remote
         .client
         .get(format!("{}/.well-known/agent-card.json", remote.url.trim_end_matches('/')))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_body()
+        .await;
     let skills: Vec<&str> = card["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(skills, ["shout", "wordstats"]);
 

@@ -63,8 +63,7 @@ async fn a_required_extension_must_be_activated_and_activated_ones_are_echoed() 
 #[actix_web::test]
 async fn the_card_announces_the_extensions() {
     let app = app().await;
-    let card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     let extensions = card["capabilities"]["extensions"].as_array().unwrap();
     assert_eq!(extensions[0]["uri"], REQUIRED);
     assert_eq!(extensions[0]["required"], true);

@@ -155,8 +155,7 @@ async fn grpc_errors_follow_the_table() {
 #[actix_web::test]
 async fn the_card_lists_grpc_third_as_host_and_port() {
     let app = spawn_app(|_| {}).await;
-    let card: serde_json::Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     let bindings: Vec<&str> = interfaces.iter().map(|i| i["protocolBinding"].as_str().unwrap()).collect();
     assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"]);

@@ -3,31 +3,15 @@
 //!
 //! The agent is `cat`: the prompt comes back line by line as agent text.
 
-use crate::support::{reason, spawn_app, TestApp};
-use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
-use a2ad::config::{AgentConfig, AgentKind, Config};
-use a2ad_protocol::TaskState;
+use crate::support::{command_agent, command_settings, reason, spawn_app, TestApp};
+use a2ad::agents::command::OutputMode;
+use a2ad::config::{AgentConfig, Config};
 use base64::Engine as _;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::time::Duration;
 
 fn cat_agent(id: &str, accepts: &[&str]) -> AgentConfig {
-    let mut agent = AgentConfig::default_echo();
-    agent.id = id.into();
+    let mut agent = command_agent(id, command_settings(&["cat"], OutputMode::Text));
     agent.input_modes = accepts.iter().map(|m| (*m).to_owned()).collect();
-    agent.kind = AgentKind::Command(CommandSettings {
-        argv: vec!["cat".into()],
-        input: InputMode::Text,
-        output: OutputMode::Text,
-        end_state: TaskState::Completed,
-        env: BTreeMap::new(),
-        env_allow: vec!["PATH".into()],
-        cwd: None,
-        timeout: Duration::from_secs(20),
-        max_output: 1 << 20,
-        cancel_grace: Duration::from_millis(200),
-    });
     agent
 }
 

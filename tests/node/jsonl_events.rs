@@ -1,13 +1,9 @@
 //! The command agent's jsonl events that carry node metadata (tool, permission, usage,
 //! thinking) and the Message-only reply; the card's metadata extensions.
 
-use crate::support::{send_params, spawn_app, TestApp};
-use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
-use a2ad::config::{AgentConfig, AgentKind};
-use a2ad_protocol::TaskState;
+use crate::support::{command_agent, command_settings, send_params, spawn_app, TestApp};
+use a2ad::agents::command::OutputMode;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::time::Duration;
 
 const SCRIPT: &str = r#"long=$(head -c 5000 /dev/zero | tr '\0' x)
 echo '{"type":"thinking","text":"let me think"}'
@@ -21,26 +17,8 @@ echo '{"type":"usage","inputTokens":7,"outputTokens":3}'
 echo '{"type":"some-future-event","x":1}'
 echo '{"type":"final","state":"completed","text":"done"}'"#;
 
-fn agent(script: &str) -> AgentConfig {
-    let mut agent = AgentConfig::default_echo();
-    agent.id = "events".into();
-    agent.kind = AgentKind::Command(CommandSettings {
-        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
-        input: InputMode::Text,
-        output: OutputMode::Jsonl,
-        end_state: TaskState::Completed,
-        env: BTreeMap::new(),
-        env_allow: vec!["PATH".into()],
-        cwd: None,
-        timeout: Duration::from_secs(20),
-        max_output: 1 << 20,
-        cancel_grace: Duration::from_millis(200),
-    });
-    agent
-}
-
 async fn app(script: &str, thinking: bool) -> TestApp {
-    let agent = agent(script);
+    let agent = command_agent("events", command_settings(&["/bin/sh", "-c", script], OutputMode::Jsonl));
     spawn_app(move |c| {
         c.agents = vec![agent];
         c.thinking_exposure = thinking;
@@ -78,23 +56,14 @@ async fn thinking_is_sent_only_when_exposed_and_the_card_says_so() {
     let app = app(SCRIPT, true).await;
     let meta = node_metadata(&app).await;
     assert_eq!(meta[0], json!({"thinking": {"text": "let me think"}}));
-    let card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     let extensions = card["capabilities"]["extensions"].as_array().unwrap();
     let thinking = extensions.iter().find(|e| e["uri"] == "urn:a2ad:thinking-exposure:v1").expect("announced");
     assert_eq!(thinking["params"]["enabledTypes"], json!(["thinking"]));
     assert!(extensions.iter().any(|e| e["uri"] == "urn:a2ad:agent-metadata:v1"));
 
     let plain = self::app(SCRIPT, false).await;
-    let card: Value = plain
-        .client
-        .get(format!("{}/.well-known/agent-card.json", plain.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = plain.card().await;
     let uris: Vec<&str> =
         card["capabilities"]["extensions"].as_array().unwrap().iter().map(|e| e["uri"].as_str().unwrap()).collect();
     assert_eq!(uris, ["urn:a2ad:agent-metadata:v1"]);

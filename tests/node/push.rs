@@ -1,6 +1,7 @@
 //! Push notifications: config methods, delivery, retries, dead letters, crash safety.
 
 use crate::receiver::{Received, Receiver};
+use crate::support::JsonBody as _;
 use crate::support::{eventually, send_params, spawn_app, NodeProcess};
 use a2ad::config::Config;
 use serde_json::{json, Value};
@@ -22,8 +23,7 @@ fn delivered(received: &[Received], path: &str) -> Vec<String> {
 #[actix_web::test]
 async fn config_methods_follow_the_spec() {
     let app = spawn_app(push_on).await;
-    let card: Value =
-        app.client.get(format!("{}/.well-known/agent-card.json", app.url)).send().await.unwrap().json().await.unwrap();
+    let card = app.card().await;
     assert_eq!(card["capabilities"]["pushNotifications"], true);
     let done = app.send_text("x", json!({})).await;
     let task_id = done["id"].as_str().unwrap();
@@ -307,8 +307,7 @@ async fn a_forced_internal_failure_answers_with_a_correlation_id_only() {
 
     let node = NodeProcess::start(cwd.path(), &args);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTaskPushNotificationConfig", "params": {"taskId": task_id, "id": "c1"}});
-    let response: Value =
-        reqwest::Client::new().post(&node.url).json(&body).send().await.unwrap().json().await.unwrap();
+    let response: Value = reqwest::Client::new().post(&node.url).json(&body).json_body().await;
     let error = &response["error"];
     assert_eq!(error["code"], -32603, "{response}");
     let correlation = error["data"][0]["metadata"]["correlationId"].as_str().unwrap();

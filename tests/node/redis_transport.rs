@@ -2,6 +2,7 @@
 //! async redis client playing the caller.
 
 use crate::redis::RedisServer;
+use crate::support::JsonBody as _;
 use crate::support::{eventually, send_params, slow_echo, spawn_app, TestApp};
 use a2ad::config::{Config, RedisTransportConfig};
 use redis::aio::MultiplexedConnection;
@@ -184,12 +185,8 @@ async fn the_authorization_field_is_checked_by_the_authenticator() {
         .post(&node.url)
         .bearer_auth("tok-r")
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .json_body()
+        .await;
     assert_eq!(over_http["result"]["id"], task_id, "the entry's caller owns the task");
 }
 
@@ -216,8 +213,7 @@ async fn two_nodes_in_one_group_share_the_requests() {
         let app_url = app.url.clone();
         async move {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
-            let listed: Value =
-                reqwest::Client::new().post(app_url).json(&body).send().await.unwrap().json().await.unwrap();
+            let listed: Value = reqwest::Client::new().post(app_url).json(&body).json_body().await;
             listed["result"]["tasks"].as_array().unwrap().len()
         }
     };

@@ -1,10 +1,13 @@
 //! Test harness: an app on port 0, JSON-RPC helpers, and the real binary.
 
+use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
 use a2ad::agents::echo::EchoSettings;
 use a2ad::config::{AgentConfig, AgentKind, Config};
 use a2ad::startup::{Application, StatsProbe};
 use a2ad_protocol::TaskState;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -46,12 +49,56 @@ pub fn echo_agent(id: &str, end_state: TaskState, chunk_size: usize, chunk_delay
     agent
 }
 
+/// Command-agent settings the command tests start from, so each test states only what it
+/// is about: `argv` gets the prompt as text, PATH is the only inherited variable, 20 s
+/// timeout, 1 MiB of output. Change a field with `CommandSettings { .., ..command_settings(..) }`.
+pub fn command_settings(argv: &[&str], output: OutputMode) -> CommandSettings {
+    CommandSettings {
+        argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+        input: InputMode::Text,
+        output,
+        end_state: TaskState::Completed,
+        env: BTreeMap::new(),
+        env_allow: vec!["PATH".into()],
+        cwd: None,
+        timeout: Duration::from_secs(20),
+        max_output: 1 << 20,
+        cancel_grace: Duration::from_millis(200),
+    }
+}
+
+/// A command agent `id` running `settings`.
+pub fn command_agent(id: &str, settings: CommandSettings) -> AgentConfig {
+    let mut agent = AgentConfig::default_echo();
+    agent.id = id.to_owned();
+    agent.kind = AgentKind::Command(settings);
+    agent
+}
+
 /// A node whose only agent is a slow echo (one chunk per character, `delay` each).
 pub fn slow_echo(delay: Duration) -> impl FnOnce(&mut Config) {
     move |c| c.agents = vec![echo_agent("slow", TaskState::Completed, 1, delay)]
 }
 
+/// Sends a request and parses its JSON body, panicking on a transport or JSON error: the
+/// one-liner behind the tests' direct REST, card and cross-transport checks.
+pub trait JsonBody {
+    fn json_body(self) -> impl Future<Output = Value>;
+}
+
+impl JsonBody for reqwest::RequestBuilder {
+    async fn json_body(self) -> Value {
+        let response = self.send().await.expect("request sent");
+        response.json().await.expect("a JSON body")
+    }
+}
+
 impl TestApp {
+    /// The public agent card (`/.well-known/agent-card.json`) as JSON.
+    pub async fn card(&self) -> Value {
+        self.client.get(format!("{}/.well-known/agent-card.json", self.url)).json_body().await
+    }
+
     /// Calls a JSON-RPC method and returns the whole response object.
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
         self.rpc_with_id(json!(1), method, params).await

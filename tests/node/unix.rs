@@ -1,6 +1,7 @@
 //! HTTP on a Unix domain socket (`listen-unix`), with raw HTTP/1.1 over a real socket.
 
 use crate::support::send_params;
+use crate::support::JsonBody as _;
 use a2ad::config::Config;
 use a2ad::startup::Application;
 use serde_json::{json, Value};
@@ -94,15 +95,8 @@ async fn every_route_is_served_on_the_socket_with_its_mode() {
     assert_eq!(status, 200);
     let sent: Value = serde_json::from_str(&sent).unwrap();
     let task_id = sent["result"]["task"]["id"].as_str().unwrap();
-    let over_tcp: Value = reqwest::Client::new()
-        .post(&node.url)
-        .json(&rpc(2, "GetTask", json!({"id": task_id})))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let over_tcp: Value =
+        reqwest::Client::new().post(&node.url).json(&rpc(2, "GetTask", json!({"id": task_id}))).json_body().await;
     assert_eq!(over_tcp["result"]["status"]["state"], "TASK_STATE_COMPLETED", "one node behind both");
 
     let (status, _, rest) = exchange(&socket, "GET", &format!("/a2a/tasks/{task_id}"), None).await;

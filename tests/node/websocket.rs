@@ -257,16 +257,14 @@ async fn a_burst_of_stream_events_waits_for_a_reading_client() {
 #[actix_web::test]
 async fn the_card_advertises_the_websocket_transport_only_when_it_runs() {
     let on = spawn_app(websocket_on(|_| {})).await;
-    let card: Value =
-        on.client.get(format!("{}/.well-known/agent-card.json", on.url)).send().await.unwrap().json().await.unwrap();
+    let card = on.card().await;
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     let ws = interfaces.iter().find(|i| i["protocolBinding"] == "urn:a2ad:binding:websocket:v1").expect("advertised");
     assert_eq!(ws["url"], format!("{}/ws", on.url.replacen("http://", "ws://", 1)));
     assert_eq!(ws["protocolVersion"], "1.0");
 
     let off = spawn_app(|_| {}).await;
-    let card: Value =
-        off.client.get(format!("{}/.well-known/agent-card.json", off.url)).send().await.unwrap().json().await.unwrap();
+    let card = off.card().await;
     assert!(!card.to_string().contains("websocket"), "not advertised when off");
     let upgrade = off.client.get(format!("{}/ws", off.url)).send().await.unwrap();
     assert_eq!(upgrade.status(), 404, "no /ws route when off");

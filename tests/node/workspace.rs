@@ -1,12 +1,9 @@
 //! Workspaces: `message.metadata.a2ad.cwd` picks the command agent's working directory,
 //! inside the allowed roots only, and a context keeps the one it started with.
 
-use crate::support::{reason, spawn_app, TestApp};
-use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
-use a2ad::config::{AgentConfig, AgentKind};
-use a2ad_protocol::TaskState;
+use crate::support::{command_agent, command_settings, reason, spawn_app, TestApp};
+use a2ad::agents::command::{CommandSettings, OutputMode};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,21 +14,8 @@ async fn pwd_app(roots: Vec<PathBuf>) -> TestApp {
 async fn pwd_app_with(roots: Vec<PathBuf>, idle_timeout: Duration) -> TestApp {
     spawn_app(move |c| {
         c.idle_timeout = idle_timeout;
-        let mut agent = AgentConfig::default_echo();
-        agent.id = "pwd".into();
-        agent.kind = AgentKind::Command(CommandSettings {
-            argv: vec!["pwd".into()],
-            input: InputMode::Text,
-            output: OutputMode::Text,
-            end_state: TaskState::Completed,
-            env: BTreeMap::new(),
-            env_allow: vec!["PATH".into()],
-            cwd: None,
-            timeout: Duration::from_secs(20),
-            max_output: 4096,
-            cancel_grace: Duration::from_millis(200),
-        });
-        c.agents = vec![agent];
+        let settings = CommandSettings { max_output: 4096, ..command_settings(&["pwd"], OutputMode::Text) };
+        c.agents = vec![command_agent("pwd", settings)];
         c.allowed_cwds = roots;
     })
     .await

@@ -6,6 +6,7 @@ mod card;
 mod jsonrpc;
 pub mod observe;
 mod rest;
+mod rest_shared;
 mod rest_v01;
 mod rest_v03;
 mod sse;

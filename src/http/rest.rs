@@ -9,15 +9,14 @@
 //! `/tasks/{id}:cancel` is told from `/tasks/{id}`. A tenant cannot be named like a
 //! top-level route (`tasks`, `message:send`, ...): those routes win.
 
-use super::caller::caller;
+use super::rest_shared::{admit, error_response, mount, read_json};
 use super::sse;
-use super::{activate_extensions, body, check_version, echo_extensions, observe, AppState};
+use super::{check_version, echo_extensions, observe, AppState};
 use crate::core::{Call, Reply, ReplyBody};
 use crate::metrics::Binding;
 use crate::rpc::{Envelope, RpcStream};
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{A2aError, ErrorCode};
-use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
@@ -75,26 +74,15 @@ const ROUTES: &[(&str, &str, Route)] = &[
 /// Mounts every route under `prefix`, then under `prefix/{tenant}`.
 pub fn routes(cfg: &mut web::ServiceConfig, prefix: &str) {
     for tenant in ["", "/{tenant}"] {
-        for (method, path, route) in ROUTES {
-            let route = *route;
-            let handler = move |req: HttpRequest, payload: web::Payload, state: web::Data<AppState>| {
-                handle(req, payload, state, route)
-            };
-            let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("a valid method");
-            cfg.route(&format!("{prefix}{tenant}{path}"), web::method(method).to(handler));
-        }
+        mount(cfg, &format!("{prefix}{tenant}"), ROUTES, handle);
     }
 }
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
     observe::served(&req, Binding::Rest, route.method());
-    let owner = match caller(&req, &state.core) {
-        Ok(owner) => owner,
-        Err(unauthorized) => return *unauthorized,
-    };
-    let activated = match activate_extensions(&req, &state.core) {
-        Ok(activated) => activated,
-        Err(e) => return error_response(&e),
+    let (owner, activated) = match admit(&req, &state) {
+        Ok(admitted) => admitted,
+        Err(refused) => return *refused,
     };
     let call = match decode(&req, payload, &state, route).await {
         Ok(call) => call,
@@ -162,17 +150,10 @@ async fn read_json_object(
     payload: web::Payload,
     limit: usize,
 ) -> Result<Map<String, Value>, A2aError> {
-    let bytes = body::read_limited(req, payload, limit).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Map::new());
-    }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(A2aError::new(ErrorCode::InvalidRequest, "Invalid request: the body must be a JSON object")),
-        Err(_) if !body::declares_json(req) => {
-            Err(A2aError::new(ErrorCode::ContentTypeNotSupported, "Request body must be JSON (application/json)"))
-        }
-        Err(_) => Err(A2aError::of(ErrorCode::ParseError)),
+    match read_json(req, payload, limit).await? {
+        None => Ok(Map::new()),
+        Some(Value::Object(map)) => Ok(map),
+        Some(_) => Err(A2aError::new(ErrorCode::InvalidRequest, "Invalid request: the body must be a JSON object")),
     }
 }
 
@@ -196,16 +177,6 @@ fn query_fields(query: &str, fields: &mut Map<String, Value>) -> Result<(), A2aE
 /// Decodes `a=1&b=x%20y` (no repeated fields exist in the 1.0 query parameters).
 fn form_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
     web::Query::<Vec<(String, String)>>::from_query(query).map(|q| q.into_inner()).unwrap_or_default()
-}
-
-fn error_response(error: &A2aError) -> HttpResponse {
-    crate::core::report(error);
-    let status = StatusCode::from_u16(error.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response =
-        HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string());
-    super::retry_after(error, &mut response);
-    observe::failed(&mut response, error);
-    response
 }
 
 #[cfg(test)]

@@ -7,14 +7,13 @@
 //! (the 0.3 clients read only the status); streams are SSE with one `StreamResponse` per
 //! event. Mounted before the 1.0 routes, so `/v1/…` is never read as a tenant.
 
-use super::caller::caller;
-use super::{activate_extensions, body, echo_extensions, observe, sse, AppState};
+use super::rest_shared::{admit, error_response, mount, read_json};
+use super::{echo_extensions, observe, sse, AppState};
 use crate::metrics::Binding;
 use crate::rpc::v03::{execute, V03Reply};
 use crate::rpc::{Envelope, RpcStream};
 use a2ad_protocol::dialect::v03_rest;
-use a2ad_protocol::{A2aError, ErrorCode};
-use actix_web::http::StatusCode;
+use a2ad_protocol::A2aError;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
@@ -67,25 +66,14 @@ const ROUTES: &[(&str, &str, Route)] = &[
 
 /// Mounts the `/v1/` routes.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    for (method, path, route) in ROUTES {
-        let route = *route;
-        let handler = move |req: HttpRequest, payload: web::Payload, state: web::Data<AppState>| {
-            handle(req, payload, state, route)
-        };
-        let method = actix_web::http::Method::from_bytes(method.as_bytes()).expect("a valid method");
-        cfg.route(path, web::method(method).to(handler));
-    }
+    mount(cfg, "", ROUTES, handle);
 }
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
     observe::served(&req, Binding::Rest, crate::metrics::method_label(route.method()));
-    let owner = match caller(&req, &state.core) {
-        Ok(owner) => owner,
-        Err(unauthorized) => return *unauthorized,
-    };
-    let activated = match activate_extensions(&req, &state.core) {
-        Ok(activated) => activated,
-        Err(e) => return error_response(&e),
+    let (owner, activated) = match admit(&req, &state) {
+        Ok(admitted) => admitted,
+        Err(refused) => return *refused,
     };
     let params = match params(&req, payload, &state, route).await {
         Ok(params) => params,
@@ -131,17 +119,7 @@ fn query_value(req: &HttpRequest, name: &str) -> Option<String> {
 
 /// The body as JSON; an empty body is `{}`.
 async fn read_body(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<Value, A2aError> {
-    let bytes = body::read_limited(req, payload, state.rest_body_limit).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(json!({}));
-    }
-    serde_json::from_slice(&bytes).map_err(|_| {
-        if body::declares_json(req) {
-            A2aError::of(ErrorCode::ParseError)
-        } else {
-            A2aError::new(ErrorCode::ContentTypeNotSupported, "Request body must be JSON (application/json)")
-        }
-    })
+    Ok(read_json(req, payload, state.rest_body_limit).await?.unwrap_or_else(|| json!({})))
 }
 
 /// A 0.3 JSON-RPC result as the route's 0.3 ProtoJSON response.
@@ -162,14 +140,4 @@ fn result_to_proto(route: Route, result: Value) -> Value {
 
 fn json_response(body: Value) -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(body.to_string())
-}
-
-fn error_response(error: &A2aError) -> HttpResponse {
-    crate::core::report(error);
-    let status = StatusCode::from_u16(error.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response =
-        HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string());
-    super::retry_after(error, &mut response);
-    observe::failed(&mut response, error);
-    response
 }

@@ -12,7 +12,7 @@
 //!     acme: {max-age: 1d, max-tasks: 1000}
 //! ```
 
-use super::units;
+use super::units::{self, Scalar};
 use serde::{de, Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -85,14 +85,6 @@ impl RetentionConfig {
 /// The words that turn a limit off.
 fn is_never(text: &str) -> bool {
     matches!(text.trim(), "never" | "forever" | "off")
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Scalar {
-    Int(u64),
-    Float(f64),
-    Text(String),
 }
 
 /// A duration, or `never`.

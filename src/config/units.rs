@@ -43,10 +43,12 @@ pub fn parse_byte_size(text: &str) -> Result<usize, String> {
     value.checked_mul(factor).and_then(|n| usize::try_from(n).ok()).ok_or_else(|| format!("`{text}` is out of range"))
 }
 
-/// A YAML scalar that may be written as a number or a string.
+/// A YAML scalar that may be written as a number or a string: what every unit-bearing
+/// key reads first (here and in `retention`, which adds `never`), so `30`, `1.5` and
+/// `"30s"` are told apart in one place.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Scalar {
+pub(super) enum Scalar {
     Int(u64),
     Float(f64),
     Text(String),

@@ -19,8 +19,11 @@
 //! delivered again once the lease expires: at least once, like the sled queue; receivers
 //! deduplicate on the job's event id.
 
+pub use options::{redact_url, RedisQueueOptions};
+
 use crate::{DeadJob, JobQueue, PushJob, StoreError};
 use redis::{Connection, ConnectionLike, RedisError, Value};
+use reply::{group_info, parse_autoclaim, parse_entries, parse_read, Entry};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
@@ -31,101 +34,6 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most this many XAUTOCLAIM rounds per [`JobQueue::due`] call (each scans up to ten
 /// times its COUNT pending entries).
 const CLAIM_ROUNDS: usize = 4;
-
-/// Where the Redis queue lives and who this worker is.
-#[derive(Clone)]
-pub struct RedisQueueOptions {
-    /// `redis://[user][:password@]host[:port][/db]` (no TLS).
-    pub url: String,
-    /// The stream of ready jobs.
-    pub stream: String,
-    /// The sorted set of scheduled retries.
-    pub retry_key: String,
-    /// The stream of dead jobs.
-    pub dead_stream: String,
-    /// The consumer group every worker of the queue joins.
-    pub group: String,
-    /// This worker's name in the group; unique per process.
-    pub consumer: String,
-    /// How long a worker may hold a job before another worker takes it over.
-    pub lease_timeout: Duration,
-}
-
-impl Default for RedisQueueOptions {
-    fn default() -> Self {
-        RedisQueueOptions {
-            url: "redis://127.0.0.1:6379/".to_owned(),
-            stream: "a2ad:push".to_owned(),
-            retry_key: "a2ad:push:retry".to_owned(),
-            dead_stream: "a2ad:push:dead".to_owned(),
-            group: "a2ad".to_owned(),
-            consumer: default_consumer(),
-            lease_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// Never shows the URL's password.
-impl fmt::Debug for RedisQueueOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisQueueOptions")
-            .field("url", &redact_url(&self.url))
-            .field("stream", &self.stream)
-            .field("retry_key", &self.retry_key)
-            .field("dead_stream", &self.dead_stream)
-            .field("group", &self.group)
-            .field("consumer", &self.consumer)
-            .field("lease_timeout", &self.lease_timeout)
-            .finish()
-    }
-}
-
-/// `hostname-pid`: unique per process, and a restarted node is a new consumer (the old
-/// one's unsettled jobs are reclaimed once their lease expires).
-fn default_consumer() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .or_else(|| std::env::var("COMPUTERNAME").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "a2ad".to_owned());
-    format!("{host}-{}", std::process::id())
-}
-
-/// The URL with any password replaced by `***`, for messages and logs.
-pub fn redact_url(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some(parts) => parts,
-        None => return url.to_owned(),
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{user}:***@{host}"),
-            None => format!("{userinfo}@{host}"),
-        },
-        None => authority.to_owned(),
-    };
-    // `redis+unix:///socket?pass=...` carries the password in the query.
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let query: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((key, _)) if key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password") => {
-                        format!("{key}=***")
-                    }
-                    _ => pair.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", query.join("&"))
-        }
-        None => tail.to_owned(),
-    };
-    format!("{scheme}://{authority}{tail}")
-}
 
 /// Moves the retries due by ARGV[1] (at most ARGV[2]) from the sorted set KEYS[1] into the
 /// stream KEYS[2]. Returns how many.
@@ -326,6 +234,9 @@ impl RedisQueue {
         pipe.cmd("XDEL").arg(&self.options.stream).arg(receipt).ignore();
     }
 
+    /// A worker's next jobs, in three steps (see the module docs): retries that fell due
+    /// join the stream, abandoned leases are taken over, then new entries are read. Jobs
+    /// this worker already has in flight are skipped.
     fn due_on(
         &self,
         conn: &mut Connection,
@@ -333,12 +244,22 @@ impl RedisQueue {
         max: usize,
         in_flight: &HashSet<String>,
     ) -> Result<Vec<PushJob>, RedisError> {
-        let mut out = Vec::new();
         let skip = |job: &PushJob| {
             in_flight.contains(&job.id()) || job.receipt.as_ref().is_some_and(|r| in_flight.contains(r))
         };
+        let mut out = Vec::new();
+        self.requeue_due_retries(conn, now_ms, max)?;
+        self.claim_abandoned(conn, max, &skip, &mut out)?;
+        // One skipped as in flight stays pending and comes back through XAUTOCLAIM after
+        // the lease.
+        if out.len() < max {
+            self.read_new(conn, max, &skip, &mut out)?;
+        }
+        Ok(out)
+    }
 
-        // 1. Retries that have fallen due join the stream.
+    /// Retries that have fallen due join the stream (one Lua script: never lost or doubled).
+    fn requeue_due_retries(&self, conn: &mut Connection, now_ms: i64, max: usize) -> Result<(), RedisError> {
         let _moved: i64 = self
             .move_due_retries
             .key(&self.options.retry_key)
@@ -346,9 +267,18 @@ impl RedisQueue {
             .arg(now_ms)
             .arg(max.max(16))
             .invoke(conn)?;
+        Ok(())
+    }
 
-        // 2. Jobs leased longer than the lease timeout ago: their worker died (or, when
-        // they are ours and in flight, is slow; those are skipped).
+    /// Jobs leased longer than the lease timeout ago: their worker died (or, when they are
+    /// ours and in flight, is slow; `skip` drops those). At most [`CLAIM_ROUNDS`] rounds.
+    fn claim_abandoned(
+        &self,
+        conn: &mut Connection,
+        max: usize,
+        skip: &dyn Fn(&PushJob) -> bool,
+        out: &mut Vec<PushJob>,
+    ) -> Result<(), RedisError> {
         let min_idle = u64::try_from(self.options.lease_timeout.as_millis()).unwrap_or(u64::MAX);
         let mut cursor = "0-0".to_owned();
         for _ in 0..CLAIM_ROUNDS {
@@ -367,41 +297,52 @@ impl RedisQueue {
                 // the pending list.
                 redis::cmd("XACK").arg(&self.options.stream).arg(&self.options.group).arg(id).query::<()>(conn)?;
             }
-            for entry in claimed {
-                if let Some(job) = self.take_entry(conn, entry)? {
-                    if !skip(&job) {
-                        out.push(job);
-                    }
-                }
-            }
+            self.take_entries(conn, claimed, skip, out)?;
             cursor = next;
             if cursor == "0-0" || out.len() >= max {
                 break;
             }
         }
+        Ok(())
+    }
 
-        // 3. New entries. One skipped as in flight stays pending and comes back through
-        // XAUTOCLAIM after the lease.
-        if out.len() < max {
-            let reply: Value = redis::cmd("XREADGROUP")
-                .arg("GROUP")
-                .arg(&self.options.group)
-                .arg(&self.options.consumer)
-                .arg("COUNT")
-                .arg(max - out.len())
-                .arg("STREAMS")
-                .arg(&self.options.stream)
-                .arg(">")
-                .query(conn)?;
-            for entry in parse_read(&reply) {
-                if let Some(job) = self.take_entry(conn, entry)? {
-                    if !skip(&job) {
-                        out.push(job);
-                    }
+    /// New entries of the group (XREADGROUP `>`), up to `max` jobs in `out`.
+    fn read_new(
+        &self,
+        conn: &mut Connection,
+        max: usize,
+        skip: &dyn Fn(&PushJob) -> bool,
+        out: &mut Vec<PushJob>,
+    ) -> Result<(), RedisError> {
+        let reply: Value = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(&self.options.group)
+            .arg(&self.options.consumer)
+            .arg("COUNT")
+            .arg(max - out.len())
+            .arg("STREAMS")
+            .arg(&self.options.stream)
+            .arg(">")
+            .query(conn)?;
+        self.take_entries(conn, parse_read(&reply), skip, out)
+    }
+
+    /// The jobs of `entries` that `skip` does not drop, appended to `out`.
+    fn take_entries(
+        &self,
+        conn: &mut Connection,
+        entries: Vec<Entry>,
+        skip: &dyn Fn(&PushJob) -> bool,
+        out: &mut Vec<PushJob>,
+    ) -> Result<(), RedisError> {
+        for entry in entries {
+            if let Some(job) = self.take_entry(conn, entry)? {
+                if !skip(&job) {
+                    out.push(job);
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -578,102 +519,7 @@ fn failure(kind: std::io::ErrorKind, message: String, password: Option<&str>) ->
     StoreError::Engine(sled::Error::Io(std::io::Error::new(kind, message)))
 }
 
-/// One stream entry: its id and fields (`None` for an entry deleted while pending, which
-/// Redis 6.2 reports as nil).
-struct Entry {
-    id: String,
-    fields: Option<Vec<(String, String)>>,
-}
-
-impl Entry {
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields.as_ref()?.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-}
-
-fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::VerbatimString { text, .. } => Some(text.clone()),
-        Value::Okay => Some("OK".to_owned()),
-        Value::Int(i) => Some(i.to_string()),
-        _ => None,
-    }
-}
-
-fn int(value: &Value) -> Option<u64> {
-    match value {
-        Value::Int(i) => u64::try_from(*i).ok(),
-        other => text(other)?.parse().ok(),
-    }
-}
-
-/// Key/value pairs of a RESP2 flat array or a RESP3 map.
-fn pairs(value: &Value) -> Vec<(&Value, &Value)> {
-    match value {
-        Value::Array(items) => items.chunks_exact(2).map(|kv| (&kv[0], &kv[1])).collect(),
-        Value::Map(kvs) => kvs.iter().map(|(k, v)| (k, v)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// A list of entries: `[[id, [field, value, ...] | nil], ...]`.
-fn parse_entries(value: &Value) -> Vec<Entry> {
-    let Value::Array(items) = value else { return Vec::new() };
-    items
-        .iter()
-        .filter_map(|item| {
-            let Value::Array(parts) = item else { return None };
-            let id = text(parts.first()?)?;
-            let fields = match parts.get(1) {
-                Some(Value::Nil) | None => None,
-                Some(fields) => {
-                    Some(pairs(fields).into_iter().filter_map(|(k, v)| Some((text(k)?, text(v)?))).collect::<Vec<_>>())
-                }
-            };
-            Some(Entry { id, fields })
-        })
-        .collect()
-}
-
-/// XREADGROUP's reply for one stream: `[[key, entries]]` (RESP3: `{key: entries}`), or nil.
-fn parse_read(value: &Value) -> Vec<Entry> {
-    match value {
-        Value::Array(streams) => streams
-            .iter()
-            .flat_map(|stream| match stream {
-                Value::Array(parts) => parts.get(1).map(parse_entries).unwrap_or_default(),
-                _ => Vec::new(),
-            })
-            .collect(),
-        Value::Map(streams) => streams.iter().flat_map(|(_, entries)| parse_entries(entries)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// XAUTOCLAIM's reply: the next cursor, the claimed entries, and the ids of entries that
-/// were deleted while pending (nil entries on Redis 6.2; Redis 7 drops those itself).
-fn parse_autoclaim(value: &Value) -> (String, Vec<Entry>, Vec<String>) {
-    let Value::Array(parts) = value else { return ("0-0".to_owned(), Vec::new(), Vec::new()) };
-    let next = parts.first().and_then(text).unwrap_or_else(|| "0-0".to_owned());
-    let (claimed, gone): (Vec<Entry>, Vec<Entry>) =
-        parts.get(1).map(parse_entries).unwrap_or_default().into_iter().partition(|e| e.fields.is_some());
-    (next, claimed, gone.into_iter().map(|e| e.id).collect())
-}
-
-/// The group's `pending` and `lag` (None when Redis cannot tell) from XINFO GROUPS.
-fn group_info(groups: &Value, group: &str) -> (u64, Option<u64>) {
-    let Value::Array(groups) = groups else { return (0, None) };
-    for info in groups {
-        let fields: Vec<(String, &Value)> = pairs(info).into_iter().filter_map(|(k, v)| Some((text(k)?, v))).collect();
-        let get = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
-        if get("name").and_then(text).as_deref() == Some(group) {
-            return (get("pending").and_then(int).unwrap_or(0), get("lag").and_then(int));
-        }
-    }
-    (0, None)
-}
-
+mod options;
+mod reply;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,101 @@
+//! Where the Redis push queue lives and who this worker is: the `push-queue-redis` options
+//! with their defaults, and the URL redaction every message and log that names the
+//! server goes through, so a password in the URL never leaves the process.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Where the Redis queue lives and who this worker is.
+#[derive(Clone)]
+pub struct RedisQueueOptions {
+    /// `redis://[user][:password@]host[:port][/db]` (no TLS).
+    pub url: String,
+    /// The stream of ready jobs.
+    pub stream: String,
+    /// The sorted set of scheduled retries.
+    pub retry_key: String,
+    /// The stream of dead jobs.
+    pub dead_stream: String,
+    /// The consumer group every worker of the queue joins.
+    pub group: String,
+    /// This worker's name in the group; unique per process.
+    pub consumer: String,
+    /// How long a worker may hold a job before another worker takes it over.
+    pub lease_timeout: Duration,
+}
+
+impl Default for RedisQueueOptions {
+    fn default() -> Self {
+        RedisQueueOptions {
+            url: "redis://127.0.0.1:6379/".to_owned(),
+            stream: "a2ad:push".to_owned(),
+            retry_key: "a2ad:push:retry".to_owned(),
+            dead_stream: "a2ad:push:dead".to_owned(),
+            group: "a2ad".to_owned(),
+            consumer: default_consumer(),
+            lease_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Never shows the URL's password.
+impl fmt::Debug for RedisQueueOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisQueueOptions")
+            .field("url", &redact_url(&self.url))
+            .field("stream", &self.stream)
+            .field("retry_key", &self.retry_key)
+            .field("dead_stream", &self.dead_stream)
+            .field("group", &self.group)
+            .field("consumer", &self.consumer)
+            .field("lease_timeout", &self.lease_timeout)
+            .finish()
+    }
+}
+
+/// `hostname-pid`: unique per process, and a restarted node is a new consumer (the old
+/// one's unsettled jobs are reclaimed once their lease expires).
+fn default_consumer() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "a2ad".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The URL with any password replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some(parts) => parts,
+        None => return url.to_owned(),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => format!("{userinfo}@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    // `redis+unix:///socket?pass=...` carries the password in the query.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("pass") || key.eq_ignore_ascii_case("password") => {
+                        format!("{key}=***")
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}

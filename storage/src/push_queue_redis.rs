@@ -235,8 +235,7 @@ impl RedisQueue {
     }
 
     /// A worker's next jobs, in three steps (see the module docs): retries that fell due
-    /// join the stream, abandoned leases are taken over, then new entries are read. Jobs
-    /// this worker already has in flight are skipped.
+    /// join the stream, abandoned leases are taken over, then new entries are read.
     fn due_on(
         &self,
         conn: &mut Connection,
@@ -244,18 +243,15 @@ impl RedisQueue {
         max: usize,
         in_flight: &HashSet<String>,
     ) -> Result<Vec<PushJob>, RedisError> {
-        let skip = |job: &PushJob| {
-            in_flight.contains(&job.id()) || job.receipt.as_ref().is_some_and(|r| in_flight.contains(r))
-        };
-        let mut out = Vec::new();
+        let mut batch = Batch { max, in_flight, jobs: Vec::new() };
         self.requeue_due_retries(conn, now_ms, max)?;
-        self.claim_abandoned(conn, max, &skip, &mut out)?;
+        self.claim_abandoned(conn, &mut batch)?;
         // One skipped as in flight stays pending and comes back through XAUTOCLAIM after
         // the lease.
-        if out.len() < max {
-            self.read_new(conn, max, &skip, &mut out)?;
+        if batch.room() > 0 {
+            self.read_new(conn, &mut batch)?;
         }
-        Ok(out)
+        Ok(batch.jobs)
     }
 
     /// Retries that have fallen due join the stream (one Lua script: never lost or doubled).
@@ -271,14 +267,8 @@ impl RedisQueue {
     }
 
     /// Jobs leased longer than the lease timeout ago: their worker died (or, when they are
-    /// ours and in flight, is slow; `skip` drops those). At most [`CLAIM_ROUNDS`] rounds.
-    fn claim_abandoned(
-        &self,
-        conn: &mut Connection,
-        max: usize,
-        skip: &dyn Fn(&PushJob) -> bool,
-        out: &mut Vec<PushJob>,
-    ) -> Result<(), RedisError> {
+    /// ours and in flight, is slow; the batch skips those). At most [`CLAIM_ROUNDS`] rounds.
+    fn claim_abandoned(&self, conn: &mut Connection, batch: &mut Batch<'_>) -> Result<(), RedisError> {
         let min_idle = u64::try_from(self.options.lease_timeout.as_millis()).unwrap_or(u64::MAX);
         let mut cursor = "0-0".to_owned();
         for _ in 0..CLAIM_ROUNDS {
@@ -289,7 +279,7 @@ impl RedisQueue {
                 .arg(min_idle)
                 .arg(&cursor)
                 .arg("COUNT")
-                .arg(max - out.len())
+                .arg(batch.room())
                 .query(conn)?;
             let (next, claimed, gone) = parse_autoclaim(&reply);
             for id in gone {
@@ -297,52 +287,67 @@ impl RedisQueue {
                 // the pending list.
                 redis::cmd("XACK").arg(&self.options.stream).arg(&self.options.group).arg(id).query::<()>(conn)?;
             }
-            self.take_entries(conn, claimed, skip, out)?;
+            self.take_entries(conn, claimed, batch)?;
             cursor = next;
-            if cursor == "0-0" || out.len() >= max {
+            if cursor == "0-0" || batch.room() == 0 {
                 break;
             }
         }
         Ok(())
     }
 
-    /// New entries of the group (XREADGROUP `>`), up to `max` jobs in `out`.
-    fn read_new(
-        &self,
-        conn: &mut Connection,
-        max: usize,
-        skip: &dyn Fn(&PushJob) -> bool,
-        out: &mut Vec<PushJob>,
-    ) -> Result<(), RedisError> {
+    /// New entries of the group (XREADGROUP `>`), as many as the batch has room for.
+    fn read_new(&self, conn: &mut Connection, batch: &mut Batch<'_>) -> Result<(), RedisError> {
         let reply: Value = redis::cmd("XREADGROUP")
             .arg("GROUP")
             .arg(&self.options.group)
             .arg(&self.options.consumer)
             .arg("COUNT")
-            .arg(max - out.len())
+            .arg(batch.room())
             .arg("STREAMS")
             .arg(&self.options.stream)
             .arg(">")
             .query(conn)?;
-        self.take_entries(conn, parse_read(&reply), skip, out)
+        self.take_entries(conn, parse_read(&reply), batch)
     }
 
-    /// The jobs of `entries` that `skip` does not drop, appended to `out`.
+    /// The jobs of `entries`, offered to the batch.
     fn take_entries(
         &self,
         conn: &mut Connection,
         entries: Vec<Entry>,
-        skip: &dyn Fn(&PushJob) -> bool,
-        out: &mut Vec<PushJob>,
+        batch: &mut Batch<'_>,
     ) -> Result<(), RedisError> {
         for entry in entries {
             if let Some(job) = self.take_entry(conn, entry)? {
-                if !skip(&job) {
-                    out.push(job);
-                }
+                batch.offer(job);
             }
         }
         Ok(())
+    }
+}
+
+/// The jobs one [`JobQueue::due`] call hands out: at most `max`, none that this worker
+/// already has in flight (by job id or by stream entry).
+struct Batch<'a> {
+    max: usize,
+    in_flight: &'a HashSet<String>,
+    jobs: Vec<PushJob>,
+}
+
+impl Batch<'_> {
+    /// How many more jobs the call may hand out (the COUNT of the next read).
+    fn room(&self) -> usize {
+        self.max.saturating_sub(self.jobs.len())
+    }
+
+    /// Keeps `job` unless it is in flight here.
+    fn offer(&mut self, job: PushJob) {
+        let busy =
+            self.in_flight.contains(&job.id()) || job.receipt.as_ref().is_some_and(|r| self.in_flight.contains(r));
+        if !busy {
+            self.jobs.push(job);
+        }
     }
 }
 

@@ -45,29 +45,30 @@ pub const AUTHENTICATION_CODE: i32 = -32000;
 /// A decoded `tasks/send`: the 1.0 request, and the task id the client named, if any.
 #[derive(Debug)]
 pub struct SendParams {
+    /// The request as 1.0 runs it.
     pub request: SendMessageRequest,
+    /// The `id` the client named. Whether it continues a task is for the node to say (it
+    /// knows which tasks the caller owns); here it is only read.
     pub task_id: Option<String>,
+}
+
+/// An optional field that, when present and not null, must be a non-empty string; removed
+/// from `params` so what is left can become the message (see [`input_message`]).
+fn non_empty_string(params: &mut Map<String, Value>, key: &str) -> Result<Option<String>, A2aError> {
+    match params.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+        Some(_) => Err(A2aError::invalid_field(key, "must be a non-empty string")),
+    }
 }
 
 /// Decodes `tasks/send` / `tasks/sendSubscribe` params. The call returns at once (0.1
 /// clients poll or subscribe).
 pub fn send_request(params: Value) -> Result<SendParams, A2aError> {
     let mut params = object(params, "params")?;
-    let capability = match params.remove("capability_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) if !c.is_empty() => Some(c),
-        Some(_) => return Err(A2aError::invalid_field("capability_id", "must be a non-empty string")),
-    };
-    let task_id = match params.remove("id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) if !id.is_empty() => Some(id),
-        Some(_) => return Err(A2aError::invalid_field("id", "must be a non-empty string")),
-    };
-    let context_id = match params.remove("sessionId") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.is_empty() => Some(s),
-        Some(_) => return Err(A2aError::invalid_field("sessionId", "must be a non-empty string")),
-    };
+    let capability = non_empty_string(&mut params, "capability_id")?;
+    let task_id = non_empty_string(&mut params, "id")?;
+    let context_id = non_empty_string(&mut params, "sessionId")?;
     let history_length = params.remove("historyLength");
     let metadata = match params.remove("metadata") {
         None | Some(Value::Null) => None,

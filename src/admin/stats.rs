@@ -18,11 +18,13 @@ pub struct StoreStats {
     pub artifact_dirs: u64,
     /// Tasks by tenant, then by state (`completed`, `input-required`, ...).
     pub tasks: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Tasks of every tenant and state, the sum of `tasks`.
     pub total_tasks: u64,
     /// Events kept in the task event logs.
     pub events: u64,
     /// Contexts with a stored session, and their messages.
     pub sessions: u64,
+    /// Messages in those sessions: what an agent replays, so what grows without retention.
     pub session_messages: u64,
 }
 

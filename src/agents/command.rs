@@ -63,6 +63,7 @@ pub struct CommandAgent {
 }
 
 impl CommandAgent {
+    /// One agent per configured command; the settings are shared with every running turn.
     pub fn new(settings: CommandSettings, env: Arc<AgentEnv>, accepts: Vec<String>) -> Self {
         CommandAgent { settings: Arc::new(settings), env, accepts }
     }

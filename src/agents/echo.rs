@@ -36,6 +36,7 @@ pub struct EchoAgent {
 }
 
 impl EchoAgent {
+    /// An echo agent; its settings (end state, chunking) let tests and demos shape a turn.
     pub fn new(settings: EchoSettings) -> Self {
         EchoAgent { settings }
     }

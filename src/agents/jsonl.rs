@@ -50,6 +50,8 @@ pub(crate) struct JsonlReader<'a> {
 }
 
 impl<'a> JsonlReader<'a> {
+    /// A reader for one turn's output; `cwd` is the workspace relative artifact paths are
+    /// read from.
     pub fn new(env: &'a AgentEnv, input: &'a TurnInput, events: &'a EventSink, cwd: Option<&'a Path>) -> Self {
         JsonlReader { env, input, events, cwd, tool_names: HashMap::new() }
     }

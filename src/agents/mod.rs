@@ -17,14 +17,19 @@ use std::sync::Arc;
 /// whether thinking text goes out.
 #[derive(Debug, Clone, Default)]
 pub struct AgentEnv {
+    /// The `allowed-cwds`: a message may pick its workspace only inside these.
     pub roots: workspace::AllowedRoots,
+    /// Which input part types reach an agent's prompt, and how.
     pub input: input::InputPolicy,
+    /// Whether `thinking` events go out as status metadata (off: private to the node).
     pub thinking_exposure: bool,
     /// Where artifacts too large to inline go.
     pub artifacts: crate::artifacts::ArtifactStore,
 }
 
 impl AgentEnv {
+    /// Built once at start-up from the node's config and shared by every agent, so all
+    /// agents apply the same roots, input policy and artifact store.
     pub fn from_config(config: &Config) -> Self {
         AgentEnv {
             roots: workspace::AllowedRoots::new(&config.allowed_cwds),

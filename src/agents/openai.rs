@@ -45,6 +45,8 @@ pub struct OpenAiAgent {
 }
 
 impl OpenAiAgent {
+    /// One agent per configured provider, with its own HTTP client (a 10 s connect
+    /// timeout, so an unreachable provider fails the turn instead of hanging it).
     pub fn new(settings: OpenAiSettings, env: Arc<AgentEnv>, accepts: Vec<String>) -> Self {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))

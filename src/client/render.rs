@@ -29,14 +29,19 @@ pub struct Renderer {
     spinner: usize,
     spinner_shown: bool,
     status_line: String,
+    /// The task the events are about, once one named it (for the exit line and `--json`).
     pub task_id: Option<String>,
+    /// The context of that task, so a follow-up call can continue it.
     pub context_id: Option<String>,
+    /// The last state seen (`completed`, `input-required`, ...): it picks the exit code.
     pub state: Option<String>,
     /// The agent answered with a message rather than a task (a complete answer).
     pub answered_with_message: bool,
 }
 
 impl Renderer {
+    /// A renderer for one call; `json` prints every event as a JSON line (for scripts)
+    /// instead of the text, spinner and status line a person reads on a terminal.
     pub fn new(json: bool) -> Self {
         Renderer {
             json,

@@ -15,7 +15,9 @@ const MAX_EVENT_BYTES: usize = 16 << 20;
 /// One event as parsed from the wire.
 #[derive(Debug, Default, PartialEq)]
 pub struct RawEvent {
+    /// The `event:` field; 0.1 nodes name `error` and `heartbeat` events this way.
     pub event: Option<String>,
+    /// The `data:` lines, joined with newlines as the SSE spec says.
     pub data: String,
 }
 
@@ -101,6 +103,8 @@ pub struct SseStream {
 }
 
 impl SseStream {
+    /// Wraps a response already known to be `text/event-stream`; events are parsed as
+    /// chunks arrive, so a long turn is shown while it runs.
     pub fn new(response: reqwest::Response) -> Self {
         SseStream { response, parser: SseParser::default(), ready: Default::default() }
     }

@@ -22,8 +22,11 @@ pub enum Binding {
 
 /// One interface of the node, ready to call.
 pub struct Endpoint {
+    /// How requests are framed: the first binding of the card the client runs.
     pub binding: Binding,
+    /// The interface URL from the card (which may differ from the URL the user gave).
     pub url: String,
+    /// The interface's tenant, sent in every request so a multi-tenant node routes it.
     pub tenant: Option<String>,
     /// The card's `capabilities.streaming` (absent counts as yes).
     pub streaming: bool,

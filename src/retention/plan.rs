@@ -41,10 +41,15 @@ pub struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
+    /// A plan against one clock reading, so every task of a sweep is judged at the same
+    /// instant.
     pub fn new(config: &'a RetentionConfig, now_ms: i64) -> Self {
         Planner { config, now_ms, counted: BTreeMap::new(), remove: Vec::new(), expire: Vec::new() }
     }
 
+    /// Judges one task under its tenant's limits: interrupted ones past the timeout are to
+    /// expire, terminal ones past their age to go; the rest are counted for `max-tasks`,
+    /// which can only be decided once every task was seen.
     pub fn add(&mut self, entry: TaskEntry) {
         let limits = self.config.for_tenant(&entry.owner.tenant);
         let age = self.now_ms.saturating_sub(entry.status_millis);
@@ -61,6 +66,8 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// The plan: the oldest removals first, at most `max_removals`, so one sweep stays
+    /// bounded and the rest wait for the next.
     pub fn finish(mut self, max_removals: usize) -> Plan {
         for (tenant, mut tasks) in std::mem::take(&mut self.counted) {
             let keep = self.config.for_tenant(&tenant).max_tasks.unwrap_or(usize::MAX);

@@ -12,8 +12,11 @@ use std::sync::Arc;
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct SweepReport {
+    /// Terminal tasks removed (past `max-age` or beyond `max-tasks`).
     pub removed: usize,
+    /// Interrupted tasks canceled after `interrupted-timeout`.
     pub expired: usize,
+    /// Sessions removed because their context had no task left.
     pub sessions_removed: usize,
 }
 
@@ -34,6 +37,8 @@ enum SweepError {
 }
 
 impl Sweeper {
+    /// A sweeper over the node's core (so removals go through the same paths as requests)
+    /// and its data dir (where the artifact files of removed tasks are deleted).
     pub fn new(core: Arc<Core>, config: RetentionConfig, data_dir: PathBuf) -> Self {
         Sweeper { core, config, data_dir }
     }

@@ -43,6 +43,7 @@ pub enum RpcOutcome {
 
 /// A request's answer, with what the transport may report or echo.
 pub struct RpcAnswer {
+    /// What goes back to the caller: one response, or a stream.
     pub outcome: RpcOutcome,
     /// The method, when the envelope named one (for metrics and logs).
     pub method: Option<String>,

@@ -83,6 +83,8 @@ pub struct RpcStream {
 }
 
 impl RpcStream {
+    /// The frames of `subscription`, each wrapped as `envelope` says (JSON-RPC, bare,
+    /// 0.3 or 0.1), so every transport streams through the same code.
     pub fn new(subscription: Subscription, envelope: Envelope) -> RpcStream {
         RpcStream { source: Ok(subscription), envelope }
     }

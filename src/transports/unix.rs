@@ -32,6 +32,7 @@ pub struct SocketFile {
 }
 
 impl SocketFile {
+    /// Where the socket is bound, for the start-up line and the permission checks.
     pub fn path(&self) -> &Path {
         &self.path
     }

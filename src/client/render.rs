@@ -29,9 +29,10 @@ pub struct Renderer {
     spinner: usize,
     spinner_shown: bool,
     status_line: String,
-    /// The task the events are about, once one named it (for the exit line and `--json`).
+    /// The task the events are about, once one named it: the status line names it and a
+    /// canceled call (Ctrl-C) cancels it.
     pub task_id: Option<String>,
-    /// The context of that task, so a follow-up call can continue it.
+    /// The context of that task, as the node named it.
     pub context_id: Option<String>,
     /// The last state seen (`completed`, `input-required`, ...): it picks the exit code.
     pub state: Option<String>,

@@ -15,7 +15,7 @@ const MAX_EVENT_BYTES: usize = 16 << 20;
 /// One event as parsed from the wire.
 #[derive(Debug, Default, PartialEq)]
 pub struct RawEvent {
-    /// The `event:` field; 0.1 nodes name `error` and `heartbeat` events this way.
+    /// The `event:` field: an `error` event ends the stream as a transport failure.
     pub event: Option<String>,
     /// The `data:` lines, joined with newlines as the SSE spec says.
     pub data: String,

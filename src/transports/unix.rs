@@ -32,7 +32,8 @@ pub struct SocketFile {
 }
 
 impl SocketFile {
-    /// Where the socket is bound, for the start-up line and the permission checks.
+    /// Where the socket is bound: named in the start-up line and in a bind error, and
+    /// removed when start-up fails.
     pub fn path(&self) -> &Path {
         &self.path
     }

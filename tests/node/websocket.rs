@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -39,6 +40,20 @@ async fn next_json(ws: &mut Ws) -> Value {
             Message::Text(text) => return serde_json::from_str(text.as_str()).expect("a JSON message"),
             Message::Ping(_) | Message::Pong(_) => continue,
             other => panic!("unexpected message {other:?}"),
+        }
+    }
+}
+
+/// Reads until the node closes the socket: its close frame, and how many text messages
+/// came before it (control frames are skipped).
+async fn close_frame(ws: &mut Ws) -> (Option<CloseFrame>, usize) {
+    let mut texts = 0;
+    loop {
+        match tokio::time::timeout(PATIENCE, ws.next()).await.expect("the socket ends in time") {
+            Some(Ok(Message::Close(frame))) => return (frame, texts),
+            Some(Ok(Message::Text(_))) => texts += 1,
+            Some(Ok(_)) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
         }
     }
 }
@@ -116,13 +131,9 @@ async fn a_message_over_the_body_limit_closes_the_socket_with_1009() {
     let app = spawn_app(websocket_on(|c| c.body_limit = 1024)).await;
     let mut ws = connect(&app, &[]).await.unwrap();
     send(&mut ws, request(json!(1), "SendMessage", send_params(&"z".repeat(4000), json!({})))).await;
-    let close = loop {
-        match tokio::time::timeout(PATIENCE, ws.next()).await.unwrap() {
-            Some(Ok(Message::Close(frame))) => break frame.expect("a reason"),
-            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-            other => panic!("expected a close frame, got {other:?}"),
-        }
-    };
+    let (close, texts) = close_frame(&mut ws).await;
+    assert_eq!(texts, 0, "closed without an answer");
+    let close = close.expect("a reason");
     assert_eq!(close.code, CloseCode::Size);
     assert!(close.reason.as_str().contains("body-limit"), "{}", close.reason);
 }
@@ -178,16 +189,8 @@ async fn pings_are_answered_the_node_pings_and_a_close_is_echoed() {
         }
     }
     ws.close(None).await.unwrap();
-    loop {
-        match tokio::time::timeout(PATIENCE, ws.next()).await.unwrap() {
-            Some(Ok(Message::Close(frame))) => {
-                assert_eq!(frame.map(|f| f.code), Some(CloseCode::Normal));
-                break;
-            }
-            Some(Ok(_)) => continue,
-            other => panic!("expected the close to be echoed, got {other:?}"),
-        }
-    }
+    let (echoed, _) = close_frame(&mut ws).await;
+    assert_eq!(echoed.map(|f| f.code), Some(CloseCode::Normal), "the close is echoed");
 }
 
 /// A client that sends requests and never reads fills the outgoing queue: the node closes
@@ -216,15 +219,8 @@ async fn a_client_that_does_not_read_is_closed_with_a_reason() {
     })
     .await;
     assert!(refused, "the node saw its queue fill");
-    let mut answers = 0;
-    let close = loop {
-        match tokio::time::timeout(PATIENCE, ws.next()).await.expect("the socket ends") {
-            Some(Ok(Message::Text(_))) => answers += 1,
-            Some(Ok(Message::Close(frame))) => break frame.expect("a close frame with a reason"),
-            Some(Ok(_)) => continue,
-            other => panic!("expected a close frame, got {other:?}"),
-        }
-    };
+    let (close, answers) = close_frame(&mut ws).await;
+    let close = close.expect("a close frame with a reason");
     assert_eq!(close.code, CloseCode::Policy);
     assert!(close.reason.as_str().contains("SUBSCRIBER_TOO_SLOW"), "{}", close.reason);
     assert!(answers < requests, "the node stopped answering a client that does not read ({answers})");
@@ -285,13 +281,7 @@ async fn a_stopping_node_closes_its_sockets_as_going_away() {
     send(&mut ws, request(json!(1), "ListTasks", json!({}))).await;
     assert_eq!(next_json(&mut ws).await["id"], 1);
     let exited = actix_web::rt::task::spawn_blocking(move || node.terminate());
-    let close = loop {
-        match tokio::time::timeout(PATIENCE, ws.next()).await.unwrap() {
-            Some(Ok(Message::Close(frame))) => break frame,
-            Some(Ok(_)) => continue,
-            other => panic!("expected a close frame, got {other:?}"),
-        }
-    };
+    let (close, _) = close_frame(&mut ws).await;
     assert_eq!(close.map(|f| f.code), Some(CloseCode::Away));
     assert!(exited.await.unwrap().success(), "a clean exit");
 }

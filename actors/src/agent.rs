@@ -56,8 +56,9 @@ pub struct TurnEnd {
     /// The status message of the final state.
     pub message: Option<Message>,
     /// The agent answered with a message only (A2A lets `SendMessage` return a Message
-    /// instead of a Task): the task is not kept, and a blocking send answers with
-    /// `message`. Streams still see the task's events, ending with the message.
+    /// instead of a Task). As the turn's first signal: the task is not kept, a blocking
+    /// send answers with `message` and a stream is that one message. After other events:
+    /// the final message of a normal task. See [`crate::context`]'s `reply` module.
     pub reply_only: bool,
 }
 
@@ -69,7 +70,8 @@ impl TurnEnd {
 }
 
 /// Marks a task whose turn was a Message-only reply (`metadata.a2ad.replyOnly`), so that
-/// a blocking send answers with the message instead of the task.
+/// a blocking send answers with the message instead of the task. Only the in-memory copy
+/// handed to the waiting send is marked: the stored task is removed.
 pub fn mark_reply_only(task: &mut a2ad_protocol::Task) {
     let metadata = task.metadata.get_or_insert_with(Metadata::new);
     let a2ad = metadata.entry("a2ad").or_insert_with(|| serde_json::json!({}));

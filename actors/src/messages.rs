@@ -22,6 +22,10 @@ pub struct StartTurn {
     pub task_id: Option<String>,
     /// Subscribe the caller to the turn's events (`SendStreamingMessage`).
     pub stream: bool,
+    /// `configuration.returnImmediately` of a blocking-style send: the client is handed
+    /// the task at once, so a Message-only reply cannot make it vanish (see
+    /// [`crate::agent::TurnEnd::reply_only`]).
+    pub return_immediately: bool,
     /// `configuration.taskPushNotificationConfig`: stored for the task (already checked)
     /// before its first event, so that every event is pushed.
     pub push_config: Option<TaskPushNotificationConfig>,

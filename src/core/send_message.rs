@@ -76,8 +76,8 @@ fn prepare_turn(
     message.context_id = Some(context_id.clone());
     let push_config = config.task_push_notification_config.clone().map(|c| core.checked_push_config(c)).transpose()?;
     let key = ContextKey::new(owner.clone(), context_id);
-    let return_immediately = config.return_immediately && !stream;
-    let start = StartTurn { owner: owner.clone(), message, skill, task_id, stream, return_immediately, push_config };
+    let keep_task = config.return_immediately;
+    let start = StartTurn { owner: owner.clone(), message, skill, task_id, stream, keep_task, push_config };
     Ok((key, start, config))
 }
 

@@ -250,3 +250,16 @@ async fn a_restarted_node_keeps_nothing_of_the_task_but_the_session() {
     assert!(text_of(&second["message"]).contains("history=seen"), "the session outlives the restart: {second}");
     assert!(!data.join("artifacts").join(&task_id).exists());
 }
+
+#[actix_web::test]
+async fn a_0_1_stream_follows_a_kept_task_since_that_dialect_has_no_messages() {
+    let app = app().await;
+    let params = json!({"message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]}});
+    let body = json!({"jsonrpc": "2.0", "id": "sub", "method": "tasks/sendSubscribe", "params": params});
+    let response = app.client.post(&app.url).json(&body).send().await.unwrap();
+    let events = SseReader::from_response(response).await.unwrap().rest().await;
+    let last = events.last().unwrap_or_else(|| panic!("no event")).result();
+    assert_eq!(last["status"], "completed", "{events:?}");
+    let id = last["id"].as_str().unwrap();
+    assert_eq!(app.ok("tasks/get", json!({"id": id})).await["status"], "completed", "the task is kept");
+}

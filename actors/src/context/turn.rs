@@ -103,7 +103,7 @@ impl ContextActor {
             unsaved_events: Vec::new(),
             save_scheduled: false,
             held_snapshot,
-            reply_allowed: new_task && !msg.return_immediately,
+            reply_allowed: new_task && !msg.keep_task,
             snapshot_cache: None,
             _permit: permit,
         }));

@@ -138,6 +138,14 @@ pub trait Agent: Send + Sync + 'static {
     fn check_input(&self, _message: &Message) -> Result<(), A2aError> {
         Ok(())
     }
+
+    /// Whether a turn of this agent may end as a Message-only reply
+    /// ([`TurnEnd::reply_only`]). Only then does a new task's stream wait for the agent's
+    /// first event before it sends the task: other agents' streams start with the task
+    /// at once, so the client knows its id (to cancel it) however slow the first event.
+    fn may_reply_only(&self) -> bool {
+        false
+    }
 }
 
 /// The node's agents by skill id, in configuration order: the first is the default.

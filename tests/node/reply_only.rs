@@ -263,3 +263,26 @@ async fn a_0_1_stream_follows_a_kept_task_since_that_dialect_has_no_messages() {
     let id = last["id"].as_str().unwrap();
     assert_eq!(app.ok("tasks/get", json!({"id": id})).await["status"], "completed", "the task is kept");
 }
+
+#[actix_web::test]
+async fn an_agent_that_cannot_reply_streams_the_task_before_its_first_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    // Says nothing until the test has seen the task (bounded: at most 20 s).
+    let script = format!(
+        "cat >/dev/null; i=0; while [ ! -f '{}' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo done",
+        go.display()
+    );
+    let mut agent = command_agent("text", &script);
+    if let AgentKind::Command(settings) = &mut agent.kind {
+        settings.output = OutputMode::Text;
+    }
+    let app = spawn_app(move |c| c.agents = vec![agent]).await;
+    let mut reader = app.stream("SendStreamingMessage", send_params("hi", json!({})), &[]).await.unwrap();
+    let first = reader.next_data().await.expect("the task");
+    assert!(first.result().get("task").is_some(), "{first:?}");
+    std::fs::write(&go, "").unwrap();
+    let rest = reader.rest().await;
+    let last = rest.last().unwrap().result();
+    assert_eq!(last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{rest:?}");
+}

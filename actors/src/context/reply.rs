@@ -14,8 +14,9 @@
 //! * once the session and the removal are durable (one group commit), a blocking send
 //!   gets the message and every stream gets it as its only and last event.
 //!
-//! Streams: the task snapshot that opens a new task's stream is held back until the
-//! agent's first event ([`super::actor::RunningTurn::held_snapshot`]). Any other first
+//! Streams: when the turn may still become a reply (and its agent can send one,
+//! [`crate::agent::Agent::may_reply_only`]), the task snapshot that opens a new task's
+//! stream is held back until the agent's first event ([`super::actor::RunningTurn::held_snapshot`]). Any other first
 //! event (text, artifact, progress) releases it ahead of that event, so such a stream is
 //! exactly what it was: the task (event 1), then its updates. Event ids stay the task's
 //! sequence numbers, so `Last-Event-ID` resumption is unchanged; the reply's event id is

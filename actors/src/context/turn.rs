@@ -57,6 +57,7 @@ impl ContextActor {
         agent.check_input(&msg.message)?;
         let cwd = self.bind_workspace(&msg.message)?;
         let new_task = msg.task_id.is_none();
+        let reply_allowed = new_task && !msg.keep_task && agent.may_reply_only();
         let (record, message) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
@@ -82,7 +83,7 @@ impl ContextActor {
             // A new task's first event waits for the agent's: it may be a Message-only
             // reply, whose stream is that message alone.
             let first = snapshot(&record, None);
-            let initial = if new_task {
+            let initial = if reply_allowed {
                 held_snapshot = Some(first);
                 Vec::new()
             } else {
@@ -103,7 +104,7 @@ impl ContextActor {
             unsaved_events: Vec::new(),
             save_scheduled: false,
             held_snapshot,
-            reply_allowed: new_task && !msg.keep_task,
+            reply_allowed,
             snapshot_cache: None,
             _permit: permit,
         }));

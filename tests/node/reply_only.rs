@@ -286,3 +286,57 @@ async fn an_agent_that_cannot_reply_streams_the_task_before_its_first_event() {
     let last = rest.last().unwrap().result();
     assert_eq!(last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{rest:?}");
 }
+
+#[actix_web::test]
+async fn a_websocket_stream_is_one_message_frame_then_the_socket_answers_the_next_request() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message as WsMessage;
+    let app = spawn_app(|c| {
+        c.websocket = true;
+        c.agents = vec![command_agent("reply", REPLY)];
+    })
+    .await;
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async(format!("{}/ws", app.url.replacen("http://", "ws://", 1))).await.unwrap();
+    let stream =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "SendStreamingMessage", "params": send_params("hi", json!({}))});
+    let list = json!({"jsonrpc": "2.0", "id": 8, "method": "ListTasks", "params": {}});
+    ws.send(WsMessage::Text(stream.to_string().into())).await.unwrap();
+    let first = read_json(&mut ws).await;
+    assert_eq!(first["id"], 7);
+    assert!(first["result"]["message"].is_object(), "{first}");
+    ws.send(WsMessage::Text(list.to_string().into())).await.unwrap();
+    let second = read_json(&mut ws).await;
+    assert_eq!((second["id"].as_i64(), second["result"]["totalSize"].as_i64()), (Some(8), Some(0)), "{second}");
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next text message, as JSON (control frames are skipped; 30 s hang guard).
+async fn read_json(ws: &mut Ws) -> Value {
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(30), ws.next()).await.unwrap().unwrap().unwrap();
+        if let tokio_tungstenite::tungstenite::Message::Text(text) = frame {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_send_that_asks_for_push_notifications_keeps_its_task() {
+    let receiver = crate::receiver::Receiver::start();
+    let app = spawn_app(|c| {
+        c.push.enabled = true;
+        c.push.allow = vec!["127.0.0.1/32".into()];
+        c.agents = vec![command_agent("reply", REPLY)];
+    })
+    .await;
+    let config = json!({"url": format!("{}/ok", receiver.base)});
+    let result = app
+        .ok("SendMessage", send_params("hi", json!({"configuration": {"taskPushNotificationConfig": config}})))
+        .await;
+    let task = &result["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{result}");
+    assert!(text_of(&task["status"]["message"]).starts_with("answer"), "{result}");
+    assert_eq!(app.ok("GetTask", json!({"id": task["id"]})).await["id"], task["id"]);
+}

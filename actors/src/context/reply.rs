@@ -4,7 +4,8 @@
 //! Message-only reply is exactly one `message` event, then the end of the stream. A turn
 //! becomes one when the agent's FIRST signal is its reply ([`crate::agent::TurnEnd::reply_only`]),
 //! the task is new (not a resumed input-required one), the client was not handed it
-//! (`returnImmediately`, and every 0.1 send) and nobody subscribed to it meanwhile. Then:
+//! (`returnImmediately`, and every 0.1 send), did not ask for its push notifications, and
+//! nobody subscribed to it meanwhile. Then:
 //!
 //! * the session keeps the user's message and the reply (without a `taskId`: there is no
 //!   task), so the context's next turn sees both; its last-task pointer is not moved;

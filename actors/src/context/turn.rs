@@ -57,7 +57,8 @@ impl ContextActor {
         agent.check_input(&msg.message)?;
         let cwd = self.bind_workspace(&msg.message)?;
         let new_task = msg.task_id.is_none();
-        let reply_allowed = new_task && !msg.keep_task && agent.may_reply_only();
+        // A client that holds the task, or asked for its push notifications, keeps it.
+        let reply_allowed = new_task && !msg.keep_task && msg.push_config.is_none() && agent.may_reply_only();
         let (record, message) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];

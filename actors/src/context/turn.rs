@@ -8,7 +8,7 @@
 use super::actor::{ContextActor, RunningTurn};
 use super::stream::{snapshot, status_event, Subscriber};
 use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
-use crate::messages::{StartTurn, TurnTicket};
+use crate::messages::{StartTurn, Subscription, TurnTicket};
 use crate::RuntimeError;
 use a2ad_protocol::{
     ids, A2aError, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -78,22 +78,10 @@ impl ContextActor {
         let join = spawn_agent(agent.as_ref(), input, turn_id, ctx);
 
         let (done_tx, done) = oneshot::channel();
-        let mut subscribers = Vec::new();
-        let mut held_snapshot = None;
-        let subscription = msg.stream.then(|| {
-            // A new task's first event waits for the agent's: it may be a Message-only
-            // reply, whose stream is that message alone.
-            let first = snapshot(&record, None);
-            let initial = if reply_allowed {
-                held_snapshot = Some(first);
-                Vec::new()
-            } else {
-                vec![first]
-            };
-            let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial);
-            subscribers.push(subscriber);
-            subscription
-        });
+        let (subscribers, subscription, held_snapshot) = match msg.stream {
+            true => self.open_stream(&record, reply_allowed),
+            false => (Vec::new(), None, None),
+        };
         let task = record.task.clone();
         self.turn = Some(Box::new(RunningTurn {
             id: turn_id,
@@ -110,6 +98,20 @@ impl ContextActor {
             _permit: permit,
         }));
         Ok(TurnTicket { task, done, subscription })
+    }
+
+    /// The caller's stream of a starting turn: its subscriber, its subscription, and the
+    /// task snapshot held back from it. When the turn may still become a Message-only
+    /// reply, the new task's first event waits for the agent's (see `super::reply`).
+    fn open_stream(
+        &self,
+        record: &TaskRecord,
+        reply_allowed: bool,
+    ) -> (Vec<Subscriber>, Option<Subscription>, Option<LoggedEvent>) {
+        let first = snapshot(record, None);
+        let (initial, held) = if reply_allowed { (Vec::new(), Some(first)) } else { (vec![first], None) };
+        let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial);
+        (vec![subscriber], Some(subscription), held)
     }
 
     /// The task the turn works on, WORKING with the user's message, stored with the

@@ -239,6 +239,7 @@ impl NodeCore {
             settings: runtime_settings(config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
+            data_dir: config.data_dir.clone(),
         });
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
         store.flush().map_err(store_error)?;
@@ -256,8 +257,7 @@ impl NodeCore {
             dialect_01: config.dialect_01.clone(),
         });
         let stop_background = CancellationToken::new();
-        crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone(), config.data_dir.clone())
-            .start(stop_background.clone());
+        crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());
         let shutdown_grace = config.shutdown_grace;
         Ok(NodeCore { core, supervisor, commit, recovered, push_worker, shutdown_grace, workers, stop_background })
     }

@@ -56,8 +56,9 @@ pub struct TurnEnd {
     /// The status message of the final state.
     pub message: Option<Message>,
     /// The agent answered with a message only (A2A lets `SendMessage` return a Message
-    /// instead of a Task): the task is not kept, and a blocking send answers with
-    /// `message`. Streams still see the task's events, ending with the message.
+    /// instead of a Task). As the turn's first signal: the task is not kept, a blocking
+    /// send answers with `message` and a stream is that one message. After other events:
+    /// the final message of a normal task. See [`crate::context`]'s `reply` module.
     pub reply_only: bool,
 }
 
@@ -69,7 +70,8 @@ impl TurnEnd {
 }
 
 /// Marks a task whose turn was a Message-only reply (`metadata.a2ad.replyOnly`), so that
-/// a blocking send answers with the message instead of the task.
+/// a blocking send answers with the message instead of the task. Only the in-memory copy
+/// handed to the waiting send is marked: the stored task is removed.
 pub fn mark_reply_only(task: &mut a2ad_protocol::Task) {
     let metadata = task.metadata.get_or_insert_with(Metadata::new);
     let a2ad = metadata.entry("a2ad").or_insert_with(|| serde_json::json!({}));
@@ -135,6 +137,14 @@ pub trait Agent: Send + Sync + 'static {
     /// and sizes), so that bad input is a request error and not a failed task.
     fn check_input(&self, _message: &Message) -> Result<(), A2aError> {
         Ok(())
+    }
+
+    /// Whether a turn of this agent may end as a Message-only reply
+    /// ([`TurnEnd::reply_only`]). Only then does a new task's stream wait for the agent's
+    /// first event before it sends the task: other agents' streams start with the task
+    /// at once, so the client knows its id (to cancel it) however slow the first event.
+    fn may_reply_only(&self) -> bool {
+        false
     }
 }
 

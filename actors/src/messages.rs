@@ -22,6 +22,11 @@ pub struct StartTurn {
     pub task_id: Option<String>,
     /// Subscribe the caller to the turn's events (`SendStreamingMessage`).
     pub stream: bool,
+    /// The task is kept even if the agent answers with a Message only (see
+    /// [`crate::agent::TurnEnd::reply_only`]): the client asked for `returnImmediately`,
+    /// so it holds the task at once (0.1 sends always do: that dialect has no Message
+    /// answers, and its streams follow a task).
+    pub keep_task: bool,
     /// `configuration.taskPushNotificationConfig`: stored for the task (already checked)
     /// before its first event, so that every event is pushed.
     pub push_config: Option<TaskPushNotificationConfig>,

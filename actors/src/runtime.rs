@@ -47,6 +47,9 @@ pub struct Runtime {
     pub push: Option<PushHooks>,
     /// Running turns per tenant and per node.
     pub turn_limits: Arc<TurnLimits>,
+    /// The node's data directory: a task's artifact files are under
+    /// [`a2ad_storage::artifact_dir`] of it, and go with the task.
+    pub data_dir: std::path::PathBuf,
 }
 
 impl Runtime {
@@ -58,5 +61,23 @@ impl Runtime {
             push.enqueue_events(&record.task.id, events, chrono::Utc::now().timestamp_millis())?;
         }
         Ok(())
+    }
+
+    /// Removes a task for good: its record, indexes and event log, its push configs and
+    /// its artifact files. Blocking (sled and file system work): callers run it on the
+    /// blocking pool, never on an actor thread. Retention and Message-only replies both
+    /// use it. Returns the removed record, `None` if there was no such task. A directory
+    /// that cannot be removed is logged, not an error: the task itself is gone.
+    pub fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(record) = self.store.delete_task(task_id)? else { return Ok(None) };
+        if let Some(push) = &self.push {
+            push.configs.delete_task(task_id)?;
+        }
+        if let Some(dir) = a2ad_storage::artifact_dir(&self.data_dir, task_id).filter(|d| d.exists()) {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(task_id, error = %e, "could not remove a task's artifact files");
+            }
+        }
+        Ok(Some(record))
     }
 }

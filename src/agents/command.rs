@@ -88,6 +88,11 @@ impl Agent for CommandAgent {
     fn check_input(&self, message: &Message) -> Result<(), A2aError> {
         self.env.input.check(message, &self.accepts)
     }
+
+    /// Only jsonl output has a `reply` event.
+    fn may_reply_only(&self) -> bool {
+        self.settings.output == OutputMode::Jsonl
+    }
 }
 
 /// One turn of the program, and what it needs.

@@ -5,7 +5,7 @@
 //! | `text` | `text` | agent text: a WORKING status message, kept in the history |
 //! | `delta` | `text` | streamed text: a WORKING status message, not kept |
 //! | `artifact` | `artifactId`, `name`, one of `text`/`raw` (base64)/`path`/`url`/`data`, `filename`, `mediaType`, `append`, `lastChunk` | a TaskArtifactUpdateEvent (large payloads stored, see [`crate::artifacts`]) |
-//! | `reply` | `text` | a Message-only reply: the turn ends with this message, no task is kept |
+//! | `reply` | `text` | the turn ends with this message: as the first event a Message-only reply (no task is kept), later the COMPLETED final message |
 //! | `final` | `state`, `text` | the turn's end state and message |
 //! | `tool` | `status` (started, input_delta, input_complete, completed, failed; `event` is read too), `toolUseId`, `name`, `input`, `result` | `metadata.a2ad.tool` |
 //! | `permission` | `toolUseId`, `name`, `decision` (allowed, denied, asked), `reason` | `metadata.a2ad.permission` |

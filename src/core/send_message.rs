@@ -76,7 +76,9 @@ fn prepare_turn(
     message.context_id = Some(context_id.clone());
     let push_config = config.task_push_notification_config.clone().map(|c| core.checked_push_config(c)).transpose()?;
     let key = ContextKey::new(owner.clone(), context_id);
-    Ok((key, StartTurn { owner: owner.clone(), message, skill, task_id, stream, push_config }, config))
+    let keep_task = config.return_immediately;
+    let start = StartTurn { owner: owner.clone(), message, skill, task_id, stream, keep_task, push_config };
+    Ok((key, start, config))
 }
 
 fn validate_message(message: &Message) -> Result<(), A2aError> {

@@ -21,16 +21,7 @@ pub use sweep::{SweepReport, Sweeper};
 /// The most tasks one sweep removes; the next sweep goes on from there.
 pub const MAX_REMOVALS_PER_SWEEP: usize = 10_000;
 
-/// Where a task's artifact files live.
-pub fn artifact_dir(data_dir: &std::path::Path, task_id: &str) -> Option<std::path::PathBuf> {
-    // Ids are minted by the node; anything that could step outside the directory is not
-    // a path component we would ever have written.
-    let safe = !task_id.is_empty()
-        && task_id != "."
-        && task_id != ".."
-        && task_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-    safe.then(|| data_dir.join("artifacts").join(task_id))
-}
+pub use a2ad_storage::artifact_dir;
 
 #[cfg(test)]
 mod tests {

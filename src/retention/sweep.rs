@@ -1,12 +1,11 @@
 //! The sweeper: runs the retention plan every `sweep-interval`.
 
-use super::{artifact_dir, Planner, MAX_REMOVALS_PER_SWEEP};
+use super::{Planner, MAX_REMOVALS_PER_SWEEP};
 use crate::config::RetentionConfig;
 use crate::core::Core;
 use a2ad_actors::messages::{ExpireTask, ForgetSessions};
 use a2ad_storage::{ContextKey, StoreError};
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// What one sweep did.
@@ -24,7 +23,6 @@ pub struct SweepReport {
 pub struct Sweeper {
     core: Arc<Core>,
     config: RetentionConfig,
-    data_dir: PathBuf,
 }
 
 /// Why a sweep stopped early. Logged; the next sweep tries again.
@@ -37,10 +35,10 @@ enum SweepError {
 }
 
 impl Sweeper {
-    /// A sweeper over the node's core (so removals go through the same paths as requests)
-    /// and its data dir (where the artifact files of removed tasks are deleted).
-    pub fn new(core: Arc<Core>, config: RetentionConfig, data_dir: PathBuf) -> Self {
-        Sweeper { core, config, data_dir }
+    /// A sweeper over the node's core, so that removals go through the same paths as
+    /// requests (`Runtime::remove_task` also deletes the task's artifact files).
+    pub fn new(core: Arc<Core>, config: RetentionConfig) -> Self {
+        Sweeper { core, config }
     }
 
     /// Sweeps every `sweep-interval` (the first one a full interval after start) until
@@ -121,21 +119,12 @@ impl Sweeper {
             return Ok((0, HashSet::new()));
         }
         let rt = Arc::clone(&self.core.rt);
-        let data_dir = self.data_dir.clone();
         blocking(move || {
             let mut contexts = HashSet::new();
             let mut removed = 0;
             for id in ids {
-                let Some(record) = rt.store.delete_task(&id)? else { continue };
+                let Some(record) = rt.remove_task(&id)? else { continue };
                 removed += 1;
-                if let Some(push) = &rt.push {
-                    push.configs.delete_task(&id)?;
-                }
-                if let Some(dir) = artifact_dir(&data_dir, &id).filter(|d| d.exists()) {
-                    if let Err(e) = std::fs::remove_dir_all(&dir) {
-                        tracing::warn!(task_id = %id, error = %e, "could not remove a task's artifact files");
-                    }
-                }
                 contexts.insert(record.context_key());
             }
             Ok((removed, contexts))

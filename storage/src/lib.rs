@@ -89,3 +89,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// How many events and session records the store holds (a full index scan).
     fn counts(&self) -> Result<StoreCounts, StoreError>;
 }
+
+/// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id
+/// that could step outside that directory (ids are minted by the node, so such an id is
+/// never one we wrote files for).
+pub fn artifact_dir(data_dir: &std::path::Path, task_id: &str) -> Option<std::path::PathBuf> {
+    let safe = !task_id.is_empty()
+        && task_id != "."
+        && task_id != ".."
+        && task_id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    safe.then(|| data_dir.join("artifacts").join(task_id))
+}

@@ -32,6 +32,7 @@ mod push;
 mod receiver;
 mod redis;
 mod redis_transport;
+mod reply_only;
 mod retention;
 mod signing;
 mod stdio;

@@ -41,6 +41,13 @@ pub(super) struct RunningTurn {
     pub unsaved_events: Vec<LoggedEvent>,
     /// A progress write is scheduled.
     pub save_scheduled: bool,
+    /// The new task's first event, kept from the caller's stream until the agent's first
+    /// event shows that the turn is a task and not a Message-only reply (see
+    /// [`super::reply`]).
+    pub held_snapshot: Option<LoggedEvent>,
+    /// The turn may still end as a Message-only reply: its task is new, the client has
+    /// not been handed it, and the agent has not sent any event yet.
+    pub reply_allowed: bool,
     /// The last encoded task snapshot, reused while no new event has happened.
     pub snapshot_cache: Option<LoggedEvent>,
     /// This turn's place under the turn limits; released when the turn is dropped.
@@ -119,14 +126,16 @@ impl ContextActor {
         }
     }
 
-    /// Folds the turn's messages into the session and stores them, with `task_id` as the
-    /// context's latest task.
-    pub(super) fn save_session(&mut self, task_id: &str) -> Result<(), RuntimeError> {
+    /// Folds the turn's messages into the session and stores them, with `task_id` (if
+    /// any: a Message-only reply leaves no task) as the context's latest task.
+    pub(super) fn save_session(&mut self, task_id: Option<&str>) -> Result<(), RuntimeError> {
         let limit = self.rt.settings.session_history_limit;
         let appended = std::mem::take(&mut self.pending);
         if let Some(session) = self.session.as_mut() {
             session.append(&appended, limit);
-            session.last_task_id = Some(task_id.to_owned());
+            if let Some(task_id) = task_id {
+                session.last_task_id = Some(task_id.to_owned());
+            }
             self.rt.store.put_session(session, &appended, limit)?;
         }
         Ok(())

@@ -4,9 +4,11 @@
 //! * [`handlers`]: the messages it answers ([`crate::messages`]).
 //! * [`turn`]: how a turn runs and how agent events become task state.
 //! * [`stream`]: task events, the event log and subscribers.
+//! * [`reply`]: a turn answered with a Message only, which leaves no task.
 
 mod actor;
 mod handlers;
+mod reply;
 mod stream;
 mod turn;
 

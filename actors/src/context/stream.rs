@@ -55,10 +55,21 @@ impl RunningTurn {
     /// Records a change of the running task as its next event: logged with the next
     /// progress write and sent to every subscriber now.
     pub(super) fn emit(&mut self, event: StreamResponse) {
+        self.release_snapshot();
         self.record.last_event_seq += 1;
         let logged = LoggedEvent::encode(self.record.last_event_seq, &event);
         publish(&mut self.subscribers, &logged, false);
         self.unsaved_events.push(logged);
+    }
+}
+
+impl RunningTurn {
+    /// Sends the held-back task snapshot (see [`super::reply`]) to the subscribers, once:
+    /// the turn is a task after all.
+    pub(super) fn release_snapshot(&mut self) {
+        if let Some(held) = self.held_snapshot.take() {
+            publish(&mut self.subscribers, &held, false);
+        }
     }
 }
 
@@ -128,6 +139,9 @@ impl ContextActor {
             if turn.record.owner != msg.owner {
                 return Err(RuntimeError::TaskNotFound(msg.task_id).into());
             }
+            // Someone else watches the task now: it is kept, whatever the agent answers.
+            turn.reply_allowed = false;
+            turn.release_snapshot();
             let initial = match msg.after {
                 None => vec![turn.current_snapshot()],
                 after => first_events(&self.rt, &turn.record, &turn.unsaved_events, after)?,

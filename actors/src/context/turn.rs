@@ -8,7 +8,7 @@
 use super::actor::{ContextActor, RunningTurn};
 use super::stream::{snapshot, status_event, Subscriber};
 use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
-use crate::messages::{StartTurn, TurnTicket};
+use crate::messages::{StartTurn, Subscription, TurnTicket};
 use crate::RuntimeError;
 use a2ad_protocol::{
     ids, A2aError, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -56,6 +56,9 @@ impl ContextActor {
         let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
         agent.check_input(&msg.message)?;
         let cwd = self.bind_workspace(&msg.message)?;
+        let new_task = msg.task_id.is_none();
+        // A client that holds the task, or asked for its push notifications, keeps it.
+        let reply_allowed = new_task && !msg.keep_task && msg.push_config.is_none() && agent.may_reply_only();
         let (record, message) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
@@ -75,13 +78,10 @@ impl ContextActor {
         let join = spawn_agent(agent.as_ref(), input, turn_id, ctx);
 
         let (done_tx, done) = oneshot::channel();
-        let mut subscribers = Vec::new();
-        let subscription = msg.stream.then(|| {
-            let (subscriber, subscription) =
-                Subscriber::new(self.rt.settings.stream_buffer, vec![snapshot(&record, None)]);
-            subscribers.push(subscriber);
-            subscription
-        });
+        let (subscribers, subscription, held_snapshot) = match msg.stream {
+            true => self.open_stream(&record, reply_allowed),
+            false => (Vec::new(), None, None),
+        };
         let task = record.task.clone();
         self.turn = Some(Box::new(RunningTurn {
             id: turn_id,
@@ -92,10 +92,26 @@ impl ContextActor {
             subscribers,
             unsaved_events: Vec::new(),
             save_scheduled: false,
+            held_snapshot,
+            reply_allowed,
             snapshot_cache: None,
             _permit: permit,
         }));
         Ok(TurnTicket { task, done, subscription })
+    }
+
+    /// The caller's stream of a starting turn: its subscriber, its subscription, and the
+    /// task snapshot held back from it. When the turn may still become a Message-only
+    /// reply, the new task's first event waits for the agent's (see `super::reply`).
+    fn open_stream(
+        &self,
+        record: &TaskRecord,
+        reply_allowed: bool,
+    ) -> (Vec<Subscriber>, Option<Subscription>, Option<LoggedEvent>) {
+        let first = snapshot(record, None);
+        let (initial, held) = if reply_allowed { (Vec::new(), Some(first)) } else { (vec![first], None) };
+        let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial);
+        (vec![subscriber], Some(subscription), held)
     }
 
     /// The task the turn works on, WORKING with the user's message, stored with the
@@ -176,6 +192,7 @@ impl ContextActor {
             AgentEvent::Artifact { .. } | AgentEvent::Progress(_) => None,
         };
         let Some(turn) = self.turn.as_mut() else { return };
+        turn.reply_allowed = false;
         match event {
             AgentEvent::Text(_) | AgentEvent::Delta(_) => {
                 let message = message.expect("built above");
@@ -249,9 +266,11 @@ impl ContextActor {
             ),
             Err(e) => TurnEnd::new(TaskState::Failed, Some(self.agent_message(&format!("Agent failed: {e}")))),
         };
-        if end.reply_only {
-            if let Some(turn) = self.turn.as_mut() {
-                crate::agent::mark_reply_only(&mut turn.record.task);
+        // A reply after other events (or for a task the client already holds) is the
+        // final message of a normal task: see `super::reply`.
+        if end.reply_only && self.turn.as_ref().is_some_and(|t| t.reply_allowed) {
+            if let Some(reply) = end.message {
+                return self.end_with_reply(reply, ctx);
             }
         }
         if let Err(e) = self.end_turn(end.state, end.message, ctx) {
@@ -273,6 +292,7 @@ impl ContextActor {
         self.last_active = std::time::Instant::now();
         turn.cancel.cancel();
         turn.join.abort();
+        turn.release_snapshot();
         let message = message.map(|m| self.own_message(m, &turn.record.task.id));
         if let Some(m) = &message {
             turn.record.task.history.push(m.clone());
@@ -284,7 +304,7 @@ impl ContextActor {
         let mut events = std::mem::take(&mut turn.unsaved_events);
         events.push(last.clone());
         let task = turn.record.task.clone();
-        let saved = self.save(&turn.record, &events).and_then(|()| self.save_session(&task.id));
+        let saved = self.save(&turn.record, &events).and_then(|()| self.save_session(Some(&task.id)));
         self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {
@@ -304,7 +324,7 @@ impl ContextActor {
     /// Drops the in-memory session of a context that stays idle for
     /// [`SESSION_CACHE_TTL`]: the store has all of it, and an idle context then costs
     /// little more than its actor. A quick follow-up still finds the session warm.
-    fn schedule_hibernation(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn schedule_hibernation(&mut self, ctx: &mut Context<Self>) {
         ctx.run_later(SESSION_CACHE_TTL, |act, _| {
             if act.turn.is_none() && act.last_active.elapsed() >= SESSION_CACHE_TTL {
                 act.session = None;
@@ -319,7 +339,7 @@ impl ContextActor {
     }
 
     /// Fills in the ids and role of a message an agent produced.
-    fn own_message(&self, mut message: Message, task_id: &str) -> Message {
+    pub(super) fn own_message(&self, mut message: Message, task_id: &str) -> Message {
         message.role = Role::Agent;
         message.context_id = Some(self.key.context_id.clone());
         message.task_id = Some(task_id.to_owned());

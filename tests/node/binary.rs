@@ -78,6 +78,17 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("idle-timout"), "{stderr}");
 
+    let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["serve", "--config", "missing.yml"])
+        .current_dir(cwd.path())
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("a2ad: invalid configuration: cannot read config file missing.yml"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line, no backtrace: {stderr}");
+
     std::fs::write(cwd.path().join("bad2.yml"), "body-limit: 12 parsecs\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
         .args(["serve", "--config", "bad2.yml"])

@@ -169,6 +169,19 @@ async fn tasks_list_get_cancel_and_watch() {
     let missing = a2ad(&["tasks", "get", &app.url, "no-such-task"], &[]).await;
     assert_eq!(missing.status.code(), Some(8));
     assert!(stderr(&missing).contains("not found"), "{}", stderr(&missing));
+    let piped = closed_stdout(&["tasks", "get", &app.url, id]).await;
+    assert!(piped.is_empty(), "a closed stdout ends the client quietly (no panic, no backtrace): {piped}");
+}
+
+/// Runs `a2ad <args>` whose stdout is a pipe already closed (as in `a2ad tasks list | head`,
+/// once `head` is done) with backtraces on; its stderr.
+async fn closed_stdout(args: &[&str]) -> String {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2ad"));
+    command.args(args).env("RUST_BACKTRACE", "1").stdout(std::process::Stdio::piped());
+    let mut child = command.stderr(std::process::Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    drop(child.stdout.take());
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[actix_web::test]

@@ -151,7 +151,12 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|_| AgentError("the agent program could not be started".into()))?;
+    let mut child = command.spawn().map_err(|e| {
+        // The operator learns why (a relative argv[0] and the node's working directory are
+        // the usual cause); the client gets no path.
+        tracing::warn!(program = %settings.argv[0], cwd = ?turn.cwd, error = %e, "the agent program could not be started");
+        AgentError("the agent program could not be started".into())
+    })?;
     let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
     if let Some(mut stdin) = child.stdin.take() {
         let payload = stdin_payload(settings.input, input, &turn.prompt);

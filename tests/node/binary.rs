@@ -138,3 +138,20 @@ async fn sigterm_lets_short_turns_finish_ends_long_ones_honestly_and_closes_stre
     let text = ended["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("shut down"), "recorded at shutdown, not found at restart: {text}");
 }
+
+#[actix_web::test]
+async fn a_program_that_cannot_start_is_explained_in_plain_logs_not_to_the_client() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = "agents:\n  - {id: gone, kind: command, command: {argv: [bin/not-here.sh]}}\n";
+    std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
+    let log = cwd.path().join("node.log");
+    let node = NodeProcess::start_logging(cwd.path(), &["--config", "a2ad.yml", "--data-dir", "data"], &log);
+    let task = node.app_view().ok("SendMessage", send_params("m1", json!({}))).await;
+    let text = task["task"]["status"]["message"]["parts"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(text, "Agent failed: the agent program could not be started", "no path for the client");
+    assert!(node.terminate().success());
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let line = logs.lines().find(|l| l.contains("could not be started")).unwrap_or_else(|| panic!("{logs}"));
+    assert!(line.contains("not-here.sh") && line.contains("No such file"), "the operator learns why: {line}");
+    assert!(!logs.contains('\u{1b}'), "no colour codes when stderr is not a terminal: {logs}");
+}

@@ -155,3 +155,41 @@ async fn a_program_that_cannot_start_is_explained_in_plain_logs_not_to_the_clien
     assert!(line.contains("not-here.sh") && line.contains("No such file"), "the operator learns why: {line}");
     assert!(!logs.contains('\u{1b}'), "no colour codes when stderr is not a terminal: {logs}");
 }
+
+#[actix_web::test]
+async fn json_logs_carry_the_request_id_and_never_a_credential() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = "log-format: json\nlog-level: debug\nmetrics-token: metrics-secret-1234\n\
+                  auth:\n  bearer-tokens: [{token: bearer-secret-5678, tenant: acme, principal: ci}]\n";
+    std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
+    let log = cwd.path().join("node.log");
+    let node = NodeProcess::start_logging(cwd.path(), &["--config", "a2ad.yml", "--data-dir", "data"], &log);
+    let client = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params("m1", json!({}))});
+    let answer = client
+        .post(&node.url)
+        .bearer_auth("bearer-secret-5678")
+        .header("X-Request-Id", "qa-req-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+    let refused = client.post(&node.url).bearer_auth("wrong-secret-9999").json(&body).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let metrics = client.get(format!("{}/metrics", node.url)).bearer_auth("metrics-secret-1234").send().await.unwrap();
+    assert!(metrics.status().is_success());
+    assert!(node.terminate().success());
+
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<serde_json::Value> =
+        logs.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    let answered = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "answered" && l["span"]["request_id"] == "qa-req-1")
+        .unwrap_or_else(|| panic!("no answered line with the request id: {logs}"));
+    assert_eq!(answered["fields"]["method"], "SendMessage", "{answered}");
+    for secret in ["bearer-secret-5678", "wrong-secret-9999", "metrics-secret-1234"] {
+        assert!(!logs.contains(secret), "{secret} is in the logs");
+    }
+}

@@ -155,6 +155,10 @@ async fn tasks_list_get_cancel_and_watch() {
     assert_eq!(watched.status.code(), Some(0), "{}", stderr(&watched));
     assert!(stdout(&watched).contains('d'), "{}", stdout(&watched));
 
+    let again = a2ad(&["tasks", "watch", &app.url, id], &[]).await;
+    assert_eq!(again.status.code(), Some(0), "a finished task is shown, exit by how it ended: {}", stderr(&again));
+    assert!(stdout(&again).contains('d'), "{}", stdout(&again));
+
     let listed = a2ad(&["tasks", "list", &app.url], &[]).await;
     assert_eq!(listed.status.code(), Some(0));
     assert!(stdout(&listed).starts_with(&format!("{id}\tcompleted\t")), "{}", stdout(&listed));

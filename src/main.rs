@@ -189,8 +189,40 @@ impl ServeArgs {
 }
 
 #[actix_web::main]
-async fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+async fn main() -> std::process::ExitCode {
+    let command = Cli::parse().command;
+    if !matches!(command, Command::Serve(_) | Command::Stdio(_)) {
+        quiet_operator_command();
+    }
+    match run(command).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line with the causes (`{:#}`), never anyhow's Debug form with a backtrace.
+            eprintln!("a2ad: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// For the commands an operator pipes (`tasks list | head`): a closed stdout ends the
+/// process quietly as SIGPIPE does for other Unix tools, and a panic is one line on
+/// stderr, without a backtrace. The node (`serve`, `stdio`) keeps Rust's defaults.
+fn quiet_operator_command() {
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread writes.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".to_owned());
+        eprintln!("a2ad: internal error: {what}");
+    }));
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Serve(args) => serve(args).await,
         Command::Stdio(args) => {
             let config = args.load()?;
@@ -232,7 +264,9 @@ fn init_logs(format: LogFormat, level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
         .unwrap_or_else(|_| "info".into());
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: a journal or a log file gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Pretty => logs.init(),
         LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),

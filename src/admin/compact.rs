@@ -11,5 +11,5 @@ pub fn run(config: &Config) -> Result<CompactReport, AdminError> {
     // Opening first gives the clear "is the node still running?" error.
     drop(open_store(config)?);
     std::thread::sleep(std::time::Duration::from_millis(200)); // sled lets go of its lock.
-    a2ad_storage::compact(&config.data_dir).map_err(|e| AdminError::Store(config.data_dir.display().to_string(), e))
+    a2ad_storage::compact(&config.data_dir).map_err(|e| super::store_error(config, e))
 }

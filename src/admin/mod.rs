@@ -16,8 +16,8 @@ use std::sync::Arc;
 /// Why an admin command failed. Shown to the operator.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("cannot open the data dir {0} (is the node still running? stop it first): {1}")]
-    Store(String, a2ad_storage::StoreError),
+    #[error("cannot open the data dir {0}: {1}")]
+    Store(String, String),
     #[error(transparent)]
     Push(#[from] PushSetupError),
     #[error("push: {0}")]
@@ -31,7 +31,18 @@ pub fn open_store(config: &Config) -> Result<SledStore, AdminError> {
     if !config.data_dir.join("conf").exists() {
         return Err(AdminError::NoStore(config.data_dir.display().to_string()));
     }
-    SledStore::open(&config.data_dir).map_err(|e| AdminError::Store(config.data_dir.display().to_string(), e))
+    SledStore::open(&config.data_dir).map_err(|e| store_error(config, e))
+}
+
+/// A store that will not open: "the node is still running" when another process holds
+/// sled's lock (sled's own message is a Rust Debug dump), else the store's error.
+fn store_error(config: &Config, error: a2ad_storage::StoreError) -> AdminError {
+    let text = error.to_string();
+    let reason = match text.contains("could not acquire lock") {
+        true => "another process holds it (is the node still running? stop it first)".to_owned(),
+        false => text,
+    };
+    AdminError::Store(config.data_dir.display().to_string(), reason)
 }
 
 /// The push queue the config names. A remote queue needs no local store.
@@ -39,8 +50,7 @@ pub fn push_queue(config: &Config) -> Result<Arc<dyn JobQueue>, AdminError> {
     if config.push.queue != PushQueueKind::LocalFile {
         return Ok(open_queue(&config.push, None)?);
     }
-    let sled =
-        SledStore::open(&config.data_dir).map_err(|e| AdminError::Store(config.data_dir.display().to_string(), e))?;
+    let sled = SledStore::open(&config.data_dir).map_err(|e| store_error(config, e))?;
     Ok(open_queue(&config.push, Some(&sled))?)
 }
 

@@ -157,7 +157,12 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|_| AgentError("the agent program could not be started".into()))?;
+    let mut child = command.spawn().map_err(|e| {
+        // The operator learns why (a relative argv[0] and the node's working directory are
+        // the usual cause); the client gets no path.
+        tracing::warn!(program = %settings.argv[0], cwd = ?turn.cwd, error = %e, "the agent program could not be started");
+        AgentError("the agent program could not be started".into())
+    })?;
     let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
     if let Some(mut stdin) = child.stdin.take() {
         let payload = stdin_payload(settings.input, input, &turn.prompt);
@@ -229,22 +234,63 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
     Ok(end)
 }
 
-/// The last few lines of stderr, without paths or configured secrets.
+/// Words that mark the next value as a credential (`token=…`, `password: …`, `Bearer …`).
+const SECRET_MARKERS: &[&str] =
+    &["token", "secret", "password", "passwd", "apikey", "api_key", "api-key", "bearer", "authorization", "credential"];
+
+/// The last few lines of stderr, without paths or secrets: the values of configured `env`
+/// entries and of allowlisted variables whose name looks secret are replaced, and so is any
+/// value that follows a credential marker (`token=…`, `password: …`, `Bearer …`).
 fn sanitize_tail(stderr: &str, settings: &CommandSettings) -> String {
     let mut text: String = stderr.trim().chars().rev().take(300).collect::<Vec<_>>().into_iter().rev().collect();
-    for secret in settings.env.values().filter(|v| v.len() >= 4) {
+    let inherited =
+        settings.env_allow.iter().filter(|name| looks_secret(name)).filter_map(|name| std::env::var(name).ok());
+    for secret in settings.env.values().cloned().chain(inherited).filter(|v| v.len() >= 4) {
         text = text.replace(secret.as_str(), "<redacted>");
     }
-    let words: Vec<String> = text
-        .split(' ')
-        .map(|w| if w.contains('/') || w.contains('\\') { "<path>".to_owned() } else { w.to_owned() })
-        .collect();
-    let cleaned = words.join(" ");
-    if cleaned.is_empty() {
+    let lines: Vec<String> = text.lines().map(sanitize_line).collect();
+    let cleaned = lines.join("\n");
+    if cleaned.trim().is_empty() {
         "no error output".into()
     } else {
         cleaned
     }
+}
+
+/// One stderr line with paths shown as `<path>` and marked credentials as `<redacted>`.
+fn sanitize_line(line: &str) -> String {
+    let mut words = Vec::new();
+    let mut redact_next = false;
+    for word in line.split(' ') {
+        let lower = word.to_ascii_lowercase();
+        let marker = SECRET_MARKERS.iter().find(|m| lower.contains(*m));
+        let scheme = lower == "bearer" || lower == "basic";
+        let shown = if redact_next && !word.is_empty() && !scheme {
+            redact_next = false;
+            "<redacted>".to_owned()
+        } else if let (Some(_), Some((key, _))) = (marker, word.split_once(['=', ':'])) {
+            let rest = &word[key.len() + 1..];
+            redact_next = rest.is_empty();
+            if rest.is_empty() {
+                word.to_owned()
+            } else {
+                format!("{key}{}<redacted>", &word[key.len()..=key.len()])
+            }
+        } else if word.contains('/') || word.contains('\\') {
+            "<path>".to_owned()
+        } else {
+            redact_next = redact_next || scheme;
+            word.to_owned()
+        };
+        words.push(shown);
+    }
+    words.join(" ")
+}
+
+/// Whether a variable's name says it holds a credential (`OPENAI_API_KEY`, `DB_PASSWORD`).
+fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENTIAL"].iter().any(|m| upper.contains(m))
 }
 
 #[cfg(test)]
@@ -269,5 +315,8 @@ mod tests {
         assert_eq!(tail, "error: cannot open <path> with <redacted>");
         settings.env.clear();
         assert_eq!(sanitize_tail("  ", &settings), "no error output");
+        let tail = sanitize_tail("boom token=abc password: hunter2\nAuthorization: Bearer xyz at C:\\x", &settings);
+        assert_eq!(tail, "boom token=<redacted> password: <redacted>\nAuthorization: Bearer <redacted> at <path>");
+        assert_eq!(sanitize_tail("no tokens here, a key idea", &settings), "no tokens here, a key idea");
     }
 }

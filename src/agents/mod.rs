@@ -32,7 +32,7 @@ impl AgentEnv {
     /// agents apply the same roots, input policy and artifact store.
     pub fn from_config(config: &Config) -> Self {
         AgentEnv {
-            roots: workspace::AllowedRoots::new(&config.allowed_cwds),
+            roots: workspace::AllowedRoots::new(&config.allowed_cwds, &config.data_dir),
             input: input::InputPolicy {
                 text_types: config.input_parts.text_types.clone(),
                 media_types: config.input_parts.media_types.clone(),

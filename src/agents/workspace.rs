@@ -7,6 +7,11 @@
 //! The default roots are the node's working directory and the system temp dir;
 //! `allowed-cwds` (or `A2AD_ALLOWED_CWDS`, `:`-separated) replaces them.
 //!
+//! The node's data dir is never part of a root, even when a root contains it (the default
+//! `./a2ad-data` lies in the working directory; the systemd unit runs in the data dir):
+//! otherwise a client could name the store's files, other tenants' tasks and artifacts
+//! included, as a workspace or a `file://` part.
+//!
 //! Errors quote only what the client sent, never the canonical path or the roots.
 
 use std::path::{Path, PathBuf};
@@ -30,13 +35,15 @@ pub enum WorkspaceError {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AllowedRoots {
     roots: Vec<PathBuf>,
+    /// The data dir, canonical: refused even inside a root.
+    excluded: Option<PathBuf>,
 }
 
 impl AllowedRoots {
     /// The configured roots, or the defaults (the node's working directory and the system
     /// temp dir) when none are configured. Roots that do not exist are left out: nothing
-    /// can lie inside them.
-    pub fn new(configured: &[PathBuf]) -> Self {
+    /// can lie inside them. Nothing inside `data_dir` is ever allowed.
+    pub fn new(configured: &[PathBuf], data_dir: &Path) -> Self {
         let defaults;
         let wanted = if configured.is_empty() {
             defaults = [std::env::current_dir().ok(), Some(std::env::temp_dir())];
@@ -44,12 +51,15 @@ impl AllowedRoots {
         } else {
             configured.to_vec()
         };
-        AllowedRoots { roots: wanted.iter().filter_map(|root| root.canonicalize().ok()).collect() }
+        let excluded = data_dir.canonicalize().or_else(|_| std::path::absolute(data_dir)).ok();
+        AllowedRoots { roots: wanted.iter().filter_map(|root| root.canonicalize().ok()).collect(), excluded }
     }
 
-    /// Whether the canonical path `path` lies in (or is) one of the roots.
+    /// Whether the canonical path `path` lies in (or is) one of the roots, and not in the
+    /// data dir.
     pub fn contains(&self, path: &Path) -> bool {
-        self.roots.iter().any(|root| path.starts_with(root))
+        let in_data_dir = self.excluded.as_ref().is_some_and(|data| path.starts_with(data));
+        !in_data_dir && self.roots.iter().any(|root| path.starts_with(root))
     }
 
     /// The canonical working directory for `requested`, checked.
@@ -103,7 +113,7 @@ mod tests {
         let inside = root.path().join("work");
         std::fs::create_dir(&inside).unwrap();
         std::os::unix::fs::symlink(outside.path(), root.path().join("escape")).unwrap();
-        let roots = AllowedRoots::new(&[root.path().to_owned()]);
+        let roots = AllowedRoots::new(&[root.path().to_owned()], &root.path().join("data"));
         assert!(roots.resolve_cwd(inside.to_str().unwrap()).is_ok());
         let escape = root.path().join("escape");
         assert!(matches!(roots.resolve_cwd(escape.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
@@ -111,5 +121,26 @@ mod tests {
         assert!(matches!(roots.resolve_cwd(&dotdot), Err(WorkspaceError::OutsideRoots(_))));
         assert!(matches!(roots.resolve_cwd("work"), Err(WorkspaceError::NotAbsolute(_))));
         assert_eq!(split_path_list("/a::/b"), vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+
+    #[test]
+    fn the_data_dir_is_never_a_workspace_nor_a_readable_file() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("a2ad-data");
+        std::fs::create_dir_all(data.join("artifacts")).unwrap();
+        std::fs::write(data.join("db"), "store").unwrap();
+        std::fs::write(root.path().join("notes.txt"), "fine").unwrap();
+        let roots = AllowedRoots::new(&[root.path().to_owned()], &data);
+        assert!(roots.resolve_cwd(root.path().to_str().unwrap()).is_ok(), "the root that holds it still is");
+        let inside = data.join("artifacts");
+        assert!(matches!(roots.resolve_cwd(inside.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
+        assert!(matches!(roots.resolve_cwd(data.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
+        let db = roots.resolve_file(&data.join("db"), Some(root.path()), "db");
+        assert!(matches!(db, Err(WorkspaceError::FileOutside(_))), "{db:?}");
+        assert!(roots.resolve_file(&root.path().join("notes.txt"), None, "notes").is_ok());
+        // Through a symlink too.
+        std::os::unix::fs::symlink(&data, root.path().join("link")).unwrap();
+        let via_link = root.path().join("link/db");
+        assert!(matches!(roots.resolve_file(&via_link, None, "x"), Err(WorkspaceError::FileOutside(_))));
     }
 }

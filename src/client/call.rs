@@ -110,35 +110,46 @@ fn file_part(path: &Path) -> Result<Value, ClientError> {
     let bytes = std::fs::read(path).map_err(|e| ClientError::Usage(format!("--file {}: {e}", path.display())))?;
     let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
     Ok(json!({
+        "mediaType": media_type(path, &bytes),
         "raw": base64::engine::general_purpose::STANDARD.encode(bytes),
         "filename": filename,
-        "mediaType": media_type(path),
     }))
 }
 
-/// A media type for common extensions; anything else is `application/octet-stream`.
-pub fn media_type(path: &Path) -> &'static str {
+/// A media type for common extensions. A file with another extension (or none: source
+/// code, `README`, `Makefile`) is `text/plain` when its content is UTF-8 text without NUL
+/// bytes, so it goes into an agent's prompt; anything else is `application/octet-stream`.
+pub fn media_type(path: &Path, content: &[u8]) -> &'static str {
+    match media_type_of_extension(path) {
+        Some(known) => known,
+        None if !content.contains(&0) && std::str::from_utf8(content).is_ok() => "text/plain",
+        None => "application/octet-stream",
+    }
+}
+
+fn media_type_of_extension(path: &Path) -> Option<&'static str> {
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     match extension.as_str() {
-        "txt" | "log" => "text/plain",
-        "md" => "text/markdown",
-        "csv" => "text/csv",
-        "html" | "htm" => "text/html",
-        "json" => "application/json",
-        "yaml" | "yml" => "application/yaml",
-        "xml" => "application/xml",
-        "pdf" => "application/pdf",
-        "zip" => "application/zip",
-        "gz" => "application/gzip",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "svg" => "image/svg+xml",
-        "webp" => "image/webp",
-        "wav" => "audio/wav",
-        "mp3" => "audio/mpeg",
-        "mp4" => "video/mp4",
-        _ => "application/octet-stream",
+        "txt" | "log" => Some("text/plain"),
+        "md" => Some("text/markdown"),
+        "csv" => Some("text/csv"),
+        "html" | "htm" => Some("text/html"),
+        "json" => Some("application/json"),
+        "bin" | "exe" | "so" | "o" => Some("application/octet-stream"),
+        "yaml" | "yml" => Some("application/yaml"),
+        "xml" => Some("application/xml"),
+        "pdf" => Some("application/pdf"),
+        "zip" => Some("application/zip"),
+        "gz" => Some("application/gzip"),
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "svg" => Some("image/svg+xml"),
+        "webp" => Some("image/webp"),
+        "wav" => Some("audio/wav"),
+        "mp3" => Some("audio/mpeg"),
+        "mp4" => Some("video/mp4"),
+        _ => None,
     }
 }
 
@@ -158,8 +169,11 @@ mod tests {
 
     #[test]
     fn media_types_come_from_the_extension() {
-        assert_eq!(media_type(Path::new("a/report.PDF")), "application/pdf");
-        assert_eq!(media_type(Path::new("notes.txt")), "text/plain");
-        assert_eq!(media_type(Path::new("blob")), "application/octet-stream");
+        assert_eq!(media_type(Path::new("a/report.PDF"), b"%PDF"), "application/pdf");
+        assert_eq!(media_type(Path::new("notes.txt"), b"hi"), "text/plain");
+        assert_eq!(media_type(Path::new("blob"), &[0, 159, 146, 150]), "application/octet-stream");
+        assert_eq!(media_type(Path::new("src/main.rs"), b"fn main() {}"), "text/plain", "text by content");
+        assert_eq!(media_type(Path::new("Makefile"), b"all:\n"), "text/plain");
+        assert_eq!(media_type(Path::new("zeros.bin"), b""), "application/octet-stream");
     }
 }

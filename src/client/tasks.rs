@@ -44,12 +44,35 @@ pub async fn run(command: TasksCommand) -> Result<i32, ClientError> {
         }
         TasksCommand::Watch { url, id, json, auth } => {
             let endpoint = Endpoint::discover(&url, &auth).await?;
-            let stream = endpoint.stream("SubscribeToTask", json!({"id": id})).await?;
             let mut renderer = Renderer::new(json);
-            renderer.task_id = Some(id);
-            follow(&endpoint, stream, &mut renderer).await
+            renderer.task_id = Some(id.clone());
+            match endpoint.stream("SubscribeToTask", json!({"id": id})).await {
+                Ok(stream) => follow(&endpoint, stream, &mut renderer).await,
+                Err(refused) => show_finished(&endpoint, &id, &mut renderer, refused).await,
+            }
         }
     }
+}
+
+/// `tasks watch` on a task that already ended (the node refuses to subscribe to it):
+/// shows it as a stream would have, and exits by how it ended. Any other refusal stands.
+async fn show_finished(
+    endpoint: &Endpoint,
+    id: &str,
+    renderer: &mut Renderer,
+    refused: ClientError,
+) -> Result<i32, ClientError> {
+    let Ok(task) = endpoint.call("GetTask", json!({"id": id})).await else {
+        return Err(refused);
+    };
+    let state = task["status"]["state"].as_str().unwrap_or_default().to_owned();
+    let terminal = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"];
+    if !terminal.contains(&state.as_str()) {
+        return Err(refused);
+    }
+    renderer.snapshot(&json!({"task": task}));
+    renderer.finish();
+    Ok(super::exit::for_state(&state))
 }
 
 /// `input-required` → `TASK_STATE_INPUT_REQUIRED`; a full name is kept.

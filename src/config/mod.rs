@@ -589,4 +589,6 @@ fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
 }
 
 #[cfg(test)]
+mod readme_keys;
+#[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ fn admin(args: &[&str], data: &Path) -> Output {
         .arg("admin")
         .args(args)
         .args(["--data-dir", data.to_str().unwrap()])
+        .env("RUST_BACKTRACE", "1")
         .output()
         .unwrap()
 }
@@ -35,6 +36,8 @@ async fn stats_reports_tasks_events_and_sizes_and_refuses_a_running_node() {
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("still running"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line, no backtrace, no Debug dump: {stderr}");
+    assert!(!stderr.contains("Os {") && !stderr.contains("acktrace"), "{stderr}");
     assert!(node.terminate().success());
 
     let artifacts = data.join("artifacts").join(&first);

@@ -78,6 +78,17 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("idle-timout"), "{stderr}");
 
+    let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["serve", "--config", "missing.yml"])
+        .current_dir(cwd.path())
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("a2ad: invalid configuration: cannot read config file missing.yml"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line, no backtrace: {stderr}");
+
     std::fs::write(cwd.path().join("bad2.yml"), "body-limit: 12 parsecs\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
         .args(["serve", "--config", "bad2.yml"])
@@ -126,4 +137,59 @@ async fn sigterm_lets_short_turns_finish_ends_long_ones_honestly_and_closes_stre
     assert_eq!(ended["status"]["state"], "TASK_STATE_FAILED");
     let text = ended["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("shut down"), "recorded at shutdown, not found at restart: {text}");
+}
+
+#[actix_web::test]
+async fn a_program_that_cannot_start_is_explained_in_plain_logs_not_to_the_client() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = "agents:\n  - {id: gone, kind: command, command: {argv: [bin/not-here.sh]}}\n";
+    std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
+    let log = cwd.path().join("node.log");
+    let node = NodeProcess::start_logging(cwd.path(), &["--config", "a2ad.yml", "--data-dir", "data"], &log);
+    let task = node.app_view().ok("SendMessage", send_params("m1", json!({}))).await;
+    let text = task["task"]["status"]["message"]["parts"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(text, "Agent failed: the agent program could not be started", "no path for the client");
+    assert!(node.terminate().success());
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let line = logs.lines().find(|l| l.contains("could not be started")).unwrap_or_else(|| panic!("{logs}"));
+    assert!(line.contains("not-here.sh") && line.contains("No such file"), "the operator learns why: {line}");
+    assert!(!logs.contains('\u{1b}'), "no colour codes when stderr is not a terminal: {logs}");
+}
+
+#[actix_web::test]
+async fn json_logs_carry_the_request_id_and_never_a_credential() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = "log-format: json\nlog-level: debug\nmetrics-token: metrics-secret-1234\n\
+                  auth:\n  bearer-tokens: [{token: bearer-secret-5678, tenant: acme, principal: ci}]\n";
+    std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
+    let log = cwd.path().join("node.log");
+    let node = NodeProcess::start_logging(cwd.path(), &["--config", "a2ad.yml", "--data-dir", "data"], &log);
+    let client = reqwest::Client::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params("m1", json!({}))});
+    let answer = client
+        .post(&node.url)
+        .bearer_auth("bearer-secret-5678")
+        .header("X-Request-Id", "qa-req-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+    let refused = client.post(&node.url).bearer_auth("wrong-secret-9999").json(&body).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let metrics = client.get(format!("{}/metrics", node.url)).bearer_auth("metrics-secret-1234").send().await.unwrap();
+    assert!(metrics.status().is_success());
+    assert!(node.terminate().success());
+
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<serde_json::Value> =
+        logs.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
+    let answered = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "answered" && l["span"]["request_id"] == "qa-req-1")
+        .unwrap_or_else(|| panic!("no answered line with the request id: {logs}"));
+    assert_eq!(answered["fields"]["method"], "SendMessage", "{answered}");
+    for secret in ["bearer-secret-5678", "wrong-secret-9999", "metrics-secret-1234"] {
+        assert!(!logs.contains(secret), "{secret} is in the logs");
+    }
 }

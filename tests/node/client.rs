@@ -155,6 +155,10 @@ async fn tasks_list_get_cancel_and_watch() {
     assert_eq!(watched.status.code(), Some(0), "{}", stderr(&watched));
     assert!(stdout(&watched).contains('d'), "{}", stdout(&watched));
 
+    let again = a2ad(&["tasks", "watch", &app.url, id], &[]).await;
+    assert_eq!(again.status.code(), Some(0), "a finished task is shown, exit by how it ended: {}", stderr(&again));
+    assert!(stdout(&again).contains('d'), "{}", stdout(&again));
+
     let listed = a2ad(&["tasks", "list", &app.url], &[]).await;
     assert_eq!(listed.status.code(), Some(0));
     assert!(stdout(&listed).starts_with(&format!("{id}\tcompleted\t")), "{}", stdout(&listed));
@@ -169,6 +173,19 @@ async fn tasks_list_get_cancel_and_watch() {
     let missing = a2ad(&["tasks", "get", &app.url, "no-such-task"], &[]).await;
     assert_eq!(missing.status.code(), Some(8));
     assert!(stderr(&missing).contains("not found"), "{}", stderr(&missing));
+    let piped = closed_stdout(&["tasks", "get", &app.url, id]).await;
+    assert!(piped.is_empty(), "a closed stdout ends the client quietly (no panic, no backtrace): {piped}");
+}
+
+/// Runs `a2ad <args>` whose stdout is a pipe already closed (as in `a2ad tasks list | head`,
+/// once `head` is done) with backtraces on; its stderr.
+async fn closed_stdout(args: &[&str]) -> String {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2ad"));
+    command.args(args).env("RUST_BACKTRACE", "1").stdout(std::process::Stdio::piped());
+    let mut child = command.stderr(std::process::Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    drop(child.stdout.take());
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[actix_web::test]

@@ -87,7 +87,7 @@ async fn pending(con: &mut MultiplexedConnection) -> usize {
 #[actix_web::test]
 async fn a_request_is_answered_on_its_reply_stream_and_acked_only_after() {
     let Some(redis) = RedisServer::start() else { return };
-    let _node = node(redis.port, "n1", slow_echo(Duration::from_millis(30))).await;
+    let node = node(redis.port, "n1", slow_echo(Duration::from_millis(30))).await;
     let mut con = connect(redis.port).await;
     let request = rpc(json!(1), "SendMessage", send_params("abcdefghij", json!({})));
     let id = add(&mut con, &[("request", request.as_str()), ("reply-to", "replies")]).await;
@@ -109,6 +109,9 @@ async fn a_request_is_answered_on_its_reply_stream_and_acked_only_after() {
     let answer = response(&entries[0]);
     assert_eq!(answer["id"], 1);
     assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    let metrics = node.client.get(format!("{}/metrics", node.url)).send().await.unwrap().text().await.unwrap();
+    let counted = r#"a2ad_requests_total{method="SendMessage",binding="redis",status="ok"} 1"#;
+    assert!(metrics.lines().any(|l| l == counted), "{counted} missing from {metrics}");
 }
 
 #[actix_web::test]

@@ -316,6 +316,15 @@ impl NodeProcess {
     /// Starts `a2ad serve --listen 127.0.0.1:0 <args>` in `cwd` and waits for its
     /// "listening on" line.
     pub fn start(cwd: &Path, args: &[&str]) -> NodeProcess {
+        Self::start_with_stderr(cwd, args, Stdio::null())
+    }
+
+    /// Like [`NodeProcess::start`], with the node's logs (stderr) written to `log`.
+    pub fn start_logging(cwd: &Path, args: &[&str], log: &Path) -> NodeProcess {
+        Self::start_with_stderr(cwd, args, std::fs::File::create(log).expect("the log file").into())
+    }
+
+    fn start_with_stderr(cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
             .arg("serve")
             .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"])
@@ -323,7 +332,7 @@ impl NodeProcess {
             .current_dir(cwd)
             .env_remove("RUST_LOG")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("the binary starts");
         let mut line = String::new();

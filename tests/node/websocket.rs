@@ -80,6 +80,14 @@ async fn requests_on_one_socket_are_answered_concurrently_each_with_its_id() {
     let task_id = second["result"]["task"]["id"].as_str().unwrap();
     let over_http = app.ok("GetTask", json!({"id": task_id})).await;
     assert_eq!(over_http["status"]["state"], "TASK_STATE_COMPLETED", "the same node and store as HTTP");
+    let metrics = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+    for line in [
+        r#"a2ad_requests_total{method="SendMessage",binding="websocket",status="ok"} 1"#,
+        r#"a2ad_requests_total{method="ListTasks",binding="websocket",status="ok"} 1"#,
+        r#"a2ad_request_duration_seconds_count{binding="websocket"} 2"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} missing from {metrics}");
+    }
 }
 
 #[actix_web::test]

@@ -312,10 +312,11 @@ async fn respond(
         Ok(owner) => owner,
         Err(e) => {
             tracing::info!(reason = %e, "redis transport: request refused: not authenticated");
-            let refused =
-                A2aError::new(ErrorCode::InvalidRequest, "Unauthenticated: the entry's credentials were refused");
-            super::record(core, Binding::Redis, None, "UNAUTHENTICATED", started);
-            return write_single(shared, &request, &error_body(&serde_json::Value::Null, &refused)).await;
+            let refused = rpc::unauthenticated(request.text.as_deref().unwrap_or_default().as_bytes(), None);
+            super::record_answer(core, Binding::Redis, &refused, started);
+            // A refusal is always one response.
+            let RpcOutcome::Single(body) = &refused.outcome else { return Ok(Handled::Answered) };
+            return write_single(shared, &request, body).await;
         }
     };
     let Some(text) = request.text.as_deref() else {

@@ -173,10 +173,20 @@ async fn the_authorization_field_is_checked_by_the_authenticator() {
         add(&mut con, &[("request", send.as_str()), ("reply-to", "auth"), ("authorization", "Bearer nope")]).await;
     let good =
         add(&mut con, &[("request", send.as_str()), ("reply-to", "auth"), ("authorization", "Bearer tok-r")]).await;
+    let v03 = rpc(json!(7), "tasks/get", json!({"id": "t"}));
+    let v03_refused = add(&mut con, &[("request", v03.as_str()), ("reply-to", "auth")]).await;
+    let v01 = rpc(json!(8), "tasks/send", json!({"capability_id": "x"}));
+    let v01_refused = add(&mut con, &[("request", v01.as_str()), ("reply-to", "auth")]).await;
     for refused in [anonymous, wrong] {
         let error = response(&answered(&con, "auth", &refused).await[0]);
-        assert!(error["error"]["message"].as_str().unwrap().contains("Unauthenticated"), "{error}");
+        assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(1), json!(-31401)), "{error}");
+        assert_eq!(error["error"]["data"][0]["reason"], "UNAUTHENTICATED", "{error}");
     }
+    let error = response(&answered(&con, "auth", &v03_refused).await[0]);
+    assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(7), json!(-31401)), "{error}");
+    assert_eq!(error["error"]["data"]["reason"], "UNAUTHENTICATED", "0.3 data is an object: {error}");
+    let error = response(&answered(&con, "auth", &v01_refused).await[0]);
+    assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(8), json!(-32000)), "{error}");
     let accepted = response(&answered(&con, "auth", &good).await[0]);
     let task_id = accepted["result"]["task"]["id"].as_str().unwrap();
     let over_http: Value = node

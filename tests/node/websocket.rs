@@ -337,3 +337,23 @@ async fn a_client_that_lost_its_socket_resumes_with_the_last_event_id() {
     texts.extend(resumed_texts);
     assert_eq!(texts.concat(), "abcdefghij", "every artifact chunk exactly once");
 }
+
+#[actix_web::test]
+async fn a_rate_limited_request_gets_its_error_with_the_wait_and_the_socket_stays_open() {
+    let app = spawn_app(websocket_on(|c| {
+        c.limits.rate_per_second = 0.5;
+        c.limits.rate_burst = 1;
+    }))
+    .await;
+    let mut ws = connect(&app, &[]).await.unwrap();
+    send(&mut ws, request(json!(1), "ListTasks", json!({}))).await;
+    assert!(next_json(&mut ws).await.get("result").is_some());
+    send(&mut ws, request(json!(2), "ListTasks", json!({}))).await;
+    let limited = next_json(&mut ws).await;
+    assert_eq!((limited["id"].clone(), limited["error"]["code"].clone()), (json!(2), json!(-32052)), "{limited}");
+    let wait = limited["error"]["data"][0]["metadata"]["retryAfterSeconds"].as_str().expect("the wait");
+    assert!(wait.parse::<u64>().unwrap() >= 1, "{limited}");
+    send(&mut ws, request(json!(3), "tasks/get", json!({"id": "t"}))).await;
+    let v03 = next_json(&mut ws).await;
+    assert_eq!((v03["id"].clone(), v03["error"]["code"].clone()), (json!(3), json!(-32052)), "0.3 too: {v03}");
+}

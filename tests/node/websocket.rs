@@ -357,3 +357,38 @@ async fn a_rate_limited_request_gets_its_error_with_the_wait_and_the_socket_stay
     let v03 = next_json(&mut ws).await;
     assert_eq!((v03["id"].clone(), v03["error"]["code"].clone()), (json!(3), json!(-32052)), "0.3 too: {v03}");
 }
+
+#[actix_web::test]
+async fn a_0_3_client_resumes_with_tasks_resubscribe_and_the_last_event_id() {
+    let app = spawn_app(websocket_on(slow_echo(Duration::from_millis(30)))).await;
+    let mut first = connect(&app, &[]).await.unwrap();
+    send(&mut first, request(json!(1), "SendStreamingMessage", send_params("abcdefghij", json!({})))).await;
+    let task = next_json(&mut first).await;
+    let task_id = task["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let (ids, mut texts) = read_events(&mut first, json!(1), 2).await;
+    drop(first);
+
+    let mut second = connect(&app, &[]).await.unwrap();
+    let last = *ids.last().unwrap();
+    send(&mut second, request(json!(2), "tasks/resubscribe", json!({"id": "", "lastEventId": last}))).await;
+    assert_eq!(next_json(&mut second).await["error"]["code"], -32602, "the id is still required");
+    send(&mut second, request(json!(3), "tasks/resubscribe", json!({"id": task_id, "lastEventId": "x"}))).await;
+    let bad = next_json(&mut second).await;
+    assert_eq!(bad["error"]["data"]["field"], "lastEventId", "{bad}");
+    send(&mut second, request(json!(4), "tasks/resubscribe", json!({"id": task_id, "lastEventId": last}))).await;
+    let mut expected = last + 1;
+    loop {
+        let frame = next_json(&mut second).await;
+        assert_eq!(frame["eventId"], expected, "no gap and no duplicate: {frame}");
+        expected += 1;
+        let result = &frame["result"];
+        if result["kind"] == "artifact-update" {
+            texts.push(result["artifact"]["parts"][0]["text"].as_str().unwrap().to_owned());
+        }
+        if result["final"] == true {
+            assert_eq!(result["status"]["state"], "completed", "{frame}");
+            break;
+        }
+    }
+    assert_eq!(texts.concat(), "abcdefghij", "every artifact chunk exactly once, in 0.3 shape after the resume");
+}

@@ -322,7 +322,10 @@ impl Application {
         let Served { server, local, public_url, grpc, unix_socket } =
             serve(config, Arc::clone(&node.core), node.workers, &closing, unix)?;
         let redis = match &config.redis_transport {
-            Some(settings) => Some(RedisTransport::start(Arc::clone(&node.core), settings.clone()).await?),
+            Some(settings) => {
+                let (core, settings) = (Arc::clone(&node.core), settings.clone());
+                Some(RedisTransport::start(core, settings, config.body_limit).await?)
+            }
             None => None,
         };
         Ok(Application { server, local, public_url, node, grpc, unix_socket, redis, closing })

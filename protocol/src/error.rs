@@ -92,6 +92,11 @@ pub enum ErrorCode {
     /// A concurrency limit (running turns per tenant or per node) is reached; the message
     /// names it.
     LimitExceeded,
+    /// The request carried no credential, or one the authenticator refused. HTTP answers
+    /// this with a plain 401 before any JSON-RPC is read; the message transports (Redis
+    /// Streams) carry the credential in-band and answer with this code. -31401 is what
+    /// a2a-go uses (the spec names no JSON-RPC code for it).
+    Unauthenticated,
 }
 
 impl ErrorCode {
@@ -147,6 +152,7 @@ impl ErrorCode {
             ErrorCode::ServerBusy => (-32050, 503, Unavailable, "SERVER_BUSY", "The node is at capacity"),
             ErrorCode::RateLimited => (-32052, 429, ResourceExhausted, "RATE_LIMITED", "Too many requests"),
             ErrorCode::LimitExceeded => (-32053, 429, ResourceExhausted, "LIMIT_EXCEEDED", "A limit was reached"),
+            ErrorCode::Unauthenticated => (-31401, 401, Unauthenticated, "UNAUTHENTICATED", "Authentication required"),
             ErrorCode::SubscriberTooSlow => (
                 -32051,
                 503,
@@ -179,6 +185,7 @@ impl ErrorCode {
         ErrorCode::SubscriberTooSlow,
         ErrorCode::RateLimited,
         ErrorCode::LimitExceeded,
+        ErrorCode::Unauthenticated,
     ];
 }
 
@@ -301,6 +308,11 @@ mod tests {
         let v = ErrorCode::VersionNotSupported.info();
         assert_eq!((v.jsonrpc, v.http, v.grpc), (-32009, 400, GrpcStatus::FailedPrecondition));
         assert_eq!(ErrorCode::InvalidAgentResponse.info().http, 500);
+        let u = ErrorCode::Unauthenticated.info();
+        assert_eq!(
+            (u.jsonrpc, u.http, u.grpc, u.reason),
+            (-31401, 401, GrpcStatus::Unauthenticated, "UNAUTHENTICATED")
+        );
     }
 
     #[test]

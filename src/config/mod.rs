@@ -428,8 +428,11 @@ impl Config {
             return Err(ConfigError::invalid(".", "the config file must be a mapping of keys to values"));
         };
         for (key, raw) in overrides {
-            let value = serde_yaml_ng::from_str::<Value>(raw).unwrap_or_else(|_| Value::String(raw.clone()));
-            map.insert(Value::String(key.clone()), value);
+            let value = match key.as_str() {
+                UNIX_MODE_KEY => transports::scalar_as_written(raw).map(Value::String),
+                _ => serde_yaml_ng::from_str::<Value>(raw).ok(),
+            };
+            map.insert(Value::String(key.clone()), value.unwrap_or_else(|| Value::String(raw.clone())));
         }
         Self::from_value(root)
     }
@@ -585,8 +588,16 @@ impl ConfigFile {
 fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
-    serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Syntax { path: shown, message: e.to_string() })
+    let mut root: Value =
+        serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Syntax { path: shown, message: e.to_string() })?;
+    if let (Value::Mapping(map), Some(written)) = (&mut root, transports::unix_mode_as_written(&text)) {
+        map.insert(Value::String(UNIX_MODE_KEY.into()), Value::String(written));
+    }
+    Ok(root)
 }
+
+/// The key whose value is read as written (see [`transports::unix_mode`]).
+const UNIX_MODE_KEY: &str = "listen-unix-mode";
 
 #[cfg(test)]
 mod readme_keys;

@@ -129,7 +129,7 @@ fn transport_keys_are_read_from_the_file_and_the_environment() {
         ("a2ad:requests", "a2ad", "n1")
     );
     assert_eq!((redis.claim_idle, redis.block_ms), (Duration::from_secs(5), 2000));
-    for mode in ["0600", "'0600'", "\"0600\""] {
+    for mode in ["0600", "'0600'", "\"0600\"", "0o600", "'0o600'", " 0o600 "] {
         assert_eq!(load_text("", &[("listen-unix-mode", mode)]).unwrap().listen_unix_mode, 0o600, "{mode}");
     }
     let env =
@@ -145,13 +145,33 @@ fn transport_keys_are_read_from_the_file_and_the_environment() {
 }
 
 #[test]
+fn the_unix_mode_is_read_as_written_in_the_file() {
+    for yaml in ["0660", "'0660'", "\"0660\"", "0o660", "'0o660'", "0o660  # owner and group"] {
+        let c = load_text(&format!("websocket: true\nlisten-unix-mode: {yaml}\n"), &[]).unwrap();
+        assert_eq!(c.listen_unix_mode, 0o660, "{yaml}");
+    }
+    assert_eq!(load_text("listen-unix-mode: 0000\n", &[]).unwrap().listen_unix_mode, 0);
+    let env = load_text("listen-unix-mode: 0o660\n", &[("listen-unix-mode", "0o600")]).unwrap();
+    assert_eq!(env.listen_unix_mode, 0o600, "the environment wins over the file");
+    let refused = load_text("", &[("listen-unix-mode", "600")]).unwrap_err().to_string();
+    assert!(refused.contains("listen-unix-mode"), "{refused}");
+}
+
+#[test]
 fn bad_transport_values_name_their_key() {
     for (yaml, key) in [
         ("listen-unix-mode: 0999", "listen-unix-mode"),
         ("listen-unix-mode: 1777", "listen-unix-mode"),
         ("listen-unix-mode: 01777", "listen-unix-mode"),
         ("listen-unix-mode: 660", "listen-unix-mode"),
-        ("listen-unix-mode: 0o660", "listen-unix-mode"),
+        ("listen-unix-mode: 0o1777", "listen-unix-mode"),
+        ("listen-unix-mode: 0o", "listen-unix-mode"),
+        ("listen-unix-mode: 0o68", "listen-unix-mode"),
+        ("listen-unix-mode: 0x1b0", "listen-unix-mode"),
+        ("listen-unix-mode: 432", "listen-unix-mode"),
+        ("listen-unix-mode: rw-rw----", "listen-unix-mode"),
+        ("listen-unix-mode: [0660]", "listen-unix-mode"),
+        ("listen-unix-mode: ~", "listen-unix-mode"),
         ("websocket-queue: 0", "websocket-queue"),
         ("websocket-send-timeout: 0s", "websocket-send-timeout"),
         ("websocket: maybe", "websocket"),

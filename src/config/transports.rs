@@ -12,24 +12,47 @@ pub const DEFAULT_WEBSOCKET_QUEUE: usize = 256;
 /// What `listen-unix-mode` is unless set: owner and group may connect.
 pub const DEFAULT_UNIX_MODE: u32 = 0o660;
 
-/// `listen-unix-mode`: octal permission bits with a leading zero, `0660` (YAML reads that
-/// as a string). A bare number (`660`, or `0o660`, which YAML turns into 432) is refused:
-/// its meaning would be a guess.
+/// `listen-unix-mode`: octal permission bits, written `0660` (a leading zero) or `0o660`,
+/// bare or quoted. A bare number without either prefix (`660`) is refused: whether it
+/// means octal or decimal would be a guess. YAML turns a plain `0o660` into the integer
+/// 432, so [`unix_mode_as_written`] puts back the key's text before this runs.
 pub fn unix_mode<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    let refused =
-        || de::Error::custom("must be octal permission bits with a leading zero, from 0000 to 0777, e.g. 0660");
+    let refused = || {
+        de::Error::custom("must be octal permission bits from 0000 to 0777, with a leading 0 or 0o, e.g. 0660 or 0o660")
+    };
     let text = match serde_yaml_ng::Value::deserialize(d)? {
         serde_yaml_ng::Value::String(text) => text,
         _ => return Err(refused()),
     };
-    let digits = text.trim();
-    if !digits.starts_with('0') || digits.len() < 2 {
+    let text = text.trim();
+    let digits = match text.strip_prefix("0o") {
+        Some(digits) => digits,
+        None if text.len() >= 2 && text.starts_with('0') => text,
+        None => return Err(refused()),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
         return Err(refused());
     }
     match u32::from_str_radix(digits, 8) {
         Ok(mode) if mode <= 0o777 => Ok(mode),
         _ => Err(refused()),
     }
+}
+
+/// The `listen-unix-mode` value of a YAML document as written (`0o660`, not the 432 YAML
+/// makes of it), when the document is a mapping that has the key with a scalar value.
+pub fn unix_mode_as_written(yaml: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Written {
+        #[serde(rename = "listen-unix-mode")]
+        mode: Option<String>,
+    }
+    serde_yaml_ng::from_str::<Written>(yaml).ok()?.mode
+}
+
+/// A scalar override (an `A2AD_*` variable) as written, for the same reason.
+pub fn scalar_as_written(yaml: &str) -> Option<String> {
+    serde_yaml_ng::from_str::<String>(yaml).ok()
 }
 
 /// `redis-transport:`: JSON-RPC requests read from a Redis stream by a consumer group.

@@ -69,6 +69,25 @@ pub async fn handle_bytes(core: &Core, owner: &Owner, bytes: &[u8], meta: &RpcMe
     }
 }
 
+/// The answer to a request whose in-band credential was refused (the message transports;
+/// HTTP refuses before reading the body). It speaks the request's dialect: -32000 for a
+/// 0.1 method, the 0.3 error shape for a 0.3 method, else the 1.0 UNAUTHENTICATED error,
+/// and carries the request's id when the bytes are a JSON object that has one.
+pub fn unauthenticated(bytes: &[u8], version: Option<&str>) -> RpcAnswer {
+    let decoded: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    let id = decoded.get("id").cloned().unwrap_or(Value::Null);
+    let method = decoded.get("method").and_then(Value::as_str).map(str::to_owned);
+    let error = A2aError::new(ErrorCode::Unauthenticated, "Unauthenticated: the request's credentials were refused");
+    let body = match method.as_deref() {
+        Some(m) if v01::says_v01(m, version) => a2ad_protocol::dialect::v01::error_response(&id, &error, false),
+        Some(m) if v03::is_method(m) => a2ad_protocol::dialect::v03::error_response(&id, &error),
+        _ => return RpcAnswer::error(&id, method, error),
+    };
+    crate::core::report(&error);
+    let outcome = RpcOutcome::Single(body.to_string().into_bytes());
+    RpcAnswer { outcome, method, error: Some(error), activated: vec![] }
+}
+
 /// Answers one decoded JSON-RPC request. Checks, in order: the envelope (-32600), the
 /// dialect (0.1 and 0.3 requests are answered by [`v01`] and [`v03`]), then for 1.0 the
 /// `A2A-Version` (-32009), the extensions (-32008), the method (-32601) and its params

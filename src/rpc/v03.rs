@@ -68,6 +68,19 @@ pub async fn execute(core: &Core, owner: &Owner, method: &str, params: Value) ->
     }
 }
 
+/// `params.lastEventId` of `tasks/resubscribe`: not in 0.3, but a2ad's 1.0 extension, so
+/// that a 0.3 client on a message transport (no `Last-Event-ID` header) resumes from the
+/// last `eventId` it got. A number or a string of digits.
+fn last_event_id(params: &Value) -> Result<Option<u64>, A2aError> {
+    let refused = || A2aError::invalid_field("lastEventId", "must be a non-negative integer");
+    match params.get("lastEventId") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(refused),
+        Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| refused()),
+        Some(_) => Err(refused()),
+    }
+}
+
 /// The 1.0 call a 0.3 request means.
 fn decode(method: &str, params: Value) -> Result<Call, A2aError> {
     Ok(match method {
@@ -83,7 +96,7 @@ fn decode(method: &str, params: Value) -> Result<Call, A2aError> {
             metadata: params.get("metadata").and_then(Value::as_object).cloned(),
         }),
         "tasks/resubscribe" => Call::SubscribeToTask(
-            SubscribeToTaskRequest { tenant: None, id: v03::task_id(&params)?, last_event_id: None },
+            SubscribeToTaskRequest { tenant: None, id: v03::task_id(&params)?, last_event_id: last_event_id(&params)? },
             None,
         ),
         "tasks/pushNotificationConfig/set" => Call::CreatePushConfig(v03::push_config_set(params)?),

@@ -17,7 +17,7 @@
 //! stays pending and is claimed (`XAUTOCLAIM`) by a node after `claim-idle`, which answers
 //! it again (at-least-once). A node keeps its running requests' entries fresh (`XCLAIM`
 //! to itself) so that a long stream is not claimed away. A bad entry (no `request`, not
-//! JSON, refused credentials) gets an error response when it names a `reply-to`, and is
+//! JSON, longer than `body-limit`, refused credentials) gets an error response when it names a `reply-to`, and is
 //! acknowledged either way, so it is never retried forever. A request refused only because
 //! this node is stopping (SERVER_BUSY after the stop) is neither answered nor acknowledged:
 //! another node takes it.
@@ -58,6 +58,9 @@ pub struct RedisTransport {
 struct Shared {
     core: Arc<Core>,
     config: RedisTransportConfig,
+    /// The longest `request` answered (`body-limit`, as on HTTP); longer is
+    /// PAYLOAD_TOO_LARGE.
+    body_limit: usize,
     /// For replies, acks and claims (the reader's connection sits in `XREADGROUP`); it
     /// reconnects by itself after Redis went away.
     writer: ConnectionManager,
@@ -75,7 +78,11 @@ const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
 impl RedisTransport {
     /// Connects, creates the group if needed and starts reading.
-    pub async fn start(core: Arc<Core>, config: RedisTransportConfig) -> Result<RedisTransport, RedisTransportError> {
+    pub async fn start(
+        core: Arc<Core>,
+        config: RedisTransportConfig,
+        body_limit: usize,
+    ) -> Result<RedisTransport, RedisTransportError> {
         let connect_error = |source| RedisTransportError::Connect { url: redact_url(&config.url), source };
         let client = redis::Client::open(config.url.as_str()).map_err(connect_error)?;
         let block = Duration::from_millis(config.block_ms);
@@ -96,7 +103,7 @@ impl RedisTransport {
         tracing::info!(stream = %config.requests, group = %config.group, consumer = %config.consumer, "redis transport reading");
         let stop = CancellationToken::new();
         let running = Mutex::new(HashSet::new());
-        let shared = Arc::new(Shared { core, config, writer, running, stop: stop.clone() });
+        let shared = Arc::new(Shared { core, config, body_limit, writer, running, stop: stop.clone() });
         let done = actix_web::rt::spawn(read_loop(shared, client, reader, stop.clone()));
         Ok(RedisTransport { stop, done })
     }
@@ -312,10 +319,11 @@ async fn respond(
         Ok(owner) => owner,
         Err(e) => {
             tracing::info!(reason = %e, "redis transport: request refused: not authenticated");
-            let refused =
-                A2aError::new(ErrorCode::InvalidRequest, "Unauthenticated: the entry's credentials were refused");
-            super::record(core, Binding::Redis, None, "UNAUTHENTICATED", started);
-            return write_single(shared, &request, &error_body(&serde_json::Value::Null, &refused)).await;
+            let refused = rpc::unauthenticated(request.text.as_deref().unwrap_or_default().as_bytes(), None);
+            super::record_answer(core, Binding::Redis, &refused, started);
+            // A refusal is always one response.
+            let RpcOutcome::Single(body) = &refused.outcome else { return Ok(Handled::Answered) };
+            return write_single(shared, &request, body).await;
         }
     };
     let Some(text) = request.text.as_deref() else {
@@ -323,6 +331,12 @@ async fn respond(
         super::record(core, Binding::Redis, None, missing.code.info().reason, started);
         return write_single(shared, &request, &error_body(&serde_json::Value::Null, &missing)).await;
     };
+    if text.len() > shared.body_limit {
+        let too_large = A2aError::of(ErrorCode::PayloadTooLarge);
+        crate::core::report(&too_large);
+        super::record(core, Binding::Redis, None, too_large.code.info().reason, started);
+        return write_single(shared, &request, &error_body(&serde_json::Value::Null, &too_large)).await;
+    }
     let answer = rpc::handle_bytes(core, &owner, text.as_bytes(), &RpcMeta::default()).await;
     if shared.stop.is_cancelled() && answer.error.as_ref().is_some_and(|e| e.code == ErrorCode::ServerBusy) {
         return Ok(Handled::LeftPending);

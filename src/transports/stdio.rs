@@ -4,7 +4,8 @@
 //! any listener. Each line on stdin is one JSON-RPC request (blank lines are skipped; a
 //! line longer than `body-limit` is answered with PAYLOAD_TOO_LARGE); requests are handled
 //! concurrently (at most [`MAX_IN_FLIGHT`], then stdin is not read until one finishes).
-//! Each answer is one line on stdout, a streaming method one line per frame; lines are
+//! Each answer is one line on stdout, a streaming method one line per frame (with the
+//! event's `eventId`, see [`super::message_text`]); lines are
 //! written whole by one writer, so they never interleave, and answers carry their
 //! request's id. Logs go to stderr only.
 //!
@@ -141,7 +142,7 @@ async fn answer(
             let _open = core.metrics.open_stream();
             let mut frames = stream.frames();
             while let Some(frame) = frames.next().await {
-                if lines.send(frame.data).await.is_err() {
+                if lines.send(super::message_text(frame)).await.is_err() {
                     break;
                 }
             }

@@ -4,7 +4,8 @@
 //! no upgrade); its `A2A-Version` / `A2A-Extensions` headers (or `?A2A-Version=`) apply to
 //! every message on the socket. Then each text (or binary) message is one JSON-RPC
 //! request, handled concurrently with the others: answers carry their request's id, and a
-//! streaming method sends each frame's data as one text message, nothing added around it.
+//! streaming method sends each frame as one text message, the JSON-RPC response with the
+//! event's number as a top-level `eventId` (to resume with `params.lastEventId`).
 //!
 //! Outgoing messages go through one bounded queue (`websocket-queue`). An answer waits for
 //! room at most `websocket-send-timeout`; a client that does not read for that long is
@@ -248,7 +249,7 @@ async fn answer(conn: Arc<Conn>, owner: Owner, meta: RpcMeta, request: Bytes, _p
                     frame = frames.next() => frame,
                 };
                 let Some(frame) = frame else { break };
-                if conn.push(Outgoing::Text(frame.data)).await.is_err() {
+                if conn.push(Outgoing::Text(super::message_text(frame))).await.is_err() {
                     break;
                 }
             }

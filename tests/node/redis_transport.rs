@@ -143,9 +143,15 @@ async fn a_stream_is_one_entry_per_frame_then_a_final_marker() {
 #[actix_web::test]
 async fn bad_entries_get_an_error_reply_and_are_acked_either_way() {
     let Some(redis) = RedisServer::start() else { return };
-    let _node = node(redis.port, "n1", |_| {}).await;
+    let _node = node(redis.port, "n1", |c| c.body_limit = 4096).await;
     let mut con = connect(redis.port).await;
     let not_json = add(&mut con, &[("request", "{nope"), ("reply-to", "errors")]).await;
+    let huge = rpc(json!(10), "SendMessage", send_params(&"x".repeat(5000), json!({})));
+    let too_large = add(&mut con, &[("request", huge.as_str()), ("reply-to", "errors")]).await;
+    let bad_params =
+        add(&mut con, &[("request", &rpc(json!(11), "GetTask", json!({"id": 5}))), ("reply-to", "errors")]).await;
+    let not_found =
+        add(&mut con, &[("request", &rpc(json!(12), "GetTask", json!({"id": "nope"}))), ("reply-to", "errors")]).await;
     let no_request = add(&mut con, &[("reply-to", "errors")]).await;
     let unknown =
         add(&mut con, &[("request", &rpc(json!(9), "NoSuchMethod", json!({}))), ("reply-to", "errors")]).await;
@@ -158,6 +164,12 @@ async fn bad_entries_get_an_error_reply_and_are_acked_either_way() {
     assert!(missing["error"]["message"].as_str().unwrap().contains("request"), "{missing}");
     let method = response(&answered(&con, "errors", &unknown).await[0]);
     assert_eq!((method["id"].clone(), method["error"]["code"].clone()), (json!(9), json!(-32601)));
+    let large = response(&answered(&con, "errors", &too_large).await[0]);
+    assert_eq!(large["error"]["data"][0]["reason"], "PAYLOAD_TOO_LARGE", "{large}");
+    let params = response(&answered(&con, "errors", &bad_params).await[0]);
+    assert_eq!((params["id"].clone(), params["error"]["code"].clone()), (json!(11), json!(-32602)), "{params}");
+    let missing_task = response(&answered(&con, "errors", &not_found).await[0]);
+    assert_eq!(missing_task["error"]["code"], -32001, "{missing_task}");
     assert!(eventually(200, || async { pending(&mut con.clone()).await == 0 }).await, "all acked, none retried");
     assert!(replies(&mut con, "errors", &nowhere).await.is_empty(), "no reply-to: acked unanswered");
 }
@@ -177,10 +189,20 @@ async fn the_authorization_field_is_checked_by_the_authenticator() {
         add(&mut con, &[("request", send.as_str()), ("reply-to", "auth"), ("authorization", "Bearer nope")]).await;
     let good =
         add(&mut con, &[("request", send.as_str()), ("reply-to", "auth"), ("authorization", "Bearer tok-r")]).await;
+    let v03 = rpc(json!(7), "tasks/get", json!({"id": "t"}));
+    let v03_refused = add(&mut con, &[("request", v03.as_str()), ("reply-to", "auth")]).await;
+    let v01 = rpc(json!(8), "tasks/send", json!({"capability_id": "x"}));
+    let v01_refused = add(&mut con, &[("request", v01.as_str()), ("reply-to", "auth")]).await;
     for refused in [anonymous, wrong] {
         let error = response(&answered(&con, "auth", &refused).await[0]);
-        assert!(error["error"]["message"].as_str().unwrap().contains("Unauthenticated"), "{error}");
+        assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(1), json!(-31401)), "{error}");
+        assert_eq!(error["error"]["data"][0]["reason"], "UNAUTHENTICATED", "{error}");
     }
+    let error = response(&answered(&con, "auth", &v03_refused).await[0]);
+    assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(7), json!(-31401)), "{error}");
+    assert_eq!(error["error"]["data"]["reason"], "UNAUTHENTICATED", "0.3 data is an object: {error}");
+    let error = response(&answered(&con, "auth", &v01_refused).await[0]);
+    assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(8), json!(-32000)), "{error}");
     let accepted = response(&answered(&con, "auth", &good).await[0]);
     let task_id = accepted["result"]["task"]["id"].as_str().unwrap();
     let over_http: Value = node

@@ -104,6 +104,7 @@ async fn stdio_answers_send_get_stream_and_errors_one_line_each() {
     loop {
         let frame = node.next().await.unwrap();
         assert_eq!((frame["jsonrpc"].clone(), frame["id"].clone()), (json!("2.0"), json!(3)), "{frame}");
+        assert!(frame["eventId"].as_u64().is_some(), "each frame says its event id: {frame}");
         frames += 1;
         if frame["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED" {
             break;
@@ -118,6 +119,12 @@ async fn stdio_answers_send_get_stream_and_errors_one_line_each() {
     node.send(json!(5), "tasks/explode", json!({})).await;
     let unknown = node.next().await.unwrap();
     assert_eq!((unknown["id"].clone(), unknown["error"]["code"].clone()), (json!(5), json!(-32601)));
+    node.send(json!(6), "GetTask", json!({})).await;
+    let params = node.next().await.unwrap();
+    assert_eq!((params["id"].clone(), params["error"]["code"].clone()), (json!(6), json!(-32602)), "{params}");
+    node.send(json!(7), "GetTask", json!({"id": "no-such-task"})).await;
+    let missing = node.next().await.unwrap();
+    assert_eq!((missing["id"].clone(), missing["error"]["code"].clone()), (json!(7), json!(-32001)), "{missing}");
 
     let (status, rest) = node.close().await;
     assert!(status.success(), "end of stdin is a clean exit: {status:?}");

@@ -151,3 +151,47 @@ async fn a_path_that_is_not_a_free_socket_is_refused_naming_the_key() {
     assert!(error.contains("listen-unix") && error.contains("another process"), "{error}");
     assert!(live.exists(), "another node's socket is left alone");
 }
+
+/// One HTTP/1.1 exchange over the socket with a raw body and extra header lines.
+async fn exchange_raw(socket: &Path, headers: &str, body: &str) -> (u16, String) {
+    let mut stream = tokio::net::UnixStream::connect(socket).await.expect("the socket accepts");
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // The node may answer (413) before it has read everything; that is fine.
+    let _ = stream.write_all(body.as_bytes()).await;
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), stream.read_to_end(&mut raw)).await.unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    (head.split_whitespace().nth(1).unwrap().parse().unwrap(), body.to_owned())
+}
+
+#[actix_web::test]
+async fn errors_over_the_socket_are_those_of_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("a2ad.sock");
+    let mut config = config(dir.path(), &socket);
+    config.auth = serde_yaml_ng::from_str("bearer-tokens:\n  - {token: tok-u, tenant: t, principal: u}\n").unwrap();
+    config.body_limit = 2048;
+    let node = start(config).await.unwrap();
+    let auth = "Authorization: Bearer tok-u\r\n";
+
+    let (status, body) = exchange_raw(&socket, "", &rpc(1, "ListTasks", json!({})).to_string()).await;
+    assert_eq!((status, body.as_str()), (401, r#"{"error":"Unauthorized"}"#), "no credential");
+    let (status, body) = exchange_raw(&socket, "Authorization: Bearer nope\r\n", "{}").await;
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = exchange_raw(&socket, auth, "{not json").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32700);
+    let (_, body) = exchange_raw(&socket, auth, &rpc(2, "NoSuchMethod", json!({})).to_string()).await;
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32601, "{body}");
+    let (_, body) = exchange_raw(&socket, auth, &rpc(3, "GetTask", json!({"id": "nope"})).to_string()).await;
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32001, "{body}");
+    let huge = rpc(4, "SendMessage", send_params(&"x".repeat(4096), json!({}))).to_string();
+    let (status, _) = exchange_raw(&socket, auth, &huge).await;
+    assert_eq!(status, 413, "over body-limit");
+    node.handle.stop(true).await;
+}

@@ -293,3 +293,98 @@ async fn a_stopping_node_closes_its_sockets_as_going_away() {
     assert_eq!(close.map(|f| f.code), Some(CloseCode::Away));
     assert!(exited.await.unwrap().success(), "a clean exit");
 }
+
+/// The `eventId`s and artifact texts of a stream's messages, up to `count` messages or
+/// the end of the task.
+async fn read_events(ws: &mut Ws, id: Value, count: usize) -> (Vec<u64>, Vec<String>) {
+    let (mut ids, mut texts) = (Vec::new(), Vec::new());
+    while ids.len() < count {
+        let frame = next_json(ws).await;
+        assert_eq!(frame["id"], id, "{frame}");
+        ids.push(frame["eventId"].as_u64().unwrap_or_else(|| panic!("an eventId: {frame}")));
+        if let Some(text) = frame["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str() {
+            texts.push(text.to_owned());
+        }
+        if frame["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break;
+        }
+    }
+    (ids, texts)
+}
+
+#[actix_web::test]
+async fn a_client_that_lost_its_socket_resumes_with_the_last_event_id() {
+    let app = spawn_app(websocket_on(slow_echo(Duration::from_millis(30)))).await;
+    let mut first = connect(&app, &[]).await.unwrap();
+    send(&mut first, request(json!(1), "SendStreamingMessage", send_params("abcdefghij", json!({})))).await;
+    let task = next_json(&mut first).await;
+    let task_id = task["result"]["task"]["id"].as_str().expect("the stream starts with the task").to_owned();
+    let (mut ids, mut texts) = read_events(&mut first, json!(1), 3).await;
+    ids.insert(0, task["eventId"].as_u64().expect("the task frame has an eventId"));
+    drop(first);
+
+    let mut second = connect(&app, &[]).await.unwrap();
+    let last = *ids.last().unwrap();
+    send(&mut second, request(json!(2), "SubscribeToTask", json!({"id": task_id, "lastEventId": last}))).await;
+    let (resumed_ids, resumed_texts) = read_events(&mut second, json!(2), usize::MAX).await;
+    assert_eq!(resumed_ids.first(), Some(&(last + 1)), "resumes right after the last event: {resumed_ids:?}");
+    ids.extend(resumed_ids);
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "no gap and no duplicate: {ids:?}");
+    texts.extend(resumed_texts);
+    assert_eq!(texts.concat(), "abcdefghij", "every artifact chunk exactly once");
+}
+
+#[actix_web::test]
+async fn a_rate_limited_request_gets_its_error_with_the_wait_and_the_socket_stays_open() {
+    let app = spawn_app(websocket_on(|c| {
+        c.limits.rate_per_second = 0.5;
+        c.limits.rate_burst = 1;
+    }))
+    .await;
+    let mut ws = connect(&app, &[]).await.unwrap();
+    send(&mut ws, request(json!(1), "ListTasks", json!({}))).await;
+    assert!(next_json(&mut ws).await.get("result").is_some());
+    send(&mut ws, request(json!(2), "ListTasks", json!({}))).await;
+    let limited = next_json(&mut ws).await;
+    assert_eq!((limited["id"].clone(), limited["error"]["code"].clone()), (json!(2), json!(-32052)), "{limited}");
+    let wait = limited["error"]["data"][0]["metadata"]["retryAfterSeconds"].as_str().expect("the wait");
+    assert!(wait.parse::<u64>().unwrap() >= 1, "{limited}");
+    send(&mut ws, request(json!(3), "tasks/get", json!({"id": "t"}))).await;
+    let v03 = next_json(&mut ws).await;
+    assert_eq!((v03["id"].clone(), v03["error"]["code"].clone()), (json!(3), json!(-32052)), "0.3 too: {v03}");
+}
+
+#[actix_web::test]
+async fn a_0_3_client_resumes_with_tasks_resubscribe_and_the_last_event_id() {
+    let app = spawn_app(websocket_on(slow_echo(Duration::from_millis(30)))).await;
+    let mut first = connect(&app, &[]).await.unwrap();
+    send(&mut first, request(json!(1), "SendStreamingMessage", send_params("abcdefghij", json!({})))).await;
+    let task = next_json(&mut first).await;
+    let task_id = task["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let (ids, mut texts) = read_events(&mut first, json!(1), 2).await;
+    drop(first);
+
+    let mut second = connect(&app, &[]).await.unwrap();
+    let last = *ids.last().unwrap();
+    send(&mut second, request(json!(2), "tasks/resubscribe", json!({"id": "", "lastEventId": last}))).await;
+    assert_eq!(next_json(&mut second).await["error"]["code"], -32602, "the id is still required");
+    send(&mut second, request(json!(3), "tasks/resubscribe", json!({"id": task_id, "lastEventId": "x"}))).await;
+    let bad = next_json(&mut second).await;
+    assert_eq!(bad["error"]["data"]["field"], "lastEventId", "{bad}");
+    send(&mut second, request(json!(4), "tasks/resubscribe", json!({"id": task_id, "lastEventId": last}))).await;
+    let mut expected = last + 1;
+    loop {
+        let frame = next_json(&mut second).await;
+        assert_eq!(frame["eventId"], expected, "no gap and no duplicate: {frame}");
+        expected += 1;
+        let result = &frame["result"];
+        if result["kind"] == "artifact-update" {
+            texts.push(result["artifact"]["parts"][0]["text"].as_str().unwrap().to_owned());
+        }
+        if result["final"] == true {
+            assert_eq!(result["status"]["state"], "completed", "{frame}");
+            break;
+        }
+    }
+    assert_eq!(texts.concat(), "abcdefghij", "every artifact chunk exactly once, in 0.3 shape after the resume");
+}

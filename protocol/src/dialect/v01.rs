@@ -203,6 +203,7 @@ pub fn jsonrpc_code(code: ErrorCode, in_stream: bool) -> i32 {
     match code {
         ErrorCode::TaskNotFound if in_stream => -32004,
         ErrorCode::TaskNotFound => -32001,
+        ErrorCode::Unauthenticated => AUTHENTICATION_CODE,
         ErrorCode::RateLimited | ErrorCode::LimitExceeded | ErrorCode::ServerBusy => -32002,
         ErrorCode::TaskNotCancelable
         | ErrorCode::UnsupportedOperation
@@ -221,6 +222,7 @@ pub fn jsonrpc_code(code: ErrorCode, in_stream: bool) -> i32 {
 /// The HTTP status of a 0.1 REST error.
 pub fn http_status(code: ErrorCode) -> u16 {
     match jsonrpc_code(code, false) {
+        AUTHENTICATION_CODE => 401,
         -32001 => 404,
         -32002 => 429,
         -32003 => 403,

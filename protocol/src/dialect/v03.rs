@@ -56,7 +56,8 @@ pub fn state_name(state: TaskState) -> &'static str {
 
 /// The JSON-RPC code a 0.3 caller gets: 0.3 has -32001..-32007 with the same meaning as
 /// 1.0; the codes only 1.0 has (-32008 extension required, -32009 version) become
-/// -32603, as a2a-python's compat layer does. a2ad's own server-range codes stay.
+/// -32603, as a2a-python's compat layer does. a2ad's own server-range codes stay, and so
+/// does UNAUTHENTICATED (-31401, which a2a-go's 0.3 releases use too: 0.3 itself has none).
 pub fn jsonrpc_code(code: ErrorCode) -> i32 {
     match code {
         ErrorCode::ExtensionSupportRequired | ErrorCode::VersionNotSupported => -32603,

@@ -5,7 +5,8 @@
 //!    first sweep (`n` ≤ 10,000, the per-sweep quota): the wall time until
 //!    `a2ad_retention_removed_total` reaches `n`, and the node's CPU over that time, per
 //!    task (the node is otherwise idle but for the `/metrics` polls);
-//! 3. `a2ad admin compact` on the stopped store.
+//! 3. `a2ad admin compact` on the stopped store, once with the `n` tasks (between 1 and
+//!    2: what a compacted store of `n` live tasks takes) and once after the sweep.
 //!
 //! Store sizes are the bytes of every file under the data dir.
 
@@ -30,10 +31,25 @@ pub struct RetentionFigures {
     pub sweep_wall: Duration,
     pub sweep_cpu_s: f64,
     pub bytes_full: u64,
+    pub full_compacted: Compacted,
     pub bytes_swept: u64,
-    pub bytes_compacted: u64,
-    pub compact_wall: Duration,
-    pub compact_said: String,
+    pub swept_compacted: Compacted,
+}
+
+/// One `a2ad admin compact`: what it printed, how long it took, the bytes after.
+pub struct Compacted {
+    pub said: String,
+    pub wall: Duration,
+    pub bytes_after: u64,
+}
+
+fn compact(bin: &Path, data: &Path) -> Compacted {
+    let started = Instant::now();
+    let output =
+        std::process::Command::new(bin).args(["admin", "compact", "--data-dir"]).arg(data).output().expect("compact");
+    let wall = started.elapsed();
+    let said = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    Compacted { said, wall, bytes_after: dir_bytes(data) }
 }
 
 fn body(conn: usize, seq: u64) -> String {
@@ -77,8 +93,10 @@ pub async fn measure(bin: &Path, n: u64) -> RetentionFigures {
     let target = Target { addr: node.addr, path: "/", body_for: body, expect: "TASK_STATE_COMPLETED" };
     let made = client::run(target, 64, Duration::ZERO, Duration::from_secs(300), n).await;
     assert_eq!(made.errors, 0, "every task was created");
+    let n = made.requests;
     node.stop();
     let bytes_full = dir_bytes(&data);
+    let full_compacted = compact(bin, &data);
 
     let retention = format!("{CONFIG}retention:\n  max-age: 1ms\n  sweep-interval: {}s\n", SWEEP_INTERVAL.as_secs());
     let node = Node::start_in(bin, &data, &retention, &[]);
@@ -95,46 +113,52 @@ pub async fn measure(bin: &Path, n: u64) -> RetentionFigures {
     node.stop();
     let bytes_swept = dir_bytes(&data);
 
-    let started = Instant::now();
-    let output = std::process::Command::new(bin)
-        .args(["admin", "compact", "--data-dir"])
-        .arg(&data)
-        .output()
-        .expect("a2ad admin compact");
-    let compact_wall = started.elapsed();
-    let compact_said = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let swept_compacted = compact(bin, &data);
     RetentionFigures {
         tasks: n,
         removed,
         sweep_wall,
         sweep_cpu_s,
         bytes_full,
+        full_compacted,
         bytes_swept,
-        bytes_compacted: dir_bytes(&data),
-        compact_wall,
-        compact_said,
+        swept_compacted,
+    }
+}
+
+/// Bytes, readably.
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
     }
 }
 
 /// The whole part, printed.
 pub async fn run_all(bin: &Path, n: u64) {
     let f = measure(bin, n).await;
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
-        "retention: {} tasks, {} removed in one sweep: {:.2} s wall ({:.0} us/task), node CPU {:.2} s ({:.0} us/task)",
+        "retention: {} tasks, {} removed in one sweep: {:.0} ms wall ({:.0} us/task), node CPU {:.0} ms ({:.0} us/task)",
         f.tasks,
         f.removed,
-        f.sweep_wall.as_secs_f64(),
+        f.sweep_wall.as_secs_f64() * 1e3,
         f.sweep_wall.as_secs_f64() * 1e6 / f.removed.max(1) as f64,
-        f.sweep_cpu_s,
+        f.sweep_cpu_s * 1e3,
         f.sweep_cpu_s * 1e6 / f.removed.max(1) as f64
     );
     println!(
-        "store: {:.1} MiB with the tasks, {:.1} MiB after the sweep, {:.1} MiB after admin compact ({:.2} s; it said: {})",
-        mib(f.bytes_full),
-        mib(f.bytes_swept),
-        mib(f.bytes_compacted),
-        f.compact_wall.as_secs_f64(),
-        f.compact_said
+        "store with the tasks: {} on disk, {} compacted ({:.2} s: {})",
+        human(f.bytes_full),
+        human(f.full_compacted.bytes_after),
+        f.full_compacted.wall.as_secs_f64(),
+        f.full_compacted.said
+    );
+    println!(
+        "store after the sweep: {} on disk, {} compacted ({:.2} s: {})",
+        human(f.bytes_swept),
+        human(f.swept_compacted.bytes_after),
+        f.swept_compacted.wall.as_secs_f64(),
+        f.swept_compacted.said
     );
 }

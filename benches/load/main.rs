@@ -32,6 +32,20 @@ use node::Node;
 use std::path::PathBuf;
 use std::time::Duration;
 
+const USAGE: &str = "\
+usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build --release)
+  --seconds N              measured seconds per load (10; each after a 2 s warm-up)
+  --connections N          connections / requests in flight (64)
+  --contexts N             contexts of the memory part (100000)
+  --only PART[,PART]       run just these parts
+  --all                    run every part (default: core, streams, push, memory)
+  --skip-PART              leave a part out (e.g. --skip-memory, --skip-transports)
+  --repeat N               run each of the added parts N times in a row (1)
+  --ws-sockets N           WebSocket connections of the transports part (4)
+  --stream-characters N    fire-hose characters of the ws-stream part (50000)
+  --retention-tasks N      tasks of the retention part (10000, at most 10000)
+parts: core streams push memory transports dialects ws-stream retention";
+
 /// Every part, in the order they run; the first four are the default set.
 const PARTS: [&str; 8] = ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention"];
 
@@ -119,6 +133,10 @@ fn a2ad_binary() -> PathBuf {
 fn main() {
     if std::env::args().any(|a| a == "--bare-server") {
         bare::serve().expect("bare server");
+        return;
+    }
+    if std::env::args().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
         return;
     }
     let options = Options::from_args();

@@ -5,7 +5,7 @@
 use hdrhistogram::Histogram;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// What one run measured.
@@ -63,7 +63,7 @@ pub async fn run(
     total
 }
 
-fn new_histogram() -> Histogram<u64> {
+pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds")
 }
 
@@ -109,13 +109,13 @@ async fn connection_loop(
 /// Reads one response; returns its body as text (None on a non-200 or a broken stream).
 /// Handles `Content-Length` bodies and chunked ones (SSE streams, read to their end; the
 /// text then still has the chunk framing, which is fine for counting and matching).
-pub async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+pub async fn read_response<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>) -> Option<String> {
     let (head, body) = read_message(stream, buf).await?;
     head.starts_with("http/1.1 200").then_some(body)
 }
 
 /// Reads one HTTP/1.1 message (a request or a response): its head, lowercased, and body.
-pub async fn read_message(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String)> {
+pub async fn read_message<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>) -> Option<(String, String)> {
     buf.clear();
     let mut chunk = [0u8; 16384];
     let header_end = loop {
@@ -153,7 +153,7 @@ pub async fn post(stream: &mut TcpStream, body: &str) -> std::io::Result<()> {
 }
 
 /// Writes a JSON POST to `path`.
-pub async fn post_to(stream: &mut TcpStream, path: &str, body: &str) -> std::io::Result<()> {
+pub async fn post_to<S: AsyncWrite + Unpin>(stream: &mut S, path: &str, body: &str) -> std::io::Result<()> {
     let request = format!(
         "POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()

@@ -6,27 +6,58 @@
 //! 1. Throughput and latency of `SendMessage` (echo, persistence on, blocking) on the
 //!    release binary with one worker pinned to one core, at 64 connections; then the same
 //!    load on a bare actix-web handler that parses the same body; and the ratio.
-//! 2. RSS per idle context at 100k contexts (see `memory.rs`).
+//! 2. Streaming, push and RSS per idle context at 100k contexts (see `streams.rs`,
+//!    `push.rs`, `memory.rs`).
+//!
+//! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
+//! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
+//! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
+//! `retention` (`transports.rs`, `dialects.rs`, `ws_stream.rs`, `retention.rs`).
+//! `--repeat N` runs each of the added parts N times in a row (for the spread).
 
 mod bare;
 mod client;
+mod dialects;
 mod grpc_load;
 mod memory;
+mod mux;
 mod node;
 mod push;
+mod retention;
 mod streams;
+mod transports;
+mod ws_stream;
 
 use node::Node;
 use std::path::PathBuf;
 use std::time::Duration;
 
+const USAGE: &str = "\
+usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build --release)
+  --seconds N              measured seconds per load (10; each after a 2 s warm-up)
+  --connections N          connections / requests in flight (64)
+  --contexts N             contexts of the memory part (100000)
+  --only PART[,PART]       run just these parts
+  --all                    run every part (default: core, streams, push, memory)
+  --skip-PART              leave a part out (e.g. --skip-memory, --skip-transports)
+  --repeat N               run each of the added parts N times in a row (1)
+  --ws-sockets N           WebSocket connections of the transports part (4)
+  --stream-characters N    fire-hose characters of the ws-stream part (50000)
+  --retention-tasks N      tasks of the retention part (10000, at most 10000)
+parts: core streams push memory transports dialects ws-stream retention";
+
+/// Every part, in the order they run; the first four are the default set.
+const PARTS: [&str; 8] = ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention"];
+
 struct Options {
     seconds: u64,
     connections: usize,
     contexts: u64,
-    skip_memory: bool,
-    skip_streams: bool,
-    skip_push: bool,
+    parts: Vec<&'static str>,
+    repeat: u64,
+    ws_sockets: usize,
+    stream_characters: usize,
+    retention_tasks: u64,
 }
 
 impl Options {
@@ -43,11 +74,37 @@ impl Options {
             seconds: value("--seconds", 10),
             connections: value("--connections", 64) as usize,
             contexts: value("--contexts", 100_000),
-            skip_memory: args.iter().any(|a| a == "--skip-memory"),
-            skip_streams: args.iter().any(|a| a == "--skip-streams"),
-            skip_push: args.iter().any(|a| a == "--skip-push"),
+            parts: selected_parts(&args),
+            repeat: value("--repeat", 1).max(1),
+            ws_sockets: value("--ws-sockets", 4).max(1) as usize,
+            stream_characters: value("--stream-characters", 50_000) as usize,
+            retention_tasks: value("--retention-tasks", 10_000).clamp(1, 10_000),
         }
     }
+
+    fn runs(&self, part: &str) -> bool {
+        self.parts.contains(&part)
+    }
+}
+
+/// `--only a,b` or (`--all` | the default four), minus every `--skip-PART`.
+fn selected_parts(args: &[String]) -> Vec<&'static str> {
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+    if let Some(unknown) = only.into_iter().flat_map(|o| o.split(',')).find(|p| !PARTS.contains(p)) {
+        eprintln!("--only: unknown part `{unknown}` (parts: {})", PARTS.join(", "));
+        std::process::exit(2);
+    }
+    let all = args.iter().any(|a| a == "--all");
+    PARTS
+        .iter()
+        .enumerate()
+        .filter(|(i, part)| match only {
+            Some(only) => only.split(',').any(|p| p == **part),
+            None => all || *i < 4,
+        })
+        .filter(|(_, part)| !args.iter().any(|a| *a == format!("--skip-{part}")))
+        .map(|(_, part)| *part)
+        .collect()
 }
 
 /// The same JSON-RPC body for both servers: one context per connection, so that each
@@ -78,16 +135,73 @@ fn main() {
         bare::serve().expect("bare server");
         return;
     }
+    if std::env::args().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
     let options = Options::from_args();
     let bin = a2ad_binary();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let warmup = Duration::from_secs(2);
     let duration = Duration::from_secs(options.seconds);
+    let bare_throughput = options.runs("core").then(|| run_core(&runtime, &bin, &options, warmup, duration));
+
+    if options.runs("streams") {
+        run_streaming(&runtime, &bin, &options, warmup, duration, bare_throughput);
+    }
+
+    if options.runs("push") {
+        run_push(&runtime, &bin);
+    }
+
+    if options.runs("memory") {
+        let mem = runtime.block_on(memory::measure(&bin, options.contexts));
+        println!(
+            "idle contexts: {}  RSS live {} MiB, evicting {} MiB  =>  {:.0} bytes per idle context",
+            mem.contexts,
+            mem.rss_live_kib / 1024,
+            mem.rss_evicting_kib / 1024,
+            mem.bytes_per_context()
+        );
+    }
+    run_added_parts(&runtime, &bin, &options, warmup, duration);
+}
+
+/// The parts measuring this session's additions, each `--repeat` times in a row.
+fn run_added_parts(
+    runtime: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    options: &Options,
+    warmup: Duration,
+    duration: Duration,
+) {
+    let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
+    for part in ["transports", "dialects", "ws-stream", "retention"].into_iter().filter(|p| options.runs(p)) {
+        for round in 1..=options.repeat {
+            println!("[{part} {round}/{}]", options.repeat);
+            match part {
+                "transports" => runtime.block_on(transports::run_all(bin, shape)),
+                "dialects" => runtime.block_on(dialects::run_all(bin, options.connections, warmup, duration)),
+                "ws-stream" => runtime.block_on(ws_stream::run_all(bin, options.stream_characters)),
+                _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),
+            }
+        }
+    }
+}
+
+/// SendMessage on the bare handler and over JSON-RPC, HTTP+JSON and gRPC; returns the
+/// bare handler's throughput (the reference of the streaming ratio).
+fn run_core(
+    runtime: &tokio::runtime::Runtime,
+    bin: &std::path::Path,
+    options: &Options,
+    warmup: Duration,
+    duration: Duration,
+) -> f64 {
     let load = |addr| {
         let target = client::Target { addr, path: "/", body_for: send_body, expect: "TASK_STATE_COMPLETED" };
         client::run(target, options.connections, warmup, duration, u64::MAX)
     };
-
     println!(
         "SendMessage, {} connections, {} s after {} s warm-up, server on 1 core:",
         options.connections,
@@ -97,11 +211,11 @@ fn main() {
     let bare = Node::start_bare();
     let bare_result = runtime.block_on(load(bare.addr));
     drop(bare);
-    let node = Node::start(&bin, &["--workers", "1"]);
+    let node = Node::start(bin, &["--workers", "1"]);
     let node_result = runtime.block_on(load(node.addr));
     let node_rss = node.rss_kib();
     drop(node);
-    let rest = Node::start(&bin, &["--workers", "1"]);
+    let rest = Node::start(bin, &["--workers", "1"]);
     let target = client::Target {
         addr: rest.addr,
         path: "/a2a/message:send",
@@ -110,7 +224,7 @@ fn main() {
     };
     let rest_result = runtime.block_on(client::run(target, options.connections, warmup, duration, u64::MAX));
     drop(rest);
-    let grpc = Node::start(&bin, &["--workers", "1"]);
+    let grpc = Node::start(bin, &["--workers", "1"]);
     let grpc_result = runtime.block_on(grpc_load::run(grpc.grpc_addr(), options.connections, warmup, duration));
     drop(grpc);
     println!("{}", bare_result.summary("bare actix-web handler"));
@@ -123,24 +237,7 @@ fn main() {
         node_rss / 1024
     );
 
-    if !options.skip_streams {
-        run_streaming(&runtime, &bin, &options, warmup, duration, bare_result.throughput());
-    }
-
-    if !options.skip_push {
-        run_push(&runtime, &bin);
-    }
-
-    if !options.skip_memory {
-        let mem = runtime.block_on(memory::measure(&bin, options.contexts));
-        println!(
-            "idle contexts: {}  RSS live {} MiB, evicting {} MiB  =>  {:.0} bytes per idle context",
-            mem.contexts,
-            mem.rss_live_kib / 1024,
-            mem.rss_evicting_kib / 1024,
-            mem.bytes_per_context()
-        );
-    }
+    bare_result.throughput()
 }
 
 fn run_streaming(
@@ -149,11 +246,13 @@ fn run_streaming(
     options: &Options,
     warmup: Duration,
     duration: Duration,
-    bare_throughput: f64,
+    bare_throughput: Option<f64>,
 ) {
     let streams = runtime.block_on(streams::streams_per_second(bin, options.connections, warmup, duration));
     println!("{}", streams.summary("a2ad SendStreamingMessage"));
-    println!("ratio streams / bare: {:.3}", streams.throughput() / bare_throughput);
+    if let Some(bare) = bare_throughput {
+        println!("ratio streams / bare: {:.3}", streams.throughput() / bare);
+    }
 
     let (events, elapsed) = runtime.block_on(streams::events_per_second(bin, 50_000));
     println!(

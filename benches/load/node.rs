@@ -25,6 +25,21 @@ impl Node {
         Self::spawn(cmd, Some(data))
     }
 
+    /// `a2ad serve` on 127.0.0.1:0 with `config` (YAML) written next to the given data
+    /// dir, so that a later node (or `a2ad admin`) can open the same store.
+    pub fn start_in(bin: &Path, data: &Path, config: &str, extra: &[&str]) -> Node {
+        let file = data.with_extension("yml");
+        std::fs::write(&file, config).expect("config");
+        let mut cmd = pinned(bin);
+        cmd.arg("serve")
+            .args(["--workers", "1", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .arg("--config")
+            .arg(&file)
+            .args(extra);
+        Self::spawn(cmd, None)
+    }
+
     /// The bare actix-web baseline (this same executable with `--bare-server`).
     pub fn start_bare() -> Node {
         let mut cmd = pinned(&std::env::current_exe().expect("own path"));
@@ -62,14 +77,38 @@ impl Node {
 impl Node {
     /// CPU time the process has used (user + system), from /proc, in seconds.
     pub fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the command name (which may hold spaces): state is field 3, so
-        // utime and stime (fields 14 and 15) are at 11 and 12 here.
-        let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let ticks: f64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<f64>().ok()).sum();
-        ticks / 100.0
+        cpu_seconds_of(self.child.id())
     }
+
+    /// The process id (for /proc readings).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the node as an operator would (SIGTERM: requests answered, store flushed),
+    /// waiting at most 30 s; the drop then kills whatever is left.
+    pub fn stop(mut self) {
+        // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// CPU time process `pid` has used (user + system), from /proc, in seconds.
+pub fn cpu_seconds_of(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is field 3, so
+    // utime and stime (fields 14 and 15) are at 11 and 12 here.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<f64>().ok()).sum();
+    ticks / 100.0
 }
 
 impl Drop for Node {
@@ -81,7 +120,7 @@ impl Drop for Node {
 
 /// `taskset -c 0 <program>` when there are two CPUs or more, so that the server under
 /// test has exactly one core and the load driver another.
-fn pinned(program: &Path) -> Command {
+pub fn pinned(program: &Path) -> Command {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     if cpus >= 2 && Path::new("/usr/bin/taskset").exists() {
         let mut cmd = Command::new("/usr/bin/taskset");

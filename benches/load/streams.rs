@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
 /// The agents the streaming runs use.
-const CONFIG: &str = "agents:
+pub const CONFIG: &str = "agents:
   - {id: echo, kind: echo}
   - {id: firehose, kind: echo, echo: {chunk-size: 1}}
   - {id: slow, kind: echo, echo: {chunk-size: 1, chunk-delay: 10ms}}

@@ -9,11 +9,11 @@
 //!
 //! * the session keeps the user's message and the reply (without a `taskId`: there is no
 //!   task), so the context's next turn sees both; its last-task pointer is not moved;
-//! * the task, written when the turn started, is removed with its indexes, event log,
-//!   push configs and artifact files ([`crate::Runtime::remove_task`], the retention
-//!   path), on the blocking pool, not on the actor's thread;
-//! * once the session and the removal are durable (one group commit), a blocking send
-//!   gets the message and every stream gets it as its only and last event.
+//! * the task, written when the turn started, is removed with its indexes and event log
+//!   in the same atomic write as the session (below), then its push configs and artifact
+//!   files, if any ([`crate::Runtime::settle_reply`]), on the blocking pool;
+//! * once that write is durable (a group commit), a blocking send gets the message and
+//!   every stream gets it as its only and last event.
 //!
 //! Streams: when the turn may still become a reply (and its agent can send one,
 //! [`crate::agent::Agent::may_reply_only`]), the task snapshot that opens a new task's

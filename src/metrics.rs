@@ -299,6 +299,15 @@ impl MeteredStore {
     }
 }
 
+impl MeteredStore {
+    /// Takes a removed task out of its state's count.
+    fn uncount(&self, removed: Option<&TaskRecord>) {
+        if let Some(i) = removed.and_then(|r| STATES.iter().position(|s| *s == r.state())) {
+            self.metrics.tasks[i].fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
 impl TaskStore for MeteredStore {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
         let before = self.inner.put_task(record, events)?;
@@ -339,9 +348,18 @@ impl TaskStore for MeteredStore {
     }
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let removed = self.inner.delete_task(task_id)?;
-        if let Some(i) = removed.as_ref().and_then(|r| STATES.iter().position(|s| *s == r.state())) {
-            self.metrics.tasks[i].fetch_sub(1, Ordering::Relaxed);
-        }
+        self.uncount(removed.as_ref());
+        Ok(removed)
+    }
+    fn settle_reply(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[a2ad_protocol::Message],
+        limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let removed = self.inner.settle_reply(task_id, session, appended, limit)?;
+        self.uncount(removed.as_ref());
         Ok(removed)
     }
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {

@@ -3,7 +3,8 @@
 use crate::agent::AgentRegistry;
 use crate::limits::TurnLimits;
 use crate::push::PushHooks;
-use a2ad_storage::{GroupCommit, LoggedEvent, StoreError, TaskRecord, TaskStore};
+use a2ad_protocol::Message;
+use a2ad_storage::{GroupCommit, LoggedEvent, SessionRecord, StoreError, TaskRecord, TaskStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,6 +71,31 @@ impl Runtime {
     /// that cannot be removed is logged, not an error: the task itself is gone.
     pub fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let Some(record) = self.store.delete_task(task_id)? else { return Ok(None) };
+        self.remove_push_configs_and_files(task_id)?;
+        Ok(Some(record))
+    }
+
+    /// Settles a Message-only reply: the session write and the task removal as one
+    /// atomic store write ([`TaskStore::settle_reply`]), then the task's push configs and
+    /// artifact files. Those follow the atomic write and are idempotent; a reply's task
+    /// has none in practice (an artifact event, a push config or a client that saw the
+    /// task each make the turn a kept task), so a failure there is logged, not an error:
+    /// the reply is settled. Blocking, like [`Runtime::remove_task`].
+    pub fn settle_reply(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let limit = self.settings.session_history_limit;
+        let removed = self.store.settle_reply(task_id, session, appended, limit)?;
+        if let Err(e) = self.remove_push_configs_and_files(task_id) {
+            tracing::warn!(task_id, error = %e, "could not remove the push configs of a Message-only reply's task");
+        }
+        Ok(removed)
+    }
+
+    fn remove_push_configs_and_files(&self, task_id: &str) -> Result<(), StoreError> {
         if let Some(push) = &self.push {
             push.configs.delete_task(task_id)?;
         }
@@ -78,6 +104,6 @@ impl Runtime {
                 tracing::warn!(task_id, error = %e, "could not remove a task's artifact files");
             }
         }
-        Ok(Some(record))
+        Ok(())
     }
 }

@@ -10,11 +10,15 @@
 //! through each context's actor (so an answer that arrives meanwhile wins) and so do the
 //! session removals of live contexts (see `ForgetSessions`). A removed task is gone from
 //! every index: GetTask, ListTasks, SubscribeToTask and a follow-up message answer
-//! TaskNotFound, like for a task that never existed.
+//! TaskNotFound, like for a task that never existed. Once per start, the sweeper also
+//! removes artifact directories whose task is gone (a crash between a task's removal
+//! and its directory's: see [`remove_orphan_artifact_dirs`]).
 
+mod orphans;
 mod plan;
 mod sweep;
 
+pub use orphans::remove_orphan_artifact_dirs;
 pub use plan::{plan, Plan, Planner};
 pub use sweep::{SweepReport, Sweeper};
 

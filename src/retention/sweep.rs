@@ -45,6 +45,7 @@ impl Sweeper {
     /// `stop` is cancelled (the node begins to shut down); a sweep under way finishes.
     pub fn start(self, stop: tokio_util::sync::CancellationToken) {
         actix_web::rt::spawn(async move {
+            self.remove_orphans().await;
             let mut interval = tokio::time::interval(self.config.sweep_interval);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             interval.tick().await;
@@ -67,6 +68,17 @@ impl Sweeper {
                 }
             }
         });
+    }
+
+    /// Removes the artifact directories a crash left without their task (once, at start).
+    async fn remove_orphans(&self) {
+        let rt = Arc::clone(&self.core.rt);
+        let swept = blocking(move || Ok(super::remove_orphan_artifact_dirs(rt.store.as_ref(), &rt.data_dir)?)).await;
+        match swept {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed artifact dirs whose task was gone"),
+            Err(e) => tracing::error!(error = %e, "could not sweep orphaned artifact dirs"),
+        }
     }
 
     /// One sweep: plan, expire, remove, forget emptied sessions, commit.

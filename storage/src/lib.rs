@@ -88,6 +88,20 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// How many events and session records the store holds (a full index scan).
     fn counts(&self) -> Result<StoreCounts, StoreError>;
+
+    /// Settles a Message-only reply in ONE atomic write: stores the session as
+    /// [`TaskStore::put_session`] does and removes the reply's task as
+    /// [`TaskStore::delete_task`] does. After a crash either both happened or neither,
+    /// so a reply the session holds never leaves its task behind for recovery to fail.
+    /// Returns the removed record (`None` if there was no such task; the session is
+    /// written anyway).
+    fn settle_reply(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError>;
 }
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id

@@ -329,3 +329,31 @@ async fn a_stopping_node_finishes_its_running_request_and_leaves_new_ones_in_the
         assert!(range.ids.iter().any(|e| e.id == second), "the late one is still in the stream for another node");
     }
 }
+
+#[actix_web::test]
+async fn a_reply_only_agent_is_one_frame_then_the_final_marker_and_leaves_no_task() {
+    use crate::reply_only::{command_agent, REPLY};
+    let Some(redis) = RedisServer::start() else { return };
+    let node = node(redis.port, "n1", |c| c.agents = vec![command_agent("reply", REPLY)]).await;
+    let mut con = connect(redis.port).await;
+    let request = rpc(json!("r"), "SendStreamingMessage", send_params("hi", json!({})));
+    let id = add(&mut con, &[("request", request.as_str()), ("reply-to", "frames")]).await;
+    let entries = answered(&con, "frames", &id).await;
+    assert_eq!(entries.len(), 2, "one frame, then the marker: {entries:?}");
+    assert_eq!((entries[0]["final"].as_str(), entries[1]["final"].as_str()), ("false", "true"));
+    let frame = response(&entries[0]);
+    assert_eq!(frame["id"], "r");
+    let message = &frame["result"]["message"];
+    assert_eq!(message["role"], "ROLE_AGENT", "{frame}");
+    assert!(message["parts"][0]["text"].as_str().unwrap().starts_with("answer history=none"), "{frame}");
+    assert!(eventually(200, || async { pending(&mut con.clone()).await == 0 }).await, "acked after the marker");
+
+    let blocking = rpc(json!("b"), "SendMessage", send_params("hi", json!({})));
+    let id = add(&mut con, &[("request", blocking.as_str()), ("reply-to", "answers")]).await;
+    let answers = answered(&con, "answers", &id).await;
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    let answer = response(&answers[0]);
+    assert!(answer["result"].get("task").is_none(), "{answer}");
+    assert_eq!(answer["result"]["message"]["role"], "ROLE_AGENT", "{answer}");
+    assert_eq!(node.ok("ListTasks", json!({})).await["totalSize"], 0, "no task is left behind");
+}

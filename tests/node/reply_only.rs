@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// Replies at once; the reply says whether the history (stdin, `input: json`) holds an
 /// earlier reply of this agent, and names the task id the turn ran under.
-const REPLY: &str = r#"input=$(cat)
+pub(crate) const REPLY: &str = r#"input=$(cat)
 case "$input" in *'history=none'*) h=seen;; *) h=none;; esac
 echo "{\"type\":\"reply\",\"text\":\"answer history=$h task=$A2A_TASK_ID\"}""#;
 
@@ -24,7 +24,7 @@ const MIXED: &str = r#"cat >/dev/null
 echo '{"type":"text","text":"working on it"}'
 echo '{"type":"reply","text":"late reply"}'"#;
 
-fn command_agent(id: &str, script: &str) -> AgentConfig {
+pub(crate) fn command_agent(id: &str, script: &str) -> AgentConfig {
     let mut agent = AgentConfig::default_echo();
     agent.id = id.into();
     agent.kind = AgentKind::Command(CommandSettings {
@@ -339,4 +339,56 @@ async fn a_send_that_asks_for_push_notifications_keeps_its_task() {
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{result}");
     assert!(text_of(&task["status"]["message"]).starts_with("answer"), "{result}");
     assert_eq!(app.ok("GetTask", json!({"id": task["id"]})).await["id"], task["id"]);
+}
+
+/// Replies once the test has created the file `go` (bounded: at most 20 s).
+fn reply_when(go: &std::path::Path) -> String {
+    format!(
+        "cat >/dev/null; i=0; while [ ! -f '{}' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
+         echo '{{\"type\":\"reply\",\"text\":\"held reply\"}}'",
+        go.display()
+    )
+}
+
+#[actix_web::test]
+async fn subscribing_while_the_snapshot_is_held_keeps_the_task_and_both_streams_follow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let app = spawn_app({
+        let agent = command_agent("held", &reply_when(&go));
+        move |c| c.agents = vec![agent]
+    })
+    .await;
+    let (client, url) = (app.client.clone(), app.url.clone());
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": send_params("hi", json!({}))});
+    let sender = actix_web::rt::spawn(async move {
+        let response = client.post(url).json(&body).send().await.unwrap();
+        SseReader::from_response(response).await.unwrap().rest().await
+    });
+    // The task exists (WORKING) while the sender's stream waits for the agent.
+    let listed =
+        crate::support::eventually(400, || async { app.ok("ListTasks", json!({})).await["totalSize"] == 1 }).await;
+    assert!(listed, "the running task is listed");
+    let task_id = app.ok("ListTasks", json!({})).await["tasks"][0]["id"].as_str().unwrap().to_owned();
+    let mut watcher = app.stream("SubscribeToTask", json!({"id": task_id}), &[]).await.unwrap();
+    let first = watcher.next_data().await.expect("the task");
+    assert_eq!(first.result()["task"]["status"]["state"], "TASK_STATE_WORKING", "{first:?}");
+    std::fs::write(&go, "").unwrap();
+
+    let watched = watcher.rest().await;
+    let sent = tokio::time::timeout(Duration::from_secs(30), sender).await.unwrap().unwrap();
+    for (who, events) in [("the subscriber", [vec![first], watched].concat()), ("the sender", sent)] {
+        let kinds: Vec<String> =
+            events.iter().map(|e| e.result().as_object().unwrap().keys().next().unwrap().clone()).collect();
+        assert_eq!(kinds, ["task", "statusUpdate"], "{who} follows a task: {events:?}");
+        assert_eq!(events.iter().map(|e| e.seq()).collect::<Vec<_>>(), [1, 2], "{who}");
+        let status = &events[1].result()["statusUpdate"]["status"];
+        assert_eq!(
+            (status["state"].as_str(), text_of(&status["message"])),
+            (Some("TASK_STATE_COMPLETED"), "held reply")
+        );
+    }
+    let kept = app.ok("GetTask", json!({"id": task_id})).await;
+    assert_eq!(kept["status"]["state"], "TASK_STATE_COMPLETED", "a watched task is kept: {kept}");
 }

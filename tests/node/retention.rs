@@ -174,3 +174,20 @@ async fn soak_with_short_retention_keeps_tasks_and_disk_bounded() {
     let final_check = app.send_text("still fine", json!({})).await;
     assert_eq!(final_check["status"]["state"], "TASK_STATE_COMPLETED");
 }
+
+#[actix_web::test]
+async fn start_up_removes_artifact_dirs_whose_task_is_gone() {
+    let holder = tempfile::tempdir().unwrap();
+    let data = holder.path().join("data");
+    let orphan = data.join("artifacts").join("0193-removed-task");
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::write(orphan.join("output.bin"), [7u8; 64]).unwrap();
+    let app = spawn_app({
+        let data = data.clone();
+        move |c| c.data_dir = data
+    })
+    .await;
+    assert!(eventually(400, || async { !orphan.exists() }).await, "a dir no task owns is swept at start-up");
+    let task = app.send_text("still serving", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+}

@@ -26,7 +26,17 @@ impl StdioNode {
 
     /// The same with `extra` YAML appended to the config.
     fn start_with(dir: &Path, extra: &str) -> StdioNode {
-        let config = config_file(dir, extra);
+        StdioNode::spawn(dir, &config_file(dir, extra))
+    }
+
+    /// Starts `a2ad stdio` on `yaml` as its whole config.
+    fn start_yaml(dir: &Path, yaml: &str) -> StdioNode {
+        let config = dir.join("stdio.yml");
+        std::fs::write(&config, yaml).unwrap();
+        StdioNode::spawn(dir, &config)
+    }
+
+    fn spawn(dir: &Path, config: &Path) -> StdioNode {
         let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
             .arg("stdio")
             .args(["--config", config.to_str().unwrap(), "--data-dir", dir.join("data").to_str().unwrap()])
@@ -216,4 +226,33 @@ async fn a_line_over_the_body_limit_is_refused_and_the_next_one_is_read() {
     assert_eq!(listed["result"]["tasks"].as_array().map(Vec::len), Some(0), "the long line made no task");
     let (status, _) = node.close().await;
     assert!(status.success());
+}
+
+#[actix_web::test]
+async fn a_reply_only_agent_streams_one_message_line_and_leaves_no_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("reply.sh");
+    std::fs::write(&script, crate::reply_only::REPLY).unwrap();
+    let yaml = format!(
+        "agents:\n  - id: reply\n    kind: command\n    command:\n      argv: [/bin/sh, {}]\n      input: json\n      output: jsonl\n",
+        script.display()
+    );
+    let mut node = StdioNode::start_yaml(dir.path(), &yaml);
+    node.send(json!(1), "SendStreamingMessage", send_params("hi", json!({"contextId": "pipe"}))).await;
+    let frame = node.next().await.unwrap();
+    assert_eq!(frame["id"], 1);
+    let message = &frame["result"]["message"];
+    assert_eq!(message["role"], "ROLE_AGENT", "the one line is the reply: {frame}");
+    assert!(message["parts"][0]["text"].as_str().unwrap().starts_with("answer history=none"), "{frame}");
+    // The stream is over: the next line answers the next request, and no task is left.
+    node.send(json!(2), "ListTasks", json!({})).await;
+    let listed = node.next().await.unwrap();
+    assert_eq!((listed["id"].as_i64(), listed["result"]["totalSize"].as_i64()), (Some(2), Some(0)), "{listed}");
+    node.send(json!(3), "SendMessage", send_params("again", json!({"contextId": "pipe"}))).await;
+    let again = node.next().await.unwrap();
+    let text = again["result"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with("answer history=seen"), "the session kept the first reply: {again}");
+    let (status, rest) = node.close().await;
+    assert!(status.success());
+    assert!(rest.is_empty(), "no frame after the message: {rest:?}");
 }

@@ -21,7 +21,9 @@
 //!   `history_limit` are kept.
 //!
 //! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
-//! and a context's session once the context has no task left.
+//! and a context's session once the context has no task left. A Message-only reply
+//! writes its session and removes its task in one sled transaction across both trees
+//! ([`TaskStore::settle_reply`]), the one write that spans them.
 //!
 //! A task is written only by its context's actor (and by recovery before serving), so
 //! reading the old stamp and then applying the batch cannot race with another writer.
@@ -29,6 +31,7 @@
 mod compact;
 mod index;
 mod removal;
+mod settle;
 
 pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
@@ -81,6 +84,29 @@ impl SledStore {
     /// flush, one group commit): push configs, the local push queue.
     pub fn tree(&self, name: &str) -> Result<sled::Tree, StoreError> {
         Ok(self.db.open_tree(name)?)
+    }
+
+    /// The `sessions`-tree batch of [`TaskStore::put_session`]: the metadata, the
+    /// appended messages, and the removal of those past the last `history_limit`.
+    fn session_batch(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<sled::Batch, StoreError> {
+        let context = session.key.storage_key();
+        let count = session.message_count;
+        let first_new = count.saturating_sub(appended.len() as u64);
+        let limit = history_limit as u64;
+        let mut batch = sled::Batch::default();
+        batch.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(session).map_err(corrupt)?);
+        for (seq, message) in (first_new..).zip(appended) {
+            batch.insert(index::message_key(&context, seq), serde_json::to_vec(message).map_err(corrupt)?);
+        }
+        for seq in first_new.saturating_sub(limit)..count.saturating_sub(limit) {
+            batch.remove(index::message_key(&context, seq));
+        }
+        Ok(batch)
     }
 
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
@@ -203,19 +229,7 @@ impl TaskStore for SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        let context = session.key.storage_key();
-        let count = session.message_count;
-        let first_new = count.saturating_sub(appended.len() as u64);
-        let limit = history_limit as u64;
-        let mut batch = sled::Batch::default();
-        batch.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(session).map_err(corrupt)?);
-        for (seq, message) in (first_new..).zip(appended) {
-            batch.insert(index::message_key(&context, seq), serde_json::to_vec(message).map_err(corrupt)?);
-        }
-        for seq in first_new.saturating_sub(limit)..count.saturating_sub(limit) {
-            batch.remove(index::message_key(&context, seq));
-        }
-        self.sessions.apply_batch(batch)?;
+        self.sessions.apply_batch(self.session_batch(session, appended, history_limit)?)?;
         Ok(())
     }
 
@@ -242,6 +256,16 @@ impl TaskStore for SledStore {
 
     fn counts(&self) -> Result<StoreCounts, StoreError> {
         self.count_entries()
+    }
+
+    fn settle_reply(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.settle_reply_atomically(task_id, session, appended, history_limit)
     }
 }
 

@@ -21,6 +21,18 @@ impl SledStore {
     }
 
     pub(super) fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let Some((record, batch)) = self.removal_batch(task_id)? else {
+            return Ok(None);
+        };
+        self.tasks.apply_batch(batch)?;
+        Ok(Some(record))
+    }
+
+    /// The `tasks`-tree batch that removes a task with every index entry and its event
+    /// log, and the record it removes; `None` when there is no such task. Both
+    /// [`Self::remove_task`] and [`super::SledStore::settle_reply`] apply it, so whatever
+    /// a removal must also update belongs here.
+    pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<(TaskRecord, sled::Batch)>, StoreError> {
         let task_key = index::key(Prefix::Task, task_id.as_bytes());
         let Some(bytes) = self.tasks.get(&task_key)? else {
             return Ok(None);
@@ -37,8 +49,7 @@ impl SledStore {
             let (key, _) = entry?;
             batch.remove(key);
         }
-        self.tasks.apply_batch(batch)?;
-        Ok(Some(record))
+        Ok(Some((record, batch)))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {

@@ -219,3 +219,61 @@ fn visit_tasks_reports_every_owner_with_state_and_time_and_counts_add_up() {
     );
     assert_eq!(store.counts().unwrap().events, 1);
 }
+
+#[test]
+fn settle_reply_writes_the_session_and_removes_the_task_together() {
+    use crate::{ContextKey, SessionRecord};
+    use a2ad_protocol::{Message, StreamResponse};
+    let dir = tempfile::tempdir().unwrap();
+    let owner = Owner { tenant: "acme".into(), principal: "al".into() };
+    let key = ContextKey::new(owner.clone(), "c");
+    let limit = 3;
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let mut session = SessionRecord::new(key.clone(), "reply");
+        let earlier = [Message::agent_text("m0".into(), "c", None, "earlier")];
+        session.append(&earlier, limit);
+        store.put_session(&session, &earlier, limit).unwrap();
+        let kept = record(&owner, "t-kept", "c", TaskState::Completed, 500);
+        store.put_task(&kept, &[LoggedEvent::encode(1, &StreamResponse::Task(kept.task.clone()))]).unwrap();
+        let mut reply_task = record(&owner, "t-reply", "c", TaskState::Working, 1000);
+        reply_task.last_event_seq = 1;
+        store.put_task(&reply_task, &[LoggedEvent::encode(1, &StreamResponse::Task(reply_task.task.clone()))]).unwrap();
+
+        let turn =
+            [Message::agent_text("m1".into(), "c", None, "hi"), Message::agent_text("m2".into(), "c", None, "answer")];
+        session.append(&turn, limit);
+        let removed = store.settle_reply("t-reply", &session, &turn, limit).unwrap().expect("the task was there");
+        assert_eq!((removed.task.id.as_str(), removed.state()), ("t-reply", TaskState::Working));
+        store.flush().unwrap();
+    }
+    let store = open_retrying(dir.path());
+    assert!(store.get_task("t-reply").unwrap().is_none(), "the task is gone");
+    assert!(store.events_after("t-reply", 0, 10).unwrap().is_empty(), "with its event log");
+    assert!(
+        store.tasks_in_states(&[TaskState::Working]).unwrap().is_empty(),
+        "and its active entry: recovery has nothing to fail"
+    );
+    let page = store.list_tasks(&query(&owner)).unwrap();
+    assert_eq!((ids(&page), page.total), (vec!["t-kept"], 1), "the by-time index");
+    let mut by_ctx = query(&owner);
+    by_ctx.context_id = Some("c".into());
+    assert_eq!(store.list_tasks(&by_ctx).unwrap().total, 1, "the by-context index");
+    let mut seen = 0;
+    store.visit_tasks(&mut |_| seen += 1).unwrap();
+    assert_eq!(seen, 1);
+
+    let session = store.get_session(&key, limit).unwrap().expect("the session");
+    assert_eq!(session.message_count, 3);
+    let texts: Vec<&str> = session.history.iter().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(texts, ["m0", "m1", "m2"], "the session holds the message and the reply");
+    assert_eq!(store.counts().unwrap(), crate::StoreCounts { events: 1, sessions: 1, session_messages: 3 });
+
+    // Settling again (a retry, or a task already removed) still writes the session.
+    let mut session = session;
+    let next = [Message::agent_text("m3".into(), "c", None, "again")];
+    session.append(&next, limit);
+    assert!(store.settle_reply("t-reply", &session, &next, limit).unwrap().is_none());
+    assert_eq!(store.get_session(&key, limit).unwrap().unwrap().message_count, 4);
+    assert_eq!(store.counts().unwrap().session_messages, 3, "history is trimmed to the limit as by put_session");
+}

@@ -1,0 +1,75 @@
+//! Artifact directories whose task is gone.
+//!
+//! A task's record goes first and its artifact directory after it (retention, and a
+//! Message-only reply's settling write), so a crash in between leaves a directory no task
+//! owns. Start-up sweeps them once, in the background: a directory under
+//! `<data-dir>/artifacts/` whose name is a task id the store does not know is removed.
+//! A task is stored before any of its artifact files are written, so the directory of a
+//! live task always has its record, and a new task never looks like an orphan.
+
+use a2ad_storage::{artifact_dir, StoreError, TaskStore};
+use std::path::Path;
+
+/// Removes every artifact directory whose task the store does not hold; returns how
+/// many. Entries that are not directories, or whose names could not be task ids, are
+/// left alone. A directory that cannot be removed is logged and skipped. Blocking.
+pub fn remove_orphan_artifact_dirs(store: &dyn TaskStore, data_dir: &Path) -> Result<usize, StoreError> {
+    let root = data_dir.join("artifacts");
+    let entries = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(StoreError::Io(format!("cannot list {}: {e}", root.display()))),
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let Ok(task_id) = entry.file_name().into_string() else { continue };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let Some(dir) = artifact_dir(data_dir, &task_id).filter(|_| is_dir) else { continue };
+        if store.get_task(&task_id)?.is_some() {
+            continue;
+        }
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {} // Removed meanwhile.
+            Err(e) => tracing::warn!(task_id, error = %e, "could not remove an orphaned artifact dir"),
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2ad_protocol::{Task, TaskState, TaskStatus};
+    use a2ad_storage::{Owner, SledStore, TaskRecord};
+
+    #[test]
+    fn only_directories_of_unknown_tasks_are_removed() {
+        let data = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&data.path().join("store")).unwrap();
+        let task = Task {
+            id: "kept-1".into(),
+            context_id: "c".into(),
+            status: TaskStatus::now(TaskState::Completed, None),
+            artifacts: vec![],
+            history: vec![],
+            metadata: None,
+        };
+        let record = TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq: 0 };
+        store.put_task(&record, &[]).unwrap();
+        let artifacts = data.path().join("artifacts");
+        for dir in ["kept-1", "gone-1", "gone-2/nested"] {
+            std::fs::create_dir_all(artifacts.join(dir)).unwrap();
+            std::fs::write(artifacts.join(dir).join("out.txt"), "x").unwrap();
+        }
+        std::fs::write(artifacts.join("stray-file"), "not a task's dir").unwrap();
+
+        assert_eq!(remove_orphan_artifact_dirs(&store, data.path()).unwrap(), 2);
+        assert!(artifacts.join("kept-1/out.txt").exists(), "a stored task keeps its files");
+        assert!(!artifacts.join("gone-1").exists() && !artifacts.join("gone-2").exists());
+        assert!(artifacts.join("stray-file").exists(), "only directories are task dirs");
+        assert_eq!(remove_orphan_artifact_dirs(&store, data.path()).unwrap(), 0, "idempotent");
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(remove_orphan_artifact_dirs(&store, empty.path()).unwrap(), 0, "no artifacts dir yet");
+    }
+}

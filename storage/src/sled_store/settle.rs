@@ -1,0 +1,43 @@
+//! Settling a Message-only reply: the session write and the task removal as one atomic
+//! write across the `sessions` and `tasks` trees.
+//!
+//! A reply's turn stored its task (WORKING) when it started. Writing the session (the
+//! user's message and the reply) and removing that task separately would leave a window
+//! where a crash keeps both: start-up recovery would then fail a task whose reply the
+//! session already holds. One sled transaction over both trees closes it: after a crash,
+//! either the session has the reply and the task is gone, or neither happened (and
+//! recovery fails the interrupted turn, as for any other).
+
+use super::SledStore;
+use crate::{SessionRecord, StoreError, TaskRecord};
+use a2ad_protocol::Message;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+impl SledStore {
+    /// See [`crate::TaskStore::settle_reply`]. Both batches are built before the
+    /// transaction (a transaction cannot scan the event log); that is safe because only
+    /// the context's actor writes this task and this session.
+    pub(super) fn settle_reply_atomically(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let session_batch = self.session_batch(session, appended, history_limit)?;
+        let removal = self.removal_batch(task_id)?;
+        let result = (&self.tasks, &self.sessions).transaction(|(tasks, sessions)| {
+            if let Some((_, batch)) = &removal {
+                tasks.apply_batch(batch)?;
+            }
+            sessions.apply_batch(&session_batch)?;
+            Ok::<(), ConflictableTransactionError<()>>(())
+        });
+        match result {
+            Ok(()) => Ok(removal.map(|(record, _)| record)),
+            Err(TransactionError::Storage(e)) => Err(StoreError::Engine(e)),
+            Err(TransactionError::Abort(())) => Err(StoreError::Corrupt("the reply's transaction was aborted".into())),
+        }
+    }
+}

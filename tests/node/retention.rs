@@ -56,7 +56,7 @@ async fn a_finished_task_goes_after_max_age_with_its_events_artifacts_and_sessio
         .await;
     let running = long["id"].as_str().unwrap().to_owned();
 
-    assert!(eventually(200, || is_gone(&app, &id)).await, "the task was removed");
+    assert!(eventually(1200, || is_gone(&app, &id)).await, "the task was removed");
     assert!(!artifacts.exists(), "its artifact directory went with it");
     let listed = app.ok("ListTasks", json!({"contextId": "ctx-old"})).await;
     assert_eq!(listed["totalSize"], 0, "no index still lists it: {listed}");
@@ -84,7 +84,7 @@ async fn max_tasks_keeps_the_newest_per_tenant() {
         actix_web::rt::time::sleep(Duration::from_millis(3)).await; // Distinct status times.
     }
     let three_left = || async { app.ok("ListTasks", json!({})).await["totalSize"] == 3 };
-    assert!(eventually(200, three_left).await);
+    assert!(eventually(1200, three_left).await);
     let listed = app.ok("ListTasks", json!({})).await;
     let kept: Vec<&str> = listed["tasks"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
     let newest: Vec<&str> = ids[3..].iter().rev().map(String::as_str).collect();
@@ -104,7 +104,7 @@ async fn an_unanswered_question_expires_as_canceled_then_an_answer_is_refused() 
     assert_eq!(asked["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
     let id = asked["id"].as_str().unwrap().to_owned();
     let canceled = || async { app.ok("GetTask", json!({"id": id})).await["status"]["state"] == "TASK_STATE_CANCELED" };
-    assert!(eventually(200, canceled).await);
+    assert!(eventually(1200, canceled).await);
     let task = app.ok("GetTask", json!({"id": id})).await;
     let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("expired") && text.contains("300ms"), "{text}");
@@ -187,7 +187,7 @@ async fn start_up_removes_artifact_dirs_whose_task_is_gone() {
         move |c| c.data_dir = data
     })
     .await;
-    assert!(eventually(400, || async { !orphan.exists() }).await, "a dir no task owns is swept at start-up");
+    assert!(eventually(1200, || async { !orphan.exists() }).await, "a dir no task owns is swept at start-up");
     let task = app.send_text("still serving", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
 }

@@ -2,7 +2,7 @@
 //! `a2ad admin stats` need from the sled store.
 
 use super::index::{self, Prefix, Stamp};
-use super::SledStore;
+use super::{counters, SledStore};
 use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
 use a2ad_protocol::TaskState;
 
@@ -26,8 +26,9 @@ impl SledStore {
             return Ok(None);
         };
         let record = Self::decode_task(&bytes)?;
-        // The index keys hold the stamp the record was stored under.
-        let millis = Stamp::decode(&bytes).map_or(record.status_millis(), |s| s.millis);
+        // The index keys and counters hold the stamp the record was stored under.
+        let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
+        let millis = stamp.millis;
         let mut batch = sled::Batch::default();
         batch.remove(task_key);
         batch.remove(index::time_key(&record, millis));
@@ -37,6 +38,8 @@ impl SledStore {
             let (key, _) = entry?;
             batch.remove(key);
         }
+        let _counting = self.counter_locks.lock(&record.owner);
+        counters::apply_deltas(&self.tasks, &mut batch, &counters::removal(&record, stamp))?;
         self.tasks.apply_batch(batch)?;
         Ok(Some(record))
     }
@@ -79,20 +82,12 @@ impl SledStore {
 /// owner ‖ status ms ‖ task id, as the by-time index writes it.
 fn decode_time_key(rest: &[u8]) -> Result<(Owner, i64, String), StoreError> {
     let corrupt = || StoreError::Corrupt("by-time index key".into());
-    let (tenant, rest) = split_segment(rest).ok_or_else(corrupt)?;
-    let (principal, rest) = split_segment(rest).ok_or_else(corrupt)?;
+    let (owner, rest) = index::decode_owner(rest)?;
     if rest.len() < 8 {
         return Err(corrupt());
     }
     let (millis, id) = rest.split_at(8);
     let millis = u64::from_be_bytes(millis.try_into().map_err(|_| corrupt())?);
     let id = String::from_utf8(id.to_vec()).map_err(|_| corrupt())?;
-    Ok((Owner { tenant, principal }, i64::try_from(millis).unwrap_or(i64::MAX), id))
-}
-
-/// A `u16`-length-prefixed segment and what follows it.
-fn split_segment(bytes: &[u8]) -> Option<(String, &[u8])> {
-    let len = usize::from(u16::from_be_bytes(bytes.get(..2)?.try_into().ok()?));
-    let segment = bytes.get(2..2 + len)?;
-    Some((String::from_utf8(segment.to_vec()).ok()?, &bytes[2 + len..]))
+    Ok((owner, i64::try_from(millis).unwrap_or(i64::MAX), id))
 }

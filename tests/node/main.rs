@@ -34,6 +34,7 @@ mod redis;
 mod redis_transport;
 mod reply_only;
 mod retention;
+mod retention_tenants;
 mod signing;
 mod stdio;
 mod streaming;

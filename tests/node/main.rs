@@ -37,6 +37,7 @@ mod retention;
 mod retention_tenants;
 mod signing;
 mod stdio;
+mod stream_failure;
 mod streaming;
 mod tasks;
 mod unix;

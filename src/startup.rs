@@ -39,6 +39,10 @@ pub enum StartupError {
     Push(#[from] PushSetupError),
     #[error("invalid authentication config: {0}")]
     Auth(String),
+    /// A `card.signing-keys` key could not sign the card or the extended card. The
+    /// signing error never carries key material (only a kid or a fixed reason).
+    #[error("card.signing-keys: cannot sign the {card}: {source}")]
+    CardSigning { card: &'static str, source: crate::card_signing::SigningError },
     #[error(transparent)]
     UnixSocket(#[from] crate::transports::unix::UnixSocketError),
     #[error(transparent)]
@@ -153,12 +157,12 @@ fn serve(
     if config.extended_card {
         let mut extended = crate::extended_card::extended_card(&card, config);
         crate::card::sign_with_config(&mut extended, &config.card)
-            .map_err(|e| StartupError::Auth(format!("card.signing-keys: cannot sign the extended card: {e}")))?;
+            .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
         let _ = core.extended_card.set(extended);
     }
     // Signed last, so the signatures cover the finished card; the ETag covers them too.
     crate::card::sign_with_config(&mut card, &config.card)
-        .map_err(|e| StartupError::Auth(format!("card.signing-keys: cannot sign the card: {e}")))?;
+        .map_err(|source| StartupError::CardSigning { card: "card", source })?;
     let card = Arc::new(CardDocument::new(card));
     let state = web::Data::new(AppState {
         core,
@@ -435,5 +439,18 @@ pub struct StatsProbe {
 impl StatsProbe {
     pub async fn stats(&self) -> Option<SupervisorStats> {
         self.supervisor.send(GetStats).await.ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::card_signing::SigningError;
+
+    #[test]
+    fn a_card_signing_failure_is_its_own_error_and_names_the_key_setting() {
+        let err = StartupError::CardSigning { card: "extended card", source: SigningError::UnknownKid("k1".into()) };
+        assert_eq!(err.to_string(), "card.signing-keys: cannot sign the extended card: no key with kid k1 is known");
+        assert!(!err.to_string().contains("authentication"), "not reported as an auth config error");
     }
 }

@@ -5,7 +5,7 @@ use a2ad_protocol::{A2aError, Message, Task, TaskPushNotificationConfig};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner};
 use actix::prelude::*;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};
 
 /// Starts a turn in a context: a new task, or the continuation of the context's
@@ -65,6 +65,9 @@ pub struct Subscription {
     /// Set when the subscriber fell behind and was dropped: the stream must end with an
     /// error that tells the client to resume.
     pub overflowed: Arc<AtomicBool>,
+    /// Set when the turn's end could not be made durable: the stream ends with this
+    /// error (an internal error with a correlation id) instead of a final event.
+    pub failure: Arc<OnceLock<A2aError>>,
 }
 
 /// Cancels a task of this context. Answered with the task as stored (not yet durable).

@@ -17,6 +17,26 @@ pub enum StoreError {
     /// A file operation on the data dir (compaction); the message names the file.
     #[error("{0}")]
     Io(String),
+    /// A Redis server behind a store (the push queue) failed or could not be reached. The
+    /// message names the server (password blanked) and what was attempted; `kind` lets a
+    /// caller tell an outage it can wait out from a bad setting.
+    #[error("{message}")]
+    Redis { kind: RedisFailure, message: String },
+}
+
+/// What kind of Redis failure a [`StoreError::Redis`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisFailure {
+    /// The URL in the config is not a Redis URL.
+    InvalidUrl,
+    /// The server refused the connection (not running, wrong port).
+    Refused,
+    /// The server did not answer in time.
+    TimedOut,
+    /// The connection dropped mid-command.
+    Dropped,
+    /// The server answered with an error, or another failure.
+    Command,
 }
 
 /// Callers see a generic internal error: the details (paths, engine messages) go to the

@@ -16,7 +16,7 @@ mod push_queue;
 mod push_queue_redis;
 mod sled_store;
 
-pub use error::StoreError;
+pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use model::{

@@ -21,7 +21,7 @@
 
 pub use options::{redact_url, RedisQueueOptions};
 
-use crate::{DeadJob, JobQueue, PushJob, StoreError};
+use crate::{DeadJob, JobQueue, PushJob, RedisFailure, StoreError};
 use redis::{Connection, ConnectionLike, RedisError, Value};
 use reply::{group_info, parse_autoclaim, parse_entries, parse_read, Entry};
 use std::collections::HashSet;
@@ -98,9 +98,8 @@ impl RedisQueue {
     /// unreachable Redis is an error naming the URL (without its password).
     pub fn connect(options: RedisQueueOptions) -> Result<Self, StoreError> {
         let shown_url = redact_url(&options.url);
-        let client = redis::Client::open(options.url.as_str()).map_err(|e| {
-            failure(std::io::ErrorKind::InvalidInput, format!("invalid Redis URL {shown_url}: {e}"), None)
-        })?;
+        let client = redis::Client::open(options.url.as_str())
+            .map_err(|e| failure(RedisFailure::InvalidUrl, format!("invalid Redis URL {shown_url}: {e}"), None))?;
         let password = client.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
         let queue = RedisQueue {
             options,
@@ -183,13 +182,13 @@ impl RedisQueue {
 
     fn redis_failure(&self, context: &str, e: &RedisError) -> StoreError {
         let kind = if e.is_connection_refusal() {
-            std::io::ErrorKind::ConnectionRefused
+            RedisFailure::Refused
         } else if e.is_timeout() {
-            std::io::ErrorKind::TimedOut
+            RedisFailure::TimedOut
         } else if e.is_connection_dropped() {
-            std::io::ErrorKind::ConnectionAborted
+            RedisFailure::Dropped
         } else {
-            std::io::ErrorKind::Other
+            RedisFailure::Command
         };
         failure(kind, format!("{context}: {e}"), self.password.as_deref())
     }
@@ -514,14 +513,14 @@ fn encode(job: &PushJob) -> Result<String, StoreError> {
     serde_json::to_string(job).map_err(|e| StoreError::Corrupt(format!("push job: {e}")))
 }
 
-/// Redis failures are I/O failures of the storage engine (StoreError has no Redis
-/// variant); the password, should a message ever echo it, is blanked.
-fn failure(kind: std::io::ErrorKind, message: String, password: Option<&str>) -> StoreError {
+/// A Redis failure as a store error; the password, should a message ever echo it, is
+/// blanked.
+fn failure(kind: RedisFailure, message: String, password: Option<&str>) -> StoreError {
     let message = match password {
         Some(password) => message.replace(password, "***"),
         None => message,
     };
-    StoreError::Engine(sled::Error::Io(std::io::Error::new(kind, message)))
+    StoreError::Redis { kind, message }
 }
 
 mod options;

@@ -159,16 +159,20 @@ impl ContextActor {
     }
 
     /// Makes what was saved durable, then hands `task` to every waiter and the final
-    /// event to every subscriber (whose streams then end).
+    /// event to every subscriber (whose streams then end). If the commit fails, waiters
+    /// get the error and every stream ends with it (not silently).
     pub(super) fn notify_when_durable(&self, turn: Box<RunningTurn>, task: Task, last: LoggedEvent) {
         let commit = self.rt.commit.clone();
         let RunningTurn { waiters, mut subscribers, .. } = *turn;
         actix::spawn(async move {
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
-            if result.is_ok() {
-                super::stream::publish(&mut subscribers, &last, true);
+            match &result {
+                Ok(_) => {
+                    super::stream::publish(&mut subscribers, &last, true);
+                    drop(subscribers);
+                }
+                Err(error) => super::stream::fail_all(subscribers, error),
             }
-            drop(subscribers);
             for waiter in waiters {
                 let _ = waiter.send(result.clone());
             }

@@ -18,13 +18,14 @@ use a2ad_storage::{LoggedEvent, TaskRecord};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::mpsc;
 
 /// One live subscriber of a running task.
 pub(super) struct Subscriber {
     tx: mpsc::Sender<LoggedEvent>,
     overflowed: Arc<AtomicBool>,
+    failure: Arc<OnceLock<A2aError>>,
 }
 
 impl Subscriber {
@@ -32,8 +33,14 @@ impl Subscriber {
     pub(super) fn new(buffer: usize, initial: Vec<LoggedEvent>) -> (Subscriber, Subscription) {
         let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
         let overflowed = Arc::new(AtomicBool::new(false));
-        let subscription = Subscription { initial, live: Some(rx), overflowed: Arc::clone(&overflowed) };
-        (Subscriber { tx, overflowed }, subscription)
+        let failure = Arc::new(OnceLock::new());
+        let subscription = Subscription {
+            initial,
+            live: Some(rx),
+            overflowed: Arc::clone(&overflowed),
+            failure: Arc::clone(&failure),
+        };
+        (Subscriber { tx, overflowed, failure }, subscription)
     }
 
     /// Hands over an event; false means the subscriber is gone (closed, or too slow).
@@ -43,6 +50,28 @@ impl Subscriber {
             return false;
         }
         self.tx.try_send(event.clone()).is_ok()
+    }
+}
+
+/// Ends every subscriber's stream with `error` instead of a final event: the turn's end
+/// could not be made durable, and a stream that just stopped would look like a network
+/// cut. The caller sees only the error's message and correlation id; the detail is
+/// logged here, once for all of them.
+pub(super) fn fail_all(subscribers: Vec<Subscriber>, error: &A2aError) {
+    if subscribers.is_empty() {
+        return;
+    }
+    let correlation = error.metadata.get("correlationId").map(String::as_str).unwrap_or("");
+    let detail = error.detail.as_deref().unwrap_or(&error.message);
+    tracing::error!(
+        correlation_id = correlation,
+        detail,
+        streams = subscribers.len(),
+        "a turn's end was not saved; its streams end with an error"
+    );
+    for subscriber in subscribers {
+        let _ = subscriber.failure.set(error.clone());
+        // Dropping the sender ends the live events; the stream's tail then sends the error.
     }
 }
 
@@ -76,7 +105,8 @@ impl RunningTurn {
 impl Subscription {
     /// The subscription as one stream, as every binding sends it: the first events, the
     /// live ones, and, for a subscriber dropped for falling behind, a final
-    /// SubscriberTooSlow error that names the last event it was given.
+    /// SubscriberTooSlow error that names the last event it was given; for a turn whose
+    /// end could not be saved, that internal error.
     pub fn into_items(self) -> BoxStream<'static, Result<LoggedEvent, A2aError>> {
         let live = match self.live {
             Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
@@ -88,8 +118,11 @@ impl Subscription {
             sent.store(event.seq, Ordering::Relaxed);
             Ok(event)
         });
-        let overflowed = self.overflowed;
+        let (overflowed, failure) = (self.overflowed, self.failure);
         let tail = stream::once(async move {
+            if let Some(error) = failure.get() {
+                return Some(Err(error.clone()));
+            }
             overflowed.load(Ordering::Acquire).then(|| {
                 let last = last_sent.load(Ordering::Relaxed).to_string();
                 Err(A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last))
@@ -156,7 +189,12 @@ impl ContextActor {
         }
         // Not running: an interrupted task. The stream says where it stands, then ends.
         let initial = first_events(&self.rt, &record, &[], msg.after)?;
-        Ok(Subscription { initial, live: None, overflowed: Arc::new(AtomicBool::new(false)) })
+        Ok(Subscription {
+            initial,
+            live: None,
+            overflowed: Arc::new(AtomicBool::new(false)),
+            failure: Arc::new(OnceLock::new()),
+        })
     }
 }
 

@@ -313,9 +313,10 @@ impl ContextActor {
             }
             Err(e) => {
                 let error = A2aError::from(e);
-                for waiter in turn.waiters {
+                for waiter in std::mem::take(&mut turn.waiters) {
                     let _ = waiter.send(Err(error.clone()));
                 }
+                super::stream::fail_all(std::mem::take(&mut turn.subscribers), &error);
                 Err(error)
             }
         }

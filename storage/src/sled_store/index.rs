@@ -15,6 +15,10 @@ pub(super) enum Prefix {
     Event = b'e',
     SessionMeta = b'm',
     SessionMessage = b'h',
+    /// Task counters (see `counters.rs`).
+    Counter = b'n',
+    /// Facts about the store itself (that counters are maintained).
+    Meta = b'v',
 }
 
 /// What the indexes of a task depend on: its status time and state.
@@ -103,41 +107,89 @@ fn push_time_and_id(key: &mut Vec<u8>, millis: i64, id: &str) {
     key.extend_from_slice(id.as_bytes());
 }
 
-/// What a scan found: the ids of one page, where the next begins, and the total.
-pub(super) struct Scan {
+/// One page of ids, newest first, and where the next page starts.
+pub(super) struct Page {
     pub ids: Vec<String>,
     pub next_cursor: Option<Cursor>,
-    pub total: usize,
 }
 
-/// Walks `prefix` newest first, counting every entry that passes the filters and keeping
-/// the first `page_size` after the cursor. The scan reads only index entries.
-pub(super) fn scan(tree: &sled::Tree, prefix: &[u8], query: &TaskQuery) -> Result<Scan, StoreError> {
-    let mut out = Scan { ids: Vec::new(), next_cursor: None, total: 0 };
+/// The page after the query's cursor: a reverse range scan that starts right after the
+/// cursor (a seek, not a walk from the newest) and stops once the page is full and one
+/// more match shows there is a next page. Reads only index entries.
+pub(super) fn page(tree: &sled::Tree, prefix: &[u8], query: &TaskQuery) -> Result<Page, StoreError> {
+    let end = match &query.cursor {
+        Some(cursor) => {
+            let mut end = prefix.to_vec();
+            push_time_and_id(&mut end, cursor.ts, &cursor.id);
+            end
+        }
+        None => prefix_end(prefix),
+    };
+    let mut out = Page { ids: Vec::new(), next_cursor: None };
     let mut last_in_page: Option<Cursor> = None;
-    for entry in tree.scan_prefix(prefix).rev() {
+    for entry in tree.range(prefix.to_vec()..end).rev() {
         let (key, value) = entry?;
-        let (millis, id) = split_time_and_id(&key[prefix.len()..])?;
-        if query.status_after_millis.is_some_and(|after| millis < after) {
-            break; // Descending order: everything further is older still.
+        let position = match judge(prefix, &key, &value, query)? {
+            Entry::Matches(position) => position,
+            Entry::Filtered => continue,
+            Entry::TooOld => break,
+        };
+        if out.ids.len() == query.page_size {
+            out.next_cursor = last_in_page;
+            break;
         }
-        let state = value.first().and_then(|n| TaskState::from_number(i64::from(*n)));
-        if query.state.is_some_and(|wanted| state != Some(wanted)) {
-            continue;
-        }
-        out.total += 1;
-        let position = Cursor { ts: millis, id };
-        if query.cursor.as_ref().is_some_and(|c| position >= *c) {
-            continue; // At or before the cursor: an earlier page had it.
-        }
-        if out.ids.len() < query.page_size {
-            out.ids.push(position.id.clone());
-            last_in_page = Some(position);
-        } else if out.next_cursor.is_none() {
-            out.next_cursor = last_in_page.clone();
-        }
+        out.ids.push(position.id.clone());
+        last_in_page = Some(position);
     }
     Ok(out)
+}
+
+/// Counts the entries under `prefix` that pass the filters: for the filter combinations
+/// no counter answers (see `counters.rs`).
+pub(super) fn count(tree: &sled::Tree, prefix: &[u8], query: &TaskQuery) -> Result<usize, StoreError> {
+    let mut total = 0;
+    for entry in tree.scan_prefix(prefix).rev() {
+        let (key, value) = entry?;
+        match judge(prefix, &key, &value, query)? {
+            Entry::Matches(_) => total += 1,
+            Entry::Filtered => {}
+            Entry::TooOld => break,
+        }
+    }
+    Ok(total)
+}
+
+/// What the filters make of one index entry.
+enum Entry {
+    Matches(Cursor),
+    /// Another state than the one asked for.
+    Filtered,
+    /// Older than the status-time bound: in descending order, so is everything after it.
+    TooOld,
+}
+
+fn judge(prefix: &[u8], key: &[u8], value: &[u8], query: &TaskQuery) -> Result<Entry, StoreError> {
+    let (millis, id) = split_time_and_id(&key[prefix.len()..])?;
+    if query.status_after_millis.is_some_and(|after| millis < after) {
+        return Ok(Entry::TooOld);
+    }
+    let state = value.first().and_then(|n| TaskState::from_number(i64::from(*n)));
+    if query.state.is_some_and(|wanted| state != Some(wanted)) {
+        return Ok(Entry::Filtered);
+    }
+    Ok(Entry::Matches(Cursor { ts: millis, id }))
+}
+
+/// The smallest key after every key that starts with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![u8::MAX; prefix.len() + 1]
 }
 
 fn split_time_and_id(rest: &[u8]) -> Result<(i64, String), StoreError> {
@@ -148,4 +200,19 @@ fn split_time_and_id(rest: &[u8]) -> Result<(i64, String), StoreError> {
     let millis = u64::from_be_bytes(ts.try_into().expect("8 bytes"));
     let id = String::from_utf8(id.to_vec()).map_err(|_| StoreError::Corrupt("index key is not UTF-8".into()))?;
     Ok((i64::try_from(millis).unwrap_or(i64::MAX), id))
+}
+
+/// The owner at the start of an index key (after the prefix byte), and what follows it.
+pub(super) fn decode_owner(rest: &[u8]) -> Result<(Owner, &[u8]), StoreError> {
+    let corrupt = || StoreError::Corrupt("index key without an owner".into());
+    let (tenant, rest) = split_segment(rest).ok_or_else(corrupt)?;
+    let (principal, rest) = split_segment(rest).ok_or_else(corrupt)?;
+    Ok((Owner { tenant, principal }, rest))
+}
+
+/// A `u16`-length-prefixed segment and what follows it.
+pub(super) fn split_segment(bytes: &[u8]) -> Option<(String, &[u8])> {
+    let len = usize::from(u16::from_be_bytes(bytes.get(..2)?.try_into().ok()?));
+    let segment = bytes.get(2..2 + len)?;
+    Some((String::from_utf8(segment.to_vec()).ok()?, &bytes[2 + len..]))
 }

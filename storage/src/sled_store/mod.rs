@@ -8,12 +8,15 @@
 //!   time (ms, BE) and the state number, so that an update finds the index keys it
 //!   replaces without decoding the old record.
 //! * `s` ‖ owner ‖ status ms ‖ task id → state: `ListTasks` order is a reverse scan of an
-//!   owner's prefix, and the state in the value answers status filters and `totalSize`
-//!   without reading tasks.
+//!   owner's prefix (from the page token's position on), and the state in the value
+//!   answers status filters without reading tasks.
 //! * `c` ‖ owner ‖ context id ‖ status ms ‖ task id → state: the same, per context.
 //! * `a` ‖ task id → (): tasks in SUBMITTED or WORKING, for start-up recovery.
 //! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
 //!   log; only the last `event_retention` are kept.
+//! * `n` ‖ owner ‖ … → task counts per owner, per owner and state, per owner and context,
+//!   written in the same batches as the indexes, so `totalSize` is a read, not a scan
+//!   (`counters.rs`); `v` ‖ `counters-v1` says they are kept (else they are rebuilt at open).
 //!
 //! `sessions`:
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.
@@ -29,6 +32,7 @@
 //! reading the old stamp and then applying the batch cannot race with another writer.
 
 mod compact;
+mod counters;
 mod index;
 mod removal;
 mod settle;
@@ -50,6 +54,8 @@ pub struct SledStore {
     tasks: sled::Tree,
     sessions: sled::Tree,
     event_retention: u64,
+    /// Serializes the counter updates of one owner (see `counters.rs`).
+    counter_locks: counters::CounterLocks,
 }
 
 /// How many events a task's log keeps unless configured otherwise.
@@ -66,11 +72,16 @@ impl SledStore {
             .cache_capacity(128 * 1024 * 1024)
             .flush_every_ms(Some(1000))
             .open()?;
+        let tasks = db.open_tree("tasks")?;
+        if counters::rebuild_if_missing(&tasks)? {
+            tracing::info!("task counters built from the indexes");
+        }
         Ok(SledStore {
-            tasks: db.open_tree("tasks")?,
+            tasks,
             sessions: db.open_tree("sessions")?,
             db,
             event_retention: DEFAULT_EVENT_RETENTION as u64,
+            counter_locks: counters::CounterLocks::new(),
         })
     }
 
@@ -126,6 +137,9 @@ impl TaskStore for SledStore {
         let mut value = stamp.encode().to_vec();
         serde_json::to_writer(&mut value, record).map_err(corrupt)?;
         let old = self.tasks.get(index::key(Prefix::Task, id))?.and_then(|v| Stamp::decode(&v));
+        // A new task or a state change moves counters: the owner's lock orders this
+        // read-modify-write with its other contexts' (same-state writes take none).
+        let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
         let mut batch = sled::Batch::default();
         batch.insert(index::key(Prefix::Task, id), value);
         if old != Some(stamp) {
@@ -148,7 +162,11 @@ impl TaskStore for SledStore {
                 batch.remove(index::event_key(&record.task.id, expired));
             }
         }
+        if counting.is_some() {
+            counters::apply_deltas(&self.tasks, &mut batch, &counters::on_write(record, old, stamp))?;
+        }
         self.tasks.apply_batch(batch)?;
+        drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
 
@@ -179,15 +197,19 @@ impl TaskStore for SledStore {
             Some(ctx) => index::context_prefix(&query.owner, ctx),
             None => index::time_prefix(&query.owner),
         };
-        let scan = index::scan(&self.tasks, &prefix, query)?;
-        let mut records = Vec::with_capacity(scan.ids.len());
-        for id in &scan.ids {
+        let page = index::page(&self.tasks, &prefix, query)?;
+        let total = match counters::counter_for(query) {
+            Some(counter) => counters::read(&self.tasks, &counter)?,
+            None => index::count(&self.tasks, &prefix, query)?,
+        };
+        let mut records = Vec::with_capacity(page.ids.len());
+        for id in &page.ids {
             // A task removed between the index scan and this read is simply skipped.
             if let Some(record) = self.get_task(id)? {
                 records.push(record);
             }
         }
-        Ok(TaskPage { records, next_cursor: scan.next_cursor, total: scan.total })
+        Ok(TaskPage { records, next_cursor: page.next_cursor, total })
     }
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
@@ -283,5 +305,7 @@ pub(crate) fn open_retrying(dir: &Path) -> SledStore {
     SledStore::open(dir).expect("the store reopens")
 }
 
+#[cfg(test)]
+mod counter_tests;
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,17 @@
 //! `a2ad admin stats` need from the sled store.
 
 use super::index::{self, Prefix, Stamp};
-use super::SledStore;
+use super::{counters, SledStore};
 use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
 use a2ad_protocol::TaskState;
+
+/// A prepared task removal: apply `batch` while holding it (it holds the owner's counter
+/// lock), then drop it.
+pub(super) struct Removal<'a> {
+    pub record: TaskRecord,
+    pub batch: sled::Batch,
+    _counting: std::sync::MutexGuard<'a, ()>,
+}
 
 impl SledStore {
     pub(super) fn visit_index(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
@@ -21,25 +29,26 @@ impl SledStore {
     }
 
     pub(super) fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let Some((record, batch)) = self.removal_batch(task_id)? else {
+        let Some(removal) = self.removal_batch(task_id)? else {
             return Ok(None);
         };
-        self.tasks.apply_batch(batch)?;
-        Ok(Some(record))
+        self.tasks.apply_batch(removal.batch)?;
+        Ok(Some(removal.record))
     }
 
-    /// The `tasks`-tree batch that removes a task with every index entry and its event
-    /// log, and the record it removes; `None` when there is no such task. Both
+    /// The `tasks`-tree batch that removes a task with every index entry, its event log
+    /// and its counts, and the record it removes; `None` when there is no such task. Both
     /// [`Self::remove_task`] and [`super::SledStore::settle_reply`] apply it, so whatever
     /// a removal must also update belongs here.
-    pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<(TaskRecord, sled::Batch)>, StoreError> {
+    pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<Removal<'_>>, StoreError> {
         let task_key = index::key(Prefix::Task, task_id.as_bytes());
         let Some(bytes) = self.tasks.get(&task_key)? else {
             return Ok(None);
         };
         let record = Self::decode_task(&bytes)?;
-        // The index keys hold the stamp the record was stored under.
-        let millis = Stamp::decode(&bytes).map_or(record.status_millis(), |s| s.millis);
+        // The index keys and counters hold the stamp the record was stored under.
+        let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
+        let millis = stamp.millis;
         let mut batch = sled::Batch::default();
         batch.remove(task_key);
         batch.remove(index::time_key(&record, millis));
@@ -49,7 +58,11 @@ impl SledStore {
             let (key, _) = entry?;
             batch.remove(key);
         }
-        Ok(Some((record, batch)))
+        // The counters are read and rewritten in the batch: the owner's lock is held until
+        // the caller has applied it, so that concurrent writers of that owner lose no count.
+        let counting = self.counter_locks.lock(&record.owner);
+        counters::apply_deltas(&self.tasks, &mut batch, &counters::removal(&record, stamp))?;
+        Ok(Some(Removal { record, batch, _counting: counting }))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -90,20 +103,12 @@ impl SledStore {
 /// owner ‖ status ms ‖ task id, as the by-time index writes it.
 fn decode_time_key(rest: &[u8]) -> Result<(Owner, i64, String), StoreError> {
     let corrupt = || StoreError::Corrupt("by-time index key".into());
-    let (tenant, rest) = split_segment(rest).ok_or_else(corrupt)?;
-    let (principal, rest) = split_segment(rest).ok_or_else(corrupt)?;
+    let (owner, rest) = index::decode_owner(rest)?;
     if rest.len() < 8 {
         return Err(corrupt());
     }
     let (millis, id) = rest.split_at(8);
     let millis = u64::from_be_bytes(millis.try_into().map_err(|_| corrupt())?);
     let id = String::from_utf8(id.to_vec()).map_err(|_| corrupt())?;
-    Ok((Owner { tenant, principal }, i64::try_from(millis).unwrap_or(i64::MAX), id))
-}
-
-/// A `u16`-length-prefixed segment and what follows it.
-fn split_segment(bytes: &[u8]) -> Option<(String, &[u8])> {
-    let len = usize::from(u16::from_be_bytes(bytes.get(..2)?.try_into().ok()?));
-    let segment = bytes.get(2..2 + len)?;
-    Some((String::from_utf8(segment.to_vec()).ok()?, &bytes[2 + len..]))
+    Ok((owner, i64::try_from(millis).unwrap_or(i64::MAX), id))
 }

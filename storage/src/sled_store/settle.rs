@@ -28,14 +28,14 @@ impl SledStore {
         let session_batch = self.session_batch(session, appended, history_limit)?;
         let removal = self.removal_batch(task_id)?;
         let result = (&self.tasks, &self.sessions).transaction(|(tasks, sessions)| {
-            if let Some((_, batch)) = &removal {
-                tasks.apply_batch(batch)?;
+            if let Some(removal) = &removal {
+                tasks.apply_batch(&removal.batch)?;
             }
             sessions.apply_batch(&session_batch)?;
             Ok::<(), ConflictableTransactionError<()>>(())
         });
         match result {
-            Ok(()) => Ok(removal.map(|(record, _)| record)),
+            Ok(()) => Ok(removal.map(|removal| removal.record)),
             Err(TransactionError::Storage(e)) => Err(StoreError::Engine(e)),
             Err(TransactionError::Abort(())) => Err(StoreError::Corrupt("the reply's transaction was aborted".into())),
         }

@@ -1,0 +1,177 @@
+//! Task counters, so that `ListTasks` answers `totalSize` without scanning an owner's
+//! index: per owner, per owner and state, per owner and context.
+//!
+//! Keys in the `tasks` tree (`n` ‖ owner ‖ kind ‖ …, value: u64 BE):
+//! * `n` ‖ owner ‖ `*` → the owner's tasks;
+//! * `n` ‖ owner ‖ `s` ‖ state number → the owner's tasks in that state;
+//! * `n` ‖ owner ‖ `c` ‖ context id → the owner's tasks in that context.
+//!
+//! A counter that drops to 0 is removed. Counters change in the same batch as the index
+//! entries they count ([`SledStore::put_task`](crate::TaskStore::put_task),
+//! [`SledStore::delete_task`](crate::TaskStore::delete_task)). Several contexts of one
+//! owner write at once, each from its own actor, so the read-modify-write of an owner's
+//! counters holds that owner's stripe lock until the batch is applied.
+//!
+//! A store written before counters existed has no `v` ‖ [`MARKER`] key: opening it
+//! rebuilds every counter from the by-time and by-context indexes, in one batch with the
+//! marker. Filters that no counter answers (a status-time bound, or a context and a state
+//! together) keep counting by scan; both are narrow scans (the first stops at the bound,
+//! the second walks one context).
+
+use super::index::{self, Prefix, Stamp};
+use crate::model::push_segment;
+use crate::{Owner, StoreError, TaskQuery, TaskRecord};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, MutexGuard};
+
+/// The key (after the `v` prefix) whose presence says the counters are maintained.
+const MARKER: &[u8] = b"counters-v1";
+
+/// How many locks the owners are spread over.
+const STRIPES: usize = 16;
+
+/// One counter of an owner.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Counter<'a> {
+    Owner,
+    State(u8),
+    Context(&'a str),
+}
+
+/// `n` ‖ owner ‖ kind ‖ …
+pub(super) fn counter_key(owner: &Owner, counter: Counter<'_>) -> Vec<u8> {
+    let mut key = index::key(Prefix::Counter, &owner.key_prefix());
+    match counter {
+        Counter::Owner => key.push(b'*'),
+        Counter::State(state) => key.extend_from_slice(&[b's', state]),
+        Counter::Context(context) => {
+            key.push(b'c');
+            push_segment(&mut key, context);
+        }
+    }
+    key
+}
+
+fn marker_key() -> Vec<u8> {
+    index::key(Prefix::Meta, MARKER)
+}
+
+fn decode(value: &[u8]) -> u64 {
+    value.try_into().map(u64::from_be_bytes).unwrap_or(0)
+}
+
+/// Locks that serialize counter updates per owner.
+pub(super) struct CounterLocks([Mutex<()>; STRIPES]);
+
+impl CounterLocks {
+    pub fn new() -> Self {
+        CounterLocks(std::array::from_fn(|_| Mutex::new(())))
+    }
+
+    /// The owner's stripe; held until the batch with its counter changes is applied.
+    pub fn lock(&self, owner: &Owner) -> MutexGuard<'_, ()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        owner.hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % STRIPES as u64).unwrap_or(0);
+        self.0[stripe].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Adds each (counter key, delta) to `batch`, reading the current values from `tree`.
+/// The caller holds the owner's stripe lock.
+pub(super) fn apply_deltas(
+    tree: &sled::Tree,
+    batch: &mut sled::Batch,
+    deltas: &[(Vec<u8>, i64)],
+) -> Result<(), StoreError> {
+    for (key, delta) in deltas {
+        let current = tree.get(key)?.map_or(0, |v| decode(&v));
+        let next = current.saturating_add_signed(*delta);
+        if next == 0 {
+            batch.remove(key.as_slice());
+        } else {
+            batch.insert(key.as_slice(), &next.to_be_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The counter changes of writing `record` over a task stored with `old` (`None`: new).
+pub(super) fn on_write(record: &TaskRecord, old: Option<Stamp>, new: Stamp) -> Vec<(Vec<u8>, i64)> {
+    let owner = &record.owner;
+    match old {
+        None => vec![
+            (counter_key(owner, Counter::Owner), 1),
+            (counter_key(owner, Counter::State(new.state)), 1),
+            (counter_key(owner, Counter::Context(&record.task.context_id)), 1),
+        ],
+        Some(old) if old.state != new.state => vec![
+            (counter_key(owner, Counter::State(old.state)), -1),
+            (counter_key(owner, Counter::State(new.state)), 1),
+        ],
+        Some(_) => Vec::new(),
+    }
+}
+
+/// The counter changes of removing `record`, stored under `stamp`.
+pub(super) fn removal(record: &TaskRecord, stamp: Stamp) -> Vec<(Vec<u8>, i64)> {
+    let owner = &record.owner;
+    vec![
+        (counter_key(owner, Counter::Owner), -1),
+        (counter_key(owner, Counter::State(stamp.state)), -1),
+        (counter_key(owner, Counter::Context(&record.task.context_id)), -1),
+    ]
+}
+
+/// The counter that answers `query`'s total, if one does.
+pub(super) fn counter_for(query: &TaskQuery) -> Option<Vec<u8>> {
+    if query.status_after_millis.is_some() {
+        return None;
+    }
+    let counter = match (&query.context_id, query.state) {
+        (None, None) => Counter::Owner,
+        (None, Some(state)) => Counter::State(u8::try_from(state.number()).ok()?),
+        (Some(context), None) => Counter::Context(context),
+        (Some(_), Some(_)) => return None,
+    };
+    Some(counter_key(&query.owner, counter))
+}
+
+/// Reads a counter (0 when absent).
+pub(super) fn read(tree: &sled::Tree, key: &[u8]) -> Result<usize, StoreError> {
+    Ok(tree.get(key)?.map_or(0, |v| usize::try_from(decode(&v)).unwrap_or(usize::MAX)))
+}
+
+/// Builds every counter from the indexes when the store has none yet (a data dir from
+/// before counters); a no-op otherwise. Runs at open, before anyone writes.
+pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> {
+    if tree.contains_key(marker_key())? {
+        return Ok(false);
+    }
+    let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
+    for entry in tree.scan_prefix([Prefix::ByTime as u8]) {
+        let (key, value) = entry?;
+        let owner = index::decode_owner(&key[1..])?.0;
+        let state = *value.first().ok_or_else(|| StoreError::Corrupt("index entry without a state".into()))?;
+        *counts.entry(counter_key(&owner, Counter::Owner)).or_default() += 1;
+        *counts.entry(counter_key(&owner, Counter::State(state))).or_default() += 1;
+    }
+    for entry in tree.scan_prefix([Prefix::ByContext as u8]) {
+        let (key, _) = entry?;
+        let (owner, rest) = index::decode_owner(&key[1..])?;
+        let (context, _) =
+            index::split_segment(rest).ok_or_else(|| StoreError::Corrupt("by-context index key".into()))?;
+        *counts.entry(counter_key(&owner, Counter::Context(&context))).or_default() += 1;
+    }
+    let mut batch = sled::Batch::default();
+    for entry in tree.scan_prefix([Prefix::Counter as u8]) {
+        batch.remove(entry?.0);
+    }
+    for (key, count) in counts {
+        batch.insert(key, &count.to_be_bytes());
+    }
+    batch.insert(marker_key(), &[]);
+    tree.apply_batch(batch)?;
+    Ok(true)
+}

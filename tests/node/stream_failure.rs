@@ -1,0 +1,128 @@
+//! A streamed turn whose final write cannot be made durable: the stream ends with an
+//! internal error frame (-32603 with a correlation id, no detail), not silently.
+//!
+//! The node's actors run on a store whose `flush` fails on demand: a test double of the
+//! disk (the one failure a real store cannot be made to show on cue), around the real
+//! sled store; everything else is the real runtime and the real echo agent.
+
+use crate::support::echo_agent;
+use a2ad::config::Config;
+use a2ad_actors::limits::TurnLimits;
+use a2ad_actors::messages::{Route, StartTurn};
+use a2ad_actors::supervisor::Supervisor;
+use a2ad_actors::{Runtime, RuntimeSettings};
+use a2ad_protocol::{ErrorCode, Message, Role, TaskState};
+use a2ad_storage::{
+    ContextKey, GroupCommit, LoggedEvent, Owner, SessionRecord, SledStore, StoreCounts, StoreError, TaskEntry,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
+};
+use actix::Actor;
+use futures_util::StreamExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The sled store, except that `flush` fails (like a full or failing disk) once `failing`
+/// is set.
+struct FailingDisk {
+    inner: SledStore,
+    failing: AtomicBool,
+}
+
+impl TaskStore for FailingDisk {
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
+        self.inner.put_task(record, events)
+    }
+    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events_after(task_id, after, limit)
+    }
+    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get_task(task_id)
+    }
+    fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list_tasks(query)
+    }
+    fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.tasks_in_states(states)
+    }
+    fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
+        self.inner.get_session(key, history_limit)
+    }
+    fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError> {
+        self.inner.put_session(session, appended, limit)
+    }
+    fn flush(&self) -> Result<(), StoreError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Io("fsync of /secret/data/db failed: no space left on device".into()));
+        }
+        self.inner.flush()
+    }
+    fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.inner.size_on_disk()
+    }
+    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
+        self.inner.visit_tasks(visit)
+    }
+    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.delete_task(task_id)
+    }
+    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
+        self.inner.forget_session_if_unused(key)
+    }
+    fn counts(&self) -> Result<StoreCounts, StoreError> {
+        self.inner.counts()
+    }
+    fn settle_reply(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.settle_reply(task_id, session, appended, history_limit)
+    }
+}
+
+#[actix_web::test]
+async fn a_stream_whose_final_commit_fails_ends_with_an_internal_error_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FailingDisk { inner: SledStore::open(dir.path()).unwrap(), failing: AtomicBool::new(false) });
+    let mut config = Config::default_node();
+    config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];
+    let rt = Arc::new(Runtime {
+        store: disk.clone(),
+        commit: GroupCommit::start(disk.clone()).unwrap(),
+        agents: a2ad::agents::build_registry(&config),
+        settings: RuntimeSettings::default(),
+        push: None,
+        turn_limits: TurnLimits::new(0, 0),
+        data_dir: dir.path().to_owned(),
+    });
+    let supervisor = Supervisor::new(rt).start();
+    let key = ContextKey::new(Owner::anonymous(), "ctx-disk");
+    let context = supervisor.send(Route { key: key.clone() }).await.unwrap().unwrap();
+    let mut message = Message::agent_text("m1".into(), "ctx-disk", None, "twelve chars");
+    message.role = Role::User;
+    let start = StartTurn {
+        owner: key.owner,
+        message,
+        skill: None,
+        task_id: None,
+        stream: true,
+        keep_task: true,
+        push_config: None,
+    };
+    let ticket = context.send(start).await.unwrap().unwrap();
+    disk.failing.store(true, Ordering::SeqCst); // Before the turn's end is committed.
+
+    let items: Vec<_> = ticket.subscription.unwrap().into_items().collect().await;
+    let (last, events) = items.split_last().unwrap();
+    assert!(events.iter().all(Result::is_ok) && !events.is_empty(), "the turn's events came first: {items:?}");
+    let error = last.as_ref().expect_err("the stream ends with an error, not silently");
+    assert_eq!(error.code, ErrorCode::Internal);
+    assert!(error.message.starts_with("Internal error (correlation id "), "{}", error.message);
+    assert!(error.metadata.contains_key("correlationId"));
+    assert!(!error.message.contains("secret") && !error.message.contains("space"), "no detail leaks");
+    let done = ticket.done.await.unwrap();
+    assert_eq!(done.unwrap_err().code, ErrorCode::Internal, "whoever waits for the turn hears it too");
+}

@@ -23,3 +23,14 @@ pub(crate) fn object(value: Value, field: &str) -> Result<Map<String, Value>, cr
         _ => Err(crate::A2aError::invalid_field(field, "must be an object")),
     }
 }
+
+/// `message` with every 1.0 state name in it (`TASK_STATE_COMPLETED`, as the core writes
+/// its errors) replaced by the dialect's `name` for that state, so that an older caller
+/// reads "already completed" in its own words. No 1.0 name is a prefix of another, so
+/// plain replacement is exact.
+pub fn rename_states(message: &str, name: impl Fn(crate::TaskState) -> &'static str) -> String {
+    if !message.contains("TASK_STATE_") {
+        return message.to_owned();
+    }
+    crate::TaskState::ALL.iter().fold(message.to_owned(), |text, &state| text.replace(state.as_str(), name(state)))
+}

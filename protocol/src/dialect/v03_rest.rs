@@ -26,6 +26,19 @@ const STATES: &[(&str, &str)] = &[
     ("auth-required", "TASK_STATE_AUTH_REQUIRED"),
 ];
 
+/// The 0.3 proto name of a state (`TASK_STATE_CANCELLED`).
+pub fn state_name(state: crate::TaskState) -> &'static str {
+    let v03 = super::v03::state_name(state);
+    STATES.iter().find(|(json_rpc, _)| *json_rpc == v03).map_or("TASK_STATE_UNSPECIFIED", |(_, proto)| proto)
+}
+
+/// `error` as a `/v1/` caller reads it: the states in its message by their 0.3 proto
+/// names (the codes and HTTP statuses are the same as 1.0's).
+pub fn error_to_proto(mut error: A2aError) -> A2aError {
+    error.message = super::rename_states(&error.message, state_name);
+    error
+}
+
 // ---- requests: 0.3 proto -> 0.3 JSON-RPC ----
 
 /// A `SendMessageRequest` body as `MessageSendParams`.

@@ -352,3 +352,20 @@ async fn card_commands_exit_like_call_on_network_and_usage_errors() {
     let err = assert_fails_with(2, &["card", "verify", &down, "--jwks", missing.to_str().unwrap()], "cannot read");
     assert!(!err.contains(SECRET_1), "{err}");
 }
+
+/// With authentication on, each security scheme carries the 0.3 fields beside the 1.0
+/// wrapper; the signature covers them and still verifies.
+#[actix_web::test]
+async fn a_signed_card_with_both_scheme_shapes_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let node_config = config_file(dir.path(), "node.yml", &[("k1", SECRET_1)]);
+    let mut text = std::fs::read_to_string(&node_config).unwrap();
+    text.push_str("auth:\n  bearer-tokens: [{token: interop-token, tenant: t, principal: p}]\n");
+    std::fs::write(&node_config, text).unwrap();
+    let node = NodeProcess::start(dir.path(), &["--config", node_config.to_str().unwrap()]);
+    let (_, card) = fetch_card(&node.url).await;
+    let bearer = &card["securitySchemes"]["bearerAuth"];
+    assert_eq!((bearer["type"].as_str(), bearer["scheme"].as_str()), (Some("http"), Some("bearer")), "{bearer}");
+    assert_eq!(bearer["httpAuthSecurityScheme"]["scheme"], "bearer");
+    assert_verified(&node.url, &["--config", node_config.to_str().unwrap()], &[], "k1");
+}

@@ -4,6 +4,7 @@
 //!   unwrapped results) and its error codes, and the 0.3 fields of the agent card.
 //! * [`v03_rest`]: the 0.3 HTTP+JSON binding under `/v1/` (ProtoJSON of the 0.3
 //!   `a2a.v1` proto), converted through the 0.3 JSON-RPC shapes.
+//! * [`v03_security`]: a card's security schemes in the 1.0 and the 0.3 shape at once.
 //! * [`v01`]: the 0.1 dialect that JSON-RPC gateways still speak (`tasks/send`,
 //!   `capability_id`, flat results).
 //!
@@ -13,6 +14,7 @@
 pub mod v01;
 pub mod v03;
 pub mod v03_rest;
+pub mod v03_security;
 
 use serde_json::{Map, Value};
 

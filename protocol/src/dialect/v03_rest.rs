@@ -301,4 +301,18 @@ mod tests {
         let cfg = push_config_to_proto(&json!({"taskId": "t", "pushNotificationConfig": {"id": "p", "url": "u"}}));
         assert_eq!(cfg["name"], "tasks/t/pushNotificationConfigs/p");
     }
+
+    #[test]
+    fn error_messages_name_states_as_the_0_3_proto_does() {
+        let e = A2aError::new(
+            crate::ErrorCode::TaskNotCancelable,
+            "Task t cannot be canceled: it is already TASK_STATE_CANCELED",
+        );
+        assert_eq!(error_to_proto(e).message, "Task t cannot be canceled: it is already TASK_STATE_CANCELLED");
+        let v01 = crate::dialect::rename_states(
+            "in TASK_STATE_REJECTED, not TASK_STATE_INPUT_REQUIRED",
+            super::super::v01::state_name,
+        );
+        assert_eq!(v01, "in failed, not input-required");
+    }
 }

@@ -72,9 +72,10 @@ enum CardCommand {
     /// Fetch a card and verify its HS256 signatures. Keys are found by kid among the
     /// `card.signing-keys` of the config (--config and `A2AD_*`), the JWKS files and the JWKS
     /// URLs given here; a `jku` in the card is never followed. Prints `verified: kid <kid>`
-    /// and exits 0, or prints why not and exits 1.
+    /// and exits 0, or prints why not and exits 1 (2 on a usage error, 7 when the card or a
+    /// JWKS URL cannot be fetched, as for `call`).
     Verify(VerifyArgs),
-    /// Fetch a card and print it (pretty JSON).
+    /// Fetch a card and print it (pretty JSON); exits 7 when it cannot be fetched.
     Show {
         /// The node's base URL, or the card's full URL.
         url: String,
@@ -236,7 +237,13 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Card { command } => {
             init_logs(LogFormat::Pretty, "info");
-            card(command).await
+            exit_with(match command {
+                CardCommand::Show { url } => a2ad::client::card::show(&url).await,
+                CardCommand::Verify(args) => {
+                    let VerifyArgs { url, config, jwks, jwks_url } = args;
+                    a2ad::client::card::verify(&url, &a2ad::client::card::TrustedKeys { config, jwks, jwks_url }).await
+                }
+            })
         }
         Command::Admin { command } => {
             init_logs(LogFormat::Pretty, "warn");
@@ -271,74 +278,6 @@ fn init_logs(format: LogFormat, level: &str) {
         LogFormat::Pretty => logs.init(),
         LogFormat::Json => logs.json().with_current_span(true).with_span_list(false).init(),
     }
-}
-
-/// The largest card or JWKS document `a2ad card` reads.
-const MAX_DOCUMENT_BYTES: usize = 4 << 20;
-
-/// GETs `url` and parses its JSON body.
-async fn fetch_json(client: &reqwest::Client, url: &str) -> anyhow::Result<serde_json::Value> {
-    let mut response = client
-        .get(url)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .with_context(|| format!("cannot fetch {url}"))?;
-    anyhow::ensure!(response.status().is_success(), "cannot fetch {url}: HTTP {}", response.status());
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.with_context(|| format!("cannot read {url}"))? {
-        body.extend_from_slice(&chunk);
-        anyhow::ensure!(body.len() <= MAX_DOCUMENT_BYTES, "{url}: the document is larger than 4 MiB");
-    }
-    serde_json::from_slice(&body).with_context(|| format!("{url} is not JSON"))
-}
-
-async fn card(command: CardCommand) -> anyhow::Result<()> {
-    let client = reqwest::Client::builder()
-        .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
-        .timeout(std::time::Duration::from_secs(30))
-        .build()?;
-    match command {
-        CardCommand::Show { url } => {
-            let url = a2ad::card::card_url(&url).map_err(anyhow::Error::msg)?;
-            let card = fetch_json(&client, &url).await?;
-            println!("{}", serde_json::to_string_pretty(&card)?);
-        }
-        CardCommand::Verify(args) => {
-            let url = a2ad::card::card_url(&args.url).map_err(anyhow::Error::msg)?;
-            let config = Config::load(args.config.as_deref(), &Config::env_overrides(std::env::vars()))
-                .context("invalid configuration")?;
-            let mut keys = a2ad::card::verification_keys(&config.card);
-            for path in &args.jwks {
-                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-                keys.add_jwks(&text).with_context(|| format!("JWKS file {}", path.display()))?;
-            }
-            for jwks_url in &args.jwks_url {
-                let document = fetch_json(&client, jwks_url).await?;
-                keys.add_jwks(&document.to_string()).with_context(|| format!("JWKS {jwks_url}"))?;
-            }
-            anyhow::ensure!(
-                !keys.is_empty(),
-                "no keys to verify with: pass --config (card.signing-keys), --jwks FILE or --jwks-url URL"
-            );
-            let card = fetch_json(&client, &url).await?;
-            match a2ad::card_signing::verify_json(&card, &keys) {
-                Ok(kid) => println!("verified: kid {kid}"),
-                Err(e) => {
-                    // The verdict, not a program error: one line, exit 1.
-                    match e {
-                        a2ad::card_signing::SigningError::UnknownKid(_) => {
-                            let known: Vec<&str> = keys.kids().collect();
-                            eprintln!("not verified: {e} (known kids: {})", known.join(", "));
-                        }
-                        _ => eprintln!("not verified: {e}"),
-                    }
-                    std::process::exit(1);
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 fn admin(command: AdminCommand) -> anyhow::Result<()> {

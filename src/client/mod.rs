@@ -1,4 +1,5 @@
-//! The client side of the binary: `a2ad call`, `a2ad tasks list|get|cancel|watch`.
+//! The client side of the binary: `a2ad call`, `a2ad tasks list|get|cancel|watch`,
+//! `a2ad card show|verify` ([`card`]).
 //!
 //! Every command discovers the node's card first and talks to the first interface it can
 //! run ([`transport::Endpoint`]: JSON-RPC or HTTP+JSON; gRPC is skipped), with
@@ -8,6 +9,7 @@
 
 pub mod args;
 pub mod call;
+pub mod card;
 pub mod render;
 pub mod sse;
 pub mod tasks;

@@ -212,7 +212,7 @@ fn urlencode(segment: &str) -> String {
 }
 
 /// The innermost error: "connection refused" rather than reqwest's outer wrapper.
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut current = error;
     while let Some(source) = current.source() {
         current = source;

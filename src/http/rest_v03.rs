@@ -4,8 +4,9 @@
 //! the 0.3 ProtoJSON, `a2ad_protocol::dialect::v03_rest`), runs through
 //! [`crate::rpc::v03::execute`] like a 0.3 JSON-RPC request, and the result goes back as
 //! 0.3 ProtoJSON. Errors are `{"error": google.rpc.Status}` with the table's HTTP status
-//! (the 0.3 clients read only the status); streams are SSE with one `StreamResponse` per
-//! event. Mounted before the 1.0 routes, so `/v1/…` is never read as a tenant.
+//! (the 0.3 clients read only the status; states in messages by their 0.3 proto names); streams are SSE with one `StreamResponse` per
+//! event; `…:subscribe` resumes after a `Last-Event-ID` header as the 1.0 route does
+//! (a bad one is 400 naming the header). Mounted before the 1.0 routes, so `/v1/…` is never read as a tenant.
 
 use super::rest_shared::{admit, error_response, mount, read_json};
 use super::{echo_extensions, observe, sse, AppState};
@@ -77,14 +78,14 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
     };
     let params = match params(&req, payload, &state, route).await {
         Ok(params) => params,
-        Err(e) => return error_response(&e),
+        Err(e) => return error_response(&v03_rest::error_to_proto(e)),
     };
     let mut response = match execute(&state.core, &owner, route.method(), params).await {
         Ok(V03Reply::Result(result)) => json_response(result_to_proto(route, result)),
         Ok(V03Reply::Stream(subscription)) => {
             sse::sse_response(&req, RpcStream::new(subscription, Envelope::RestV03), state.stream_keep_alive)
         }
-        Err(e) => error_response(&e),
+        Err(e) => error_response(&v03_rest::error_to_proto(e)),
     };
     echo_extensions(&activated, &mut response);
     response
@@ -107,7 +108,12 @@ async fn params(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
         Route::GetConfig | Route::DeleteConfig => {
             json!({"id": id, "pushNotificationConfigId": req.match_info().get("configId").unwrap_or_default()})
         }
-        Route::Cancel | Route::Subscribe | Route::ListConfigs => json!({"id": id}),
+        // Resumes after `Last-Event-ID` like the 1.0 route (as `params.lastEventId`).
+        Route::Subscribe => match sse::last_event_id(req)? {
+            Some(last) => json!({"id": id, "lastEventId": last}),
+            None => json!({"id": id}),
+        },
+        Route::Cancel | Route::ListConfigs => json!({"id": id}),
         Route::Card => json!({}),
     })
 }

@@ -53,7 +53,8 @@ impl Envelope {
     fn error(&self, error: &A2aError) -> String {
         match self {
             Envelope::JsonRpc(id) => String::from_utf8(error_body(id, error)).unwrap_or_default(),
-            Envelope::Bare | Envelope::RestV03 => error.to_rest_body().to_string(),
+            Envelope::Bare => error.to_rest_body().to_string(),
+            Envelope::RestV03 => v03_rest::error_to_proto(error.clone()).to_rest_body().to_string(),
             Envelope::JsonRpcV03(id) => v03::error_response(id, error).to_string(),
             Envelope::V01 { id, .. } => super::v01::error_frame(id, error).data,
         }

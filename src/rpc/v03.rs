@@ -32,7 +32,11 @@ pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcM
         Ok(activated) => activated,
         Err(e) => return error_answer(&id, method, e, vec![]),
     };
-    match execute(core, owner, &method, rpc.params).await {
+    let params = match with_header_last_event_id(&method, rpc.params, meta) {
+        Ok(params) => params,
+        Err(e) => return error_answer(&id, method, e, activated),
+    };
+    match execute(core, owner, &method, params).await {
         Ok(V03Reply::Result(result)) => {
             let bytes = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
                 .unwrap_or_else(|e| error_bytes(&id, &A2aError::internal(format!("encoding a 0.3 result: {e}"))));
@@ -46,6 +50,19 @@ pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcM
         },
         Err(e) => error_answer(&id, method, e, activated),
     }
+}
+
+/// `tasks/resubscribe` params with the transport's `Last-Event-ID` (an SSE client
+/// reconnecting to `POST /`) as `lastEventId`, unless the params name one themselves.
+fn with_header_last_event_id(method: &str, mut params: Value, meta: &RpcMeta) -> Result<Value, A2aError> {
+    if method != "tasks/resubscribe" {
+        return Ok(params);
+    }
+    let last = crate::core::parse_last_event_id("Last-Event-ID", meta.last_event_id.as_deref())?;
+    if let (Some(last), Some(map)) = (last, params.as_object_mut()) {
+        map.entry("lastEventId").or_insert(json!(last));
+    }
+    Ok(params)
 }
 
 /// What a 0.3 method answers: its 0.3 `result`, or a stream.

@@ -61,6 +61,16 @@ async fn the_card_and_health_stay_public_and_announce_the_schemes() {
         assert!(card["securitySchemes"].get(scheme).is_some(), "{scheme}: {}", card["securitySchemes"]);
     }
     assert!(!card["securityRequirements"].as_array().unwrap().is_empty());
+    // Each entry in both shapes: the 1.0 wrapper, and the 0.3 fields beside it.
+    let bearer = &card["securitySchemes"]["bearerAuth"];
+    assert_eq!(bearer["httpAuthSecurityScheme"]["scheme"], "bearer", "{bearer}");
+    assert_eq!((bearer["type"].as_str(), bearer["scheme"].as_str()), (Some("http"), Some("bearer")), "{bearer}");
+    let api_key = &card["securitySchemes"]["apiKeyAuth"];
+    assert_eq!((api_key["type"].as_str(), api_key["in"].as_str()), (Some("apiKey"), Some("header")), "{api_key}");
+    assert_eq!(api_key["name"], api_key["apiKeySecurityScheme"]["name"]);
+    // a2ad's own card model reads it back.
+    let parsed: a2ad_protocol::AgentCard = serde_json::from_value(card.clone()).unwrap();
+    assert_eq!(parsed.security_schemes.len(), 3);
     assert_eq!(app.client.get(format!("{}/health", app.url)).send().await.unwrap().status(), 200);
 }
 

@@ -100,6 +100,8 @@ async fn cancel_and_the_error_codes() {
     assert_eq!(canceled["status"], "canceled");
     let error = app.err("tasks/cancel", json!({"id": sent["id"]})).await;
     assert_eq!(error["code"], -32003, "not cancelable is permission denied in 0.1: {error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("already canceled") && !message.contains("TASK_STATE"), "0.1 state names: {error}");
     let (_, _, missing) = call(&app, &[("A2A-Version", "0.1")], "tasks/get", json!({"id": "nope"})).await;
     assert_eq!(missing["error"]["code"], -32001, "{missing}");
     let error = app.err("tasks/send", json!({"capability_id": 7})).await;
@@ -244,7 +246,9 @@ async fn the_transactions_routes() {
     assert_eq!(got, task);
     let cancel = app.client.post(format!("{url}/{id}/cancel")).send().await.unwrap();
     assert_eq!(cancel.status(), 403, "a completed task: permission denied");
-    assert_eq!(cancel.json::<Value>().await.unwrap()["error"]["code"], -32003);
+    let error = cancel.json::<Value>().await.unwrap()["error"].clone();
+    assert_eq!(error["code"], -32003);
+    assert!(error["message"].as_str().unwrap().ends_with("already completed"), "0.1 state names: {error}");
     let missing = app.client.get(format!("{url}/nope")).send().await.unwrap();
     assert_eq!(missing.status(), 404);
     assert_eq!(missing.json::<Value>().await.unwrap()["error"]["code"], -32001);

@@ -44,6 +44,8 @@ async fn non_blocking_send_then_cancel_and_cancel_again() {
     assert_eq!(canceled["status"]["state"], "canceled");
     let error = app.err("tasks/cancel", json!({"id": task["id"]})).await;
     assert_eq!(error["code"], -32002, "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.ends_with("already canceled"), "0.3 state names, not 1.0's: {error}");
 }
 
 #[actix_web::test]
@@ -149,6 +151,8 @@ async fn the_v1_routes_speak_0_3_protojson() {
     assert_eq!(missing.status(), 404);
     let cancel = app.client.post(format!("{}/v1/tasks/{id}:cancel", app.url)).json(&json!({})).send().await.unwrap();
     assert_eq!(cancel.status(), 400, "a completed task is not cancelable");
+    let error: Value = cancel.json().await.unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().ends_with("already TASK_STATE_COMPLETED"), "{error}");
     let bad = app
         .client
         .post(format!("{}/v1/message:send", app.url))
@@ -174,4 +178,59 @@ async fn the_v1_stream_sends_protojson_stream_responses() {
     let last = &events.last().unwrap()["statusUpdate"];
     assert_eq!((last["status"]["state"].as_str(), last["final"].as_bool()), (Some("TASK_STATE_COMPLETED"), Some(true)));
     assert!(events.iter().any(|e| e.get("artifactUpdate").is_some()));
+}
+
+/// Reads `n` events of a `/v1/message:stream`, drops the connection, and returns them.
+async fn first_v1_events(app: &TestApp, text: &str, n: usize) -> Vec<crate::support::SseEvent> {
+    let body = json!({"message": {"messageId": a2ad_protocol::ids::new_id(), "role": "ROLE_USER",
+                                  "content": [{"text": text}]}});
+    let response = app.client.post(format!("{}/v1/message:stream", app.url)).json(&body).send().await.unwrap();
+    let mut reader = SseReader::from_response(response).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..n {
+        seen.push(reader.next_data().await.unwrap());
+    }
+    seen
+}
+
+fn assert_resumed_without_gap(mut seen: Vec<crate::support::SseEvent>, resumed: Vec<crate::support::SseEvent>) {
+    seen.extend(resumed);
+    let seqs: Vec<u64> = seen.iter().map(|e| e.seq()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "contiguous from 1: {seqs:?}");
+}
+
+#[actix_web::test]
+async fn the_v1_subscribe_resumes_after_last_event_id() {
+    let app = spawn_app(slow_echo(Duration::from_millis(15))).await;
+    for post in [false, true] {
+        let seen = first_v1_events(&app, "abcdefghijklmnop", 4).await;
+        let id = seen[0].json()["task"]["id"].as_str().unwrap().to_owned();
+        let last = seen.last().unwrap().seq().to_string();
+        let url = format!("{}/v1/tasks/{id}:subscribe", app.url);
+        let request = if post { app.client.post(&url).json(&json!({})) } else { app.client.get(&url) };
+        let response = request.header("Last-Event-ID", last.as_str()).send().await.unwrap();
+        let resumed = SseReader::from_response(response).await.unwrap().rest().await;
+        let state = resumed.last().unwrap().json()["statusUpdate"]["status"]["state"].clone();
+        assert_eq!(state, "TASK_STATE_COMPLETED", "post: {post}");
+        assert!(resumed[0].json().get("task").is_none(), "the resumed stream replays events, not a snapshot");
+        assert_resumed_without_gap(seen, resumed);
+    }
+    let bad = app.client.get(format!("{}/v1/tasks/x:subscribe", app.url)).header("Last-Event-ID", "soon");
+    let bad = bad.send().await.unwrap();
+    assert_eq!(bad.status(), 400);
+    let error: Value = bad.json().await.unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("Last-Event-ID"), "{error}");
+}
+
+#[actix_web::test]
+async fn json_rpc_resubscribe_resumes_after_the_last_event_id_header() {
+    let app = spawn_app(slow_echo(Duration::from_millis(15))).await;
+    let seen = first_v1_events(&app, "abcdefghijklmnop", 4).await;
+    let id = seen[0].json()["task"]["id"].as_str().unwrap().to_owned();
+    let last = seen.last().unwrap().seq().to_string();
+    let resumed = app.stream("tasks/resubscribe", json!({"id": id}), &[("Last-Event-ID", last.as_str())]).await;
+    let resumed = resumed.unwrap().rest().await;
+    assert_eq!(resumed.last().unwrap().json()["result"]["status"]["state"], "completed");
+    assert_ne!(resumed[0].json()["result"]["kind"], "task", "the resumed stream replays events, not a snapshot");
+    assert_resumed_without_gap(seen, resumed);
 }

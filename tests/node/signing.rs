@@ -76,11 +76,17 @@ fn assert_verified(url: &str, args: &[&str], env: &[(&str, &str)], kid: &str) {
     assert_eq!(stdout(&output).trim(), format!("verified: kid {kid}"), "{args:?}");
 }
 
-/// `a2ad card verify <url> <args>`: must exit 1 with `reason` on stderr; returns stderr.
+/// `a2ad card verify <url> <args>`: must exit 1 (not verified) with `reason` on stderr;
+/// returns stderr.
 fn assert_refused(url: &str, args: &[&str], reason: &str) -> String {
-    let output = a2ad(&[&["card", "verify", url], args].concat(), &[]);
+    assert_fails_with(1, &[&["card", "verify", url], args].concat(), reason)
+}
+
+/// `a2ad <args>`: must exit with `code` and `reason` on stderr; returns stderr.
+fn assert_fails_with(code: i32, args: &[&str], reason: &str) -> String {
+    let output = a2ad(args, &[]);
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "verify {url} {args:?} should fail: {}{err}", stdout(&output));
+    assert_eq!(output.status.code(), Some(code), "{args:?} should exit {code}: {}{err}", stdout(&output));
     assert!(!stdout(&output).contains("verified"), "{}", stdout(&output));
     assert!(err.contains(reason), "expected {reason:?} in {err:?}");
     err
@@ -215,7 +221,8 @@ async fn card_verify_with_a_jwks_file_or_url_succeeds() {
 
     let jwks_server = serve_documents(HashMap::from([("/jwks.json".to_owned(), jwks_document(&[("k1", SECRET_1)]))]));
     assert_verified(&node.url, &["--jwks-url", &format!("{jwks_server}/jwks.json")], &[], "k1");
-    assert_refused(&node.url, &["--jwks-url", &format!("{jwks_server}/missing.json")], "HTTP 404");
+    let missing = format!("{jwks_server}/missing.json");
+    assert_fails_with(7, &["card", "verify", &node.url, "--jwks-url", &missing], "HTTP 404");
 }
 
 #[actix_web::test]
@@ -234,7 +241,7 @@ async fn card_verify_with_a_wrong_key_fails() {
     let err = assert_refused(&node.url, &["--jwks", jwks.to_str().unwrap()], "no key with kid \"k1\"");
     assert!(err.contains("known kids: k2"), "{err}");
 
-    assert_refused(&node.url, &[], "no keys to verify with");
+    assert_fails_with(2, &["card", "verify", &node.url], "no keys to verify with");
 }
 
 #[actix_web::test]
@@ -320,4 +327,45 @@ fn an_unset_secret_env_stops_start_up_naming_the_key() {
     let err = stderr(&output);
     assert!(!output.status.success() && err.contains("card.signing-keys[0]") && err.contains("32 bytes"), "{err}");
     assert!(!err.contains("short-secret-xyz"), "{err}");
+}
+
+/// `card show|verify` exit as `call` and `tasks` do: 7 when the node cannot be reached or
+/// does not serve a card, 2 on a usage error; only a card that does not verify is 1.
+#[actix_web::test]
+async fn card_commands_exit_like_call_on_network_and_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), "node.yml", &[("k1", SECRET_1)]);
+    let config = config.to_str().unwrap();
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    assert_fails_with(7, &["card", "show", &down], "cannot fetch");
+    assert_fails_with(7, &["card", "verify", &down, "--config", config], "cannot fetch");
+    let no_card = serve_documents(HashMap::new());
+    assert_fails_with(7, &["card", "show", &no_card], "HTTP 404");
+    assert_fails_with(7, &["card", "verify", &no_card, "--config", config], "HTTP 404");
+    let not_json = serve_documents(HashMap::from([("/.well-known/agent-card.json".to_owned(), "<html>".to_owned())]));
+    assert_fails_with(7, &["card", "show", &not_json], "is not JSON");
+    assert_fails_with(2, &["card", "show", "not a url"], "is not a URL");
+    assert_fails_with(2, &["card", "verify", "not a url", "--config", config], "is not a URL");
+    let missing = dir.path().join("missing.json");
+    let err = assert_fails_with(2, &["card", "verify", &down, "--jwks", missing.to_str().unwrap()], "cannot read");
+    assert!(!err.contains(SECRET_1), "{err}");
+}
+
+/// With authentication on, each security scheme carries the 0.3 fields beside the 1.0
+/// wrapper; the signature covers them and still verifies.
+#[actix_web::test]
+async fn a_signed_card_with_both_scheme_shapes_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let node_config = config_file(dir.path(), "node.yml", &[("k1", SECRET_1)]);
+    let mut text = std::fs::read_to_string(&node_config).unwrap();
+    text.push_str("auth:\n  bearer-tokens: [{token: interop-token, tenant: t, principal: p}]\n");
+    std::fs::write(&node_config, text).unwrap();
+    let node = NodeProcess::start(dir.path(), &["--config", node_config.to_str().unwrap()]);
+    let (_, card) = fetch_card(&node.url).await;
+    let bearer = &card["securitySchemes"]["bearerAuth"];
+    assert_eq!((bearer["type"].as_str(), bearer["scheme"].as_str()), (Some("http"), Some("bearer")), "{bearer}");
+    assert_eq!(bearer["httpAuthSecurityScheme"]["scheme"], "bearer");
+    assert_verified(&node.url, &["--config", node_config.to_str().unwrap()], &[], "k1");
 }

@@ -232,14 +232,16 @@ pub fn http_status(code: ErrorCode) -> u16 {
     }
 }
 
-/// The `error` member for a 0.1 caller: `{code, message, data: {reason, …}}`.
+/// The `error` member for a 0.1 caller: `{code, message, data: {reason, …}}`, with the
+/// states in the message by their 0.1 names.
 pub fn error_object(error: &A2aError, in_stream: bool) -> Value {
     let mut data = Map::new();
     data.insert("reason".into(), json!(error.code.info().reason));
     for (k, v) in &error.metadata {
         data.insert(k.clone(), json!(v));
     }
-    json!({"code": jsonrpc_code(error.code, in_stream), "message": error.message, "data": data})
+    let message = super::rename_states(&error.message, state_name);
+    json!({"code": jsonrpc_code(error.code, in_stream), "message": message, "data": data})
 }
 
 /// A complete 0.1 JSON-RPC error response.

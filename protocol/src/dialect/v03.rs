@@ -66,14 +66,16 @@ pub fn jsonrpc_code(code: ErrorCode) -> i32 {
 }
 
 /// The JSON-RPC `error` member for a 0.3 caller: `{code, message, data}` with `data` the
-/// ErrorInfo metadata (0.3's `data` is a free object).
+/// ErrorInfo metadata (0.3's `data` is a free object); the states in the message by their
+/// 0.3 names.
 pub fn error_object(error: &A2aError) -> Value {
     let mut data = Map::new();
     data.insert("reason".into(), json!(error.code.info().reason));
     for (k, v) in &error.metadata {
         data.insert(k.clone(), json!(v));
     }
-    json!({"code": jsonrpc_code(error.code), "message": error.message, "data": data})
+    let message = super::rename_states(&error.message, state_name);
+    json!({"code": jsonrpc_code(error.code), "message": message, "data": data})
 }
 
 /// A complete 0.3 JSON-RPC error response.

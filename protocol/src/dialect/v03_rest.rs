@@ -26,6 +26,19 @@ const STATES: &[(&str, &str)] = &[
     ("auth-required", "TASK_STATE_AUTH_REQUIRED"),
 ];
 
+/// The 0.3 proto name of a state (`TASK_STATE_CANCELLED`).
+pub fn state_name(state: crate::TaskState) -> &'static str {
+    let v03 = super::v03::state_name(state);
+    STATES.iter().find(|(json_rpc, _)| *json_rpc == v03).map_or("TASK_STATE_UNSPECIFIED", |(_, proto)| proto)
+}
+
+/// `error` as a `/v1/` caller reads it: the states in its message by their 0.3 proto
+/// names (the codes and HTTP statuses are the same as 1.0's).
+pub fn error_to_proto(mut error: A2aError) -> A2aError {
+    error.message = super::rename_states(&error.message, state_name);
+    error
+}
+
 // ---- requests: 0.3 proto -> 0.3 JSON-RPC ----
 
 /// A `SendMessageRequest` body as `MessageSendParams`.
@@ -287,5 +300,19 @@ mod tests {
         assert_eq!(ev["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING");
         let cfg = push_config_to_proto(&json!({"taskId": "t", "pushNotificationConfig": {"id": "p", "url": "u"}}));
         assert_eq!(cfg["name"], "tasks/t/pushNotificationConfigs/p");
+    }
+
+    #[test]
+    fn error_messages_name_states_as_the_0_3_proto_does() {
+        let e = A2aError::new(
+            crate::ErrorCode::TaskNotCancelable,
+            "Task t cannot be canceled: it is already TASK_STATE_CANCELED",
+        );
+        assert_eq!(error_to_proto(e).message, "Task t cannot be canceled: it is already TASK_STATE_CANCELLED");
+        let v01 = crate::dialect::rename_states(
+            "in TASK_STATE_REJECTED, not TASK_STATE_INPUT_REQUIRED",
+            super::super::v01::state_name,
+        );
+        assert_eq!(v01, "in failed, not input-required");
     }
 }

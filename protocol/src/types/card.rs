@@ -22,7 +22,14 @@ pub struct AgentCard {
     #[serde(default, alias = "documentation_url", skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     pub capabilities: AgentCapabilities,
-    #[serde(default, alias = "security_schemes", skip_serializing_if = "BTreeMap::is_empty")]
+    /// Written with the 0.3 fields beside each 1.0 wrapper, so 0.3 clients read them too
+    /// (`dialect::v03_security`).
+    #[serde(
+        default,
+        alias = "security_schemes",
+        skip_serializing_if = "BTreeMap::is_empty",
+        with = "crate::dialect::v03_security::both_shapes"
+    )]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     #[serde(
         default,
@@ -165,7 +172,8 @@ pub struct StringList {
     pub list: Vec<String>,
 }
 
-/// `lf.a2a.v1.SecurityScheme`: exactly one member.
+/// `lf.a2a.v1.SecurityScheme`: exactly one member. In a card, each entry also carries
+/// the 0.3 fields (`dialect::v03_security`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SecurityScheme {

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
 """Interop check: drives a running a2ad node with the official A2A Python SDK 0.3 (a2a-sdk 0.3.x).
 
-Usage: python client_check.py [--transport jsonrpc|rest] <base_url>
+Usage: python client_check.py [--transport jsonrpc|rest] [--token TOKEN] <base_url>
 
 The node must run tests/interop/v03/a2ad.yml (agents echo and slow, push on). Prints
 "ok <check>" or "FAIL <check>: <why>" per check and a summary line
-"interop-v03[<transport>]: N passed, M failed"; exits 1 on any failure, 2 on bad usage.
+"interop-v03[<transport>]: N passed, M failed" ("interop-v03[<transport>+bearer]" with
+--token); exits 1 on any failure, 2 on bad usage.
+
+With --token the node must also require that bearer token: the card must announce an HTTP
+bearer scheme that the 0.3 model reads as one (HTTPAuthSecurityScheme, not its default
+mutualTLS), the SDK's AuthInterceptor must pick the credential from the card, and a
+client without it must be refused (401). Over JSON-RPC the interceptor adds the header to
+every call; a2a-sdk 0.3.26's RestTransport does not run interceptors (a TODO in the SDK),
+so over REST the headers the interceptor picked from the card are set on the httpx client.
 
 SDK pieces used: A2ACardResolver (the well-known card, parsed by the 0.3 pydantic model),
 ClientFactory + ClientConfig(supported_transports=[the one asked for]) -> BaseClient over
@@ -27,10 +35,12 @@ import httpx
 from google.protobuf import json_format
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.client.transports import JsonRpcTransport, RestTransport
 from a2a.grpc import a2a_pb2
 from a2a.types import (
+    HTTPAuthSecurityScheme,
     DeleteTaskPushNotificationConfigRequest,
     DeleteTaskPushNotificationConfigResponse,
     DeleteTaskPushNotificationConfigParams,
@@ -61,21 +71,43 @@ TRANSPORTS = {
 HOOK = 'http://127.0.0.1:9/hook'  # registered only: nothing is delivered during the check
 
 
+BEARER_SCHEME = 'bearerAuth'  # the scheme name a2ad's card gives bearer tokens
+
+
+class TokenFor(CredentialService):
+    """The credential of one scheme name, for the SDK's AuthInterceptor."""
+
+    def __init__(self, scheme: str, token: str):
+        self.scheme = scheme
+        self.token = token
+
+    async def get_credentials(self, security_scheme_name, context):
+        return self.token if security_scheme_name == self.scheme else None
+
+
 class Ctx:
-    def __init__(self, transport: str, base_url: str, http: httpx.AsyncClient):
+    def __init__(self, transport: str, base_url: str, http: httpx.AsyncClient, token: str | None):
         self.transport = transport
         self.base_url = base_url.rstrip('/')
         self.http = http
+        self.bare_http = httpx.AsyncClient(timeout=CHECK_TIMEOUT)  # never carries credentials
+        self.token = token
         self.card = None
 
-    def client(self, *, streaming: bool = False, polling: bool = False):
+    def client(self, *, streaming: bool = False, polling: bool = False, credentials: bool = True):
         config = ClientConfig(
             streaming=streaming,
             polling=polling,
-            httpx_client=self.http,
+            httpx_client=self.http if credentials else self.bare_http,
             supported_transports=[TRANSPORTS[self.transport][0]],
         )
-        return ClientFactory(config).create(self.card)
+        # The credential is picked by the SDK from the card's security schemes.
+        interceptors = [AuthInterceptor(TokenFor(BEARER_SCHEME, self.token))] if self.token and credentials else []
+        return ClientFactory(config).create(self.card, interceptors=interceptors)
+
+    def headers(self) -> dict[str, str]:
+        """Headers for the calls made with httpx directly (the SDK's interceptor is not there)."""
+        return {'Authorization': f'Bearer {self.token}'} if self.token else {}
 
 
 def expect(cond, msg: str) -> None:
@@ -112,6 +144,18 @@ async def check_card(ctx: Ctx) -> None:
     transports = {i.transport: i.url for i in card.additional_interfaces or []}
     expect(transports.get('HTTP+JSON') == ctx.base_url, f'additionalInterfaces {transports!r}')
     expect([s.id for s in card.skills] == ['echo', 'slow'], f'skills {[s.id for s in card.skills]}')
+    if ctx.token:
+        schemes = card.security_schemes or {}
+        scheme = schemes.get(BEARER_SCHEME)
+        expect(scheme is not None, f'no {BEARER_SCHEME} in securitySchemes {list(schemes)}')
+        expect(isinstance(scheme.root, HTTPAuthSecurityScheme), f'{BEARER_SCHEME} read as {scheme.root!r}')
+        expect(scheme.root.type == 'http' and scheme.root.scheme.lower() == 'bearer', f'{BEARER_SCHEME}: {scheme.root!r}')
+        expect({BEARER_SCHEME: []} in (card.security or []), f'security {card.security!r}')
+        interceptor = AuthInterceptor(TokenFor(BEARER_SCHEME, ctx.token))
+        _, picked = await interceptor.intercept('message/send', {}, {}, card, None)
+        expect(picked.get('headers') == ctx.headers(), f'the SDK picked {picked!r} from the card')
+        if ctx.transport == 'rest':
+            ctx.http.headers.update(picked['headers'])
     ctx.card = card
     client = ctx.client()
     expected = TRANSPORTS[ctx.transport][1]
@@ -162,11 +206,13 @@ async def check_resubscribe(ctx: Ctx) -> None:
 async def list_configs(ctx: Ctx, task_id: str) -> list[str]:
     if ctx.transport == 'jsonrpc':
         req = ListTaskPushNotificationConfigRequest(id=1, params=ListTaskPushNotificationConfigParams(id=task_id))
-        r = await ctx.http.post(ctx.base_url + '/', json=req.model_dump(mode='json', exclude_none=True))
+        r = await ctx.http.post(
+            ctx.base_url + '/', json=req.model_dump(mode='json', exclude_none=True), headers=ctx.headers()
+        )
         resp = ListTaskPushNotificationConfigResponse.model_validate(r.json()).root
         expect(hasattr(resp, 'result'), f'list failed: {r.text}')
         return [c.push_notification_config.id for c in resp.result]
-    r = await ctx.http.get(f'{ctx.base_url}/v1/tasks/{task_id}/pushNotificationConfigs')
+    r = await ctx.http.get(f'{ctx.base_url}/v1/tasks/{task_id}/pushNotificationConfigs', headers=ctx.headers())
     r.raise_for_status()
     resp = json_format.ParseDict(r.json(), a2a_pb2.ListTaskPushNotificationConfigResponse())
     return [c.push_notification_config.id for c in resp.configs]
@@ -176,11 +222,15 @@ async def delete_config(ctx: Ctx, task_id: str, config_id: str) -> None:
     if ctx.transport == 'jsonrpc':
         params = DeleteTaskPushNotificationConfigParams(id=task_id, push_notification_config_id=config_id)
         req = DeleteTaskPushNotificationConfigRequest(id=2, params=params)
-        r = await ctx.http.post(ctx.base_url + '/', json=req.model_dump(mode='json', exclude_none=True))
+        r = await ctx.http.post(
+            ctx.base_url + '/', json=req.model_dump(mode='json', exclude_none=True), headers=ctx.headers()
+        )
         resp = DeleteTaskPushNotificationConfigResponse.model_validate(r.json()).root
         expect(hasattr(resp, 'result'), f'delete failed: {r.text}')
         return
-    r = await ctx.http.delete(f'{ctx.base_url}/v1/tasks/{task_id}/pushNotificationConfigs/{config_id}')
+    r = await ctx.http.delete(
+        f'{ctx.base_url}/v1/tasks/{task_id}/pushNotificationConfigs/{config_id}', headers=ctx.headers()
+    )
     r.raise_for_status()
 
 
@@ -217,6 +267,18 @@ async def check_errors(ctx: Ctx) -> None:
         expect(ctx.transport == 'rest' and e.status_code == 400, f'status {e.status_code}')
 
 
+async def check_credentials_required(ctx: Ctx) -> None:
+    try:
+        await send_blocking_with(ctx.client(credentials=False), 'no token')
+        raise AssertionError('a send without the token succeeded')
+    except A2AClientHTTPError as e:
+        expect(e.status_code == 401, f'status {e.status_code}')
+
+
+async def send_blocking_with(client, text: str) -> None:
+    _ = [r async for r in client.send_message(user_message(text, 'echo'))]
+
+
 CHECKS = [
     ('card', check_card),
     ('send', check_send),
@@ -229,11 +291,14 @@ CHECKS = [
 ]
 
 
-async def main(transport: str, base_url: str) -> int:
+AUTH_CHECKS = [('credentials-required', check_credentials_required)]
+
+
+async def main(transport: str, base_url: str, token: str | None) -> int:
     passed = failed = 0
     async with httpx.AsyncClient(timeout=CHECK_TIMEOUT) as http:
-        ctx = Ctx(transport, base_url, http)
-        for name, check in CHECKS:
+        ctx = Ctx(transport, base_url, http, token)
+        for name, check in CHECKS + (AUTH_CHECKS if token else []):
             try:
                 await asyncio.wait_for(check(ctx), CHECK_TIMEOUT)
                 print(f'ok {name}')
@@ -243,13 +308,16 @@ async def main(transport: str, base_url: str) -> int:
                 failed += 1
             if name == 'card' and ctx.card is None:
                 break
-    print(f'interop-v03[{transport}]: {passed} passed, {failed} failed')
+        await ctx.bare_http.aclose()
+    label = f'{transport}+bearer' if token else transport
+    print(f'interop-v03[{label}]: {passed} passed, {failed} failed')
     return 1 if failed else 0
 
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
     parser.add_argument('--transport', choices=sorted(TRANSPORTS), default='jsonrpc')
+    parser.add_argument('--token', help='the bearer token the node requires (its card must announce it)')
     parser.add_argument('base_url')
     args = parser.parse_args()
-    sys.exit(asyncio.run(main(args.transport, args.base_url)))
+    sys.exit(asyncio.run(main(args.transport, args.base_url, args.token)))

@@ -194,13 +194,8 @@ fn check_url(index: usize, url: &str) -> Result<(), A2aError> {
 /// the limit of its category.
 fn read_file_part(url: &str, category: Category, cwd: Option<&Path>, roots: &AllowedRoots) -> Result<Vec<u8>, String> {
     let path = file_url_path(url).ok_or_else(|| format!("`{url}` is not a valid file:// URL"))?;
-    let canonical = roots.resolve_file(&path, cwd, url).map_err(|e| e.to_string())?;
     let limit = if category == Category::Text { TEXT_LIMIT as u64 } else { FILE_MEDIA_LIMIT };
-    let size = std::fs::metadata(&canonical).map_err(|_| format!("the file `{url}` cannot be read"))?.len();
-    if size > limit {
-        return Err(format!("the file `{url}` is larger than {}", mib(limit as usize)));
-    }
-    std::fs::read(&canonical).map_err(|_| format!("the file `{url}` cannot be read"))
+    roots.read_file(&path, cwd, url, limit).map_err(|e| e.to_string())
 }
 
 /// The local path of a `file://` URL (empty or `localhost` host only), percent-decoded.

@@ -178,13 +178,8 @@ impl JsonlReader<'_> {
         let roots = self.env.roots.clone();
         let shown = named.to_owned();
         let read = move || -> Result<(Vec<u8>, Option<String>), String> {
-            let canonical = roots.resolve_file(&path, None, &shown).map_err(|e| e.to_string())?;
-            let size = std::fs::metadata(&canonical).map_err(|_| format!("the file `{shown}` cannot be read"))?.len();
-            if size > MAX_FILE_ARTIFACT {
-                return Err(format!("the artifact file `{shown}` is larger than {} MiB", MAX_FILE_ARTIFACT >> 20));
-            }
-            let bytes = std::fs::read(&canonical).map_err(|_| format!("the file `{shown}` cannot be read"))?;
-            Ok((bytes, canonical.file_name().map(|n| n.to_string_lossy().into_owned())))
+            let bytes = roots.read_file(&path, None, &shown, MAX_FILE_ARTIFACT).map_err(|e| e.to_string())?;
+            Ok((bytes, path.file_name().map(|n| n.to_string_lossy().into_owned())))
         };
         tokio::task::spawn_blocking(read)
             .await

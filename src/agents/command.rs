@@ -79,7 +79,7 @@ impl Agent for CommandAgent {
         let settings = Arc::clone(&self.settings);
         let env = Arc::clone(&self.env);
         Box::pin(async move {
-            let cwd = env.workspace(&input)?.or_else(|| settings.cwd.clone());
+            let cwd = env.workspace(&input).await?.or_else(|| settings.cwd.clone());
             let prompt = env.prompt(&input.message, cwd.clone()).await?;
             let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;

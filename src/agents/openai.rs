@@ -63,7 +63,7 @@ impl Agent for OpenAiAgent {
         let env = Arc::clone(&self.env);
         let client = self.client.clone();
         Box::pin(async move {
-            let cwd = env.workspace(&input)?;
+            let cwd = env.workspace(&input).await?;
             let prompt = env.prompt(&input.message, cwd).await?;
             let body = request_body(&settings, &input, prompt);
             let cancel = input.cancel.clone();

@@ -183,10 +183,12 @@ pub fn error_text(error: &Value) -> String {
     let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
     let details = error.get("data").or_else(|| error.get("details")).and_then(Value::as_array);
     let reason = details.and_then(|d| d.iter().find_map(|d| d.get("reason").and_then(Value::as_str)));
-    match reason {
+    let text = match reason {
         Some(reason) => format!("{message} ({reason})"),
         None => message,
-    }
+    };
+    // Shown on a terminal: what the node wrote may carry no escape sequence.
+    super::render::for_terminal(&text, false)
 }
 
 /// Query parameters from request fields (strings, numbers and booleans as text).
@@ -254,6 +256,7 @@ mod tests {
     fn errors_read_as_one_line_with_the_reason() {
         let rpc = json!({"code": -32001, "message": "Task not found", "data": [{"reason": "TASK_NOT_FOUND"}]});
         assert_eq!(error_text(&rpc), "Task not found (TASK_NOT_FOUND)");
+        assert_eq!(error_text(&json!({"message": "bad\u{1b}[31m\nnews"})), "bad [31m news");
         assert_eq!(urlencode("a b/c"), "a%20b%2Fc");
     }
 }

@@ -150,8 +150,11 @@ impl Drop for GroupGuard {
 
 async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let (settings, input) = (turn.settings, turn.input);
-    let mut command = tokio::process::Command::new(&settings.argv[0]);
-    command.args(&settings.argv[1..]).env_clear();
+    // The config refuses an empty argv; settings built in code get an error, not a panic.
+    let (program, args) =
+        settings.argv.split_first().ok_or_else(|| AgentError("the agent has no program to run".into()))?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env_clear();
     for name in &settings.env_allow {
         if let Ok(value) = std::env::var(name) {
             command.env(name, value);
@@ -174,7 +177,7 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let mut child = command.spawn().map_err(|e| {
         // The operator learns why (a relative argv[0] and the node's working directory are
         // the usual cause); the client gets no path.
-        tracing::warn!(program = %settings.argv[0], cwd = ?turn.cwd, error = %e, "the agent program could not be started");
+        tracing::warn!(program = %program, cwd = ?turn.cwd, error = %e, "the agent program could not be started");
         AgentError("the agent program could not be started".into())
     })?;
     let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };

@@ -159,3 +159,15 @@ async fn processes_left_in_the_group_are_stopped_when_the_program_exits() {
     let gone = eventually(200, || async { !sleeping() }).await;
     assert!(gone, "the background child was stopped with the group");
 }
+
+#[actix_web::test]
+async fn settings_without_a_program_fail_the_turn_instead_of_panicking() {
+    let mut settings = command("true", OutputMode::Text);
+    settings.argv.clear();
+    let app = app_with(settings).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("no program to run"));
+    let again = app.send_text("y", json!({})).await;
+    assert_eq!(again["status"]["state"], "TASK_STATE_FAILED", "the node still answers");
+}

@@ -120,21 +120,21 @@ struct GroupGuard {
 
 impl GroupGuard {
     /// After the program exited: processes it left in its group (started in the
-    /// background, output redirected) are stopped like a cancelled turn's, since the turn
-    /// that owned them is over; with none left there is nothing to signal.
-    fn disarm_unless_group_remains(&mut self) {
+    /// background) are stopped now, like a cancelled turn's, since the turn that owned
+    /// them is over and they may hold its stderr open; with none left there is nothing
+    /// to signal.
+    fn stop_leftovers(&mut self) {
         // SAFETY: signal 0 only checks that the group exists; it sends nothing.
         let remains = self.pgid.is_some_and(|pgid| unsafe { libc::killpg(pgid, 0) } == 0);
-        if !remains {
-            self.pgid = None;
-        } else {
+        if remains {
             tracing::debug!("the agent program left processes in its group: stopping them");
+            self.stop();
         }
+        self.pgid = None;
     }
-}
 
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
+    /// SIGTERM to the group now, SIGKILL after the grace period.
+    fn stop(&self) {
         if let Some(pgid) = self.pgid {
             // SAFETY: killpg only sends a signal to a process group we created.
             unsafe { libc::killpg(pgid, libc::SIGTERM) };
@@ -145,6 +145,12 @@ impl Drop for GroupGuard {
                 unsafe { libc::killpg(pgid, libc::SIGKILL) };
             });
         }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -185,9 +191,14 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
     let named = feed_and_read(turn, child.stdin.take(), stdout).await?;
     let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
-    guard.disarm_unless_group_remains();
+    guard.stop_leftovers();
+    // A process that left the group (setsid) may still hold stderr: wait no longer than
+    // the stop of the group takes.
     let tail = match stderr {
-        Some(task) => task.await.unwrap_or_default(),
+        Some(task) => {
+            let waited = tokio::time::timeout(settings.cancel_grace + Duration::from_secs(1), task).await;
+            waited.ok().and_then(Result::ok).unwrap_or_default()
+        }
         None => Vec::new(),
     };
     if !status.success() {

@@ -152,7 +152,8 @@ async fn full_pipes_stall_nothing_and_the_stderr_tail_is_the_end() {
 
 #[actix_web::test]
 async fn processes_left_in_the_group_are_stopped_when_the_program_exits() {
-    let app = app_with(command("sleep 32.5 >/dev/null 2>&1 & echo done", OutputMode::Text)).await;
+    // Its stderr stays the program's: the turn must not wait for it to close.
+    let app = app_with(command("sleep 32.5 >/dev/null & echo done", OutputMode::Text)).await;
     let task = app.send_text("x", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     let sleeping = || std::process::Command::new("pgrep").args(["-f", "sleep 32.5"]).output().unwrap().status.success();

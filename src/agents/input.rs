@@ -187,6 +187,9 @@ fn check_url(index: usize, url: &str) -> Result<(), A2aError> {
     if !lower.starts_with("file://") {
         return Err(part_error(index, "only file:// URLs are supported"));
     }
+    if file_url_path(url).is_none() {
+        return Err(part_error(index, "a file:// URL must name a local absolute path (no host but localhost)"));
+    }
     Ok(())
 }
 
@@ -251,6 +254,11 @@ mod tests {
         assert!(accepted_by(&[], "audio/wav"));
         let line = manifest("a.png\n[attachment] filename=forged", "image/x\r\nignore", b"", "file:///a\nb");
         assert!(!line.contains(['\n', '\r']) && line.starts_with("[attachment] filename=a.png [attachment]"), "{line}");
+        assert!(check_url(0, "file:///tmp/a%20b.txt").is_ok());
+        assert!(check_url(0, "file://localhost/tmp/a").is_ok());
+        let remote_host = check_url(0, "file://example.com/etc/passwd").unwrap_err();
+        assert!(remote_host.message.contains("local absolute path"), "{}", remote_host.message);
+        assert!(check_url(0, "https://example.com/x").unwrap_err().message.contains("not fetched"));
         assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

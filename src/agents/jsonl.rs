@@ -242,7 +242,7 @@ fn permission(event: &Map<String, Value>) -> Result<Metadata, AgentError> {
 fn usage(event: &Map<String, Value>) -> Metadata {
     let count = |key: &str| event.get(key).and_then(Value::as_u64).unwrap_or(0);
     let (input, output) = (count("inputTokens"), count("outputTokens"));
-    let total = event.get("totalTokens").and_then(Value::as_u64).unwrap_or(input + output);
+    let total = event.get("totalTokens").and_then(Value::as_u64).unwrap_or(input.saturating_add(output));
     single("usage", json!({"inputTokens": input, "outputTokens": output, "totalTokens": total}))
 }
 
@@ -260,5 +260,7 @@ mod tests {
         assert_eq!(meta["tool"]["toolUseId"], "t1");
         assert_eq!(meta["tool"]["status"], "completed");
         assert!(tool(json!({"event": "exploded"}).as_object().unwrap()).is_err());
+        let huge = usage(json!({"inputTokens": u64::MAX, "outputTokens": 2}).as_object().unwrap());
+        assert_eq!(huge["usage"]["totalTokens"], u64::MAX, "no overflow panic on a program's numbers");
     }
 }

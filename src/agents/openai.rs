@@ -247,7 +247,7 @@ impl ChunkParser {
 fn usage_metadata(usage: &Value) -> Value {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     let (input, output) = (count("prompt_tokens"), count("completion_tokens"));
-    let total = usage.get("total_tokens").and_then(Value::as_u64).unwrap_or(input + output);
+    let total = usage.get("total_tokens").and_then(Value::as_u64).unwrap_or(input.saturating_add(output));
     json!({"inputTokens": input, "outputTokens": output, "totalTokens": total})
 }
 
@@ -270,6 +270,8 @@ mod tests {
         assert_eq!(parser.answer, "Hello");
         assert!(parser.done);
         assert_eq!(parser.usage.unwrap(), json!({"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}));
+        let huge = usage_metadata(&json!({"prompt_tokens": u64::MAX, "completion_tokens": 1}));
+        assert_eq!(huge["totalTokens"], u64::MAX, "no overflow panic on a provider's numbers");
         assert_eq!(check_status(reqwest::StatusCode::UNAUTHORIZED).unwrap_err().0, "provider authentication failed");
     }
 

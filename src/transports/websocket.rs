@@ -276,7 +276,7 @@ async fn write_loop(
                 None => break,
             },
             _ = ping.tick() => {
-                if conn.silent_for() > settings.ping_interval * 3 {
+                if conn.silent_for() > settings.ping_interval.saturating_mul(3) {
                     let description = "no answer to pings".to_owned();
                     conn.close(CloseReason { code: CloseCode::Policy, description: Some(description) });
                     break;

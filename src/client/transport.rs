@@ -39,12 +39,10 @@ impl Endpoint {
     pub async fn discover(url: &str, auth: &AuthArgs) -> Result<Endpoint, ClientError> {
         let card_url = crate::card::card_url(url).map_err(ClientError::Usage)?;
         let headers = auth.headers()?;
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| ClientError::Transport(format!("cannot start an HTTP client: {e}")))?;
-        let response = client
+        // The card is fetched without credentials: any redirect may be followed.
+        let card_client = http_client(reqwest::redirect::Policy::default())?;
+        let client = http_client(same_origin_redirects())?;
+        let response = card_client
             .get(&card_url)
             .header("Accept", "application/json")
             .send()
@@ -155,6 +153,31 @@ impl Endpoint {
             other => return Err(ClientError::Usage(format!("{other} is not run over HTTP+JSON by this client"))),
         })
     }
+}
+
+fn http_client(redirects: reqwest::redirect::Policy) -> Result<reqwest::Client, ClientError> {
+    reqwest::Client::builder()
+        .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(redirects)
+        .build()
+        .map_err(|e| ClientError::Transport(format!("cannot start an HTTP client: {e}")))
+}
+
+/// Requests carry the credentials, and an HTTP client drops only `Authorization` on a
+/// redirect to another origin, not `X-Api-Key`: so a request follows redirects within its
+/// own origin only (at most 10); a redirect elsewhere is answered as it is.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// The first interface whose binding this client runs: (binding, url, tenant).

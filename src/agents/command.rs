@@ -176,7 +176,9 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Not kill_on_drop: that would SIGKILL the program right after the guard's SIGTERM,
+        // leaving it no `cancel-grace` to clean up. The guard stops the whole group.
+        .kill_on_drop(false);
     if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }

@@ -172,3 +172,25 @@ async fn settings_without_a_program_fail_the_turn_instead_of_panicking() {
     let again = app.send_text("y", json!({})).await;
     assert_eq!(again["status"]["state"], "TASK_STATE_FAILED", "the node still answers");
 }
+
+#[actix_web::test]
+async fn a_cancelled_program_gets_the_grace_period_to_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("cleaned");
+    let mut settings = command(
+        r#"trap 'sleep 0.3; echo cleaned > "$MARK"; exit 0' TERM; echo started; sleep 34.5 & wait"#,
+        OutputMode::Text,
+    );
+    settings.env.insert("MARK".into(), mark.to_str().unwrap().to_owned());
+    settings.cancel_grace = Duration::from_secs(5);
+    let app = app_with(settings).await;
+    let task = app.send_text("x", json!({"configuration": {"returnImmediately": true}})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let started = eventually(200, || async { !texts(&app.ok("GetTask", json!({"id": id})).await).is_empty() }).await;
+    assert!(started);
+    app.ok("CancelTask", json!({"id": id})).await;
+    let cleaned = eventually(200, || async { mark.exists() }).await;
+    assert!(cleaned, "SIGTERM came first and the program could run its handler");
+    let sleeping = || std::process::Command::new("pgrep").args(["-f", "sleep 34.5"]).output().unwrap().status.success();
+    assert!(eventually(200, || async { !sleeping() }).await, "the group is gone");
+}

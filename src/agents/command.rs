@@ -85,7 +85,7 @@ impl Agent for CommandAgent {
             let timeout = settings.timeout;
             match tokio::time::timeout(timeout, run_program(&turn)).await {
                 Ok(result) => result,
-                Err(_) => Err(AgentError(format!("the agent program timed out after {} s", timeout.as_secs()))),
+                Err(_) => Err(AgentError(format!("the agent program timed out after {timeout:?}"))),
             }
         })
     }

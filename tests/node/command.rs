@@ -109,7 +109,8 @@ async fn timeouts_and_output_caps_stop_the_program() {
     let app = app_with(slow).await;
     let task = app.send_text("x", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
-    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("timed out"));
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("timed out after 300ms"), "{text}");
 
     let app = app_with(command("yes", OutputMode::Text)).await;
     let task = app.send_text("x", json!({})).await;

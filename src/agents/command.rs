@@ -11,7 +11,12 @@
 //! * Exit 0 ends the turn in `end-state`, or in the state a `final` event named; any other
 //!   exit is FAILED with a short tail of stderr, with paths and configured secrets removed.
 //! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace`. A
-//!   turn longer than `timeout`, or stdout past `max-output` bytes, is stopped the same way.
+//!   turn longer than `timeout`, or stdout past `max-output` bytes (a line without an end
+//!   included: it is never buffered past the cap), is stopped the same way, and so are
+//!   processes the program leaves in its group when it exits.
+//! * Stdin is written while stdout is read, and stderr is drained to its end (its last
+//!   64 KiB kept), so no full pipe can stall a program. Output that is not UTF-8 is read
+//!   lossily.
 
 use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
@@ -74,13 +79,13 @@ impl Agent for CommandAgent {
         let settings = Arc::clone(&self.settings);
         let env = Arc::clone(&self.env);
         Box::pin(async move {
-            let cwd = env.workspace(&input)?.or_else(|| settings.cwd.clone());
+            let cwd = env.workspace(&input).await?.or_else(|| settings.cwd.clone());
             let prompt = env.prompt(&input.message, cwd.clone()).await?;
             let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;
             match tokio::time::timeout(timeout, run_program(&turn)).await {
                 Ok(result) => result,
-                Err(_) => Err(AgentError(format!("the agent program timed out after {} s", timeout.as_secs()))),
+                Err(_) => Err(AgentError(format!("the agent program timed out after {timeout:?}"))),
             }
         })
     }
@@ -114,13 +119,22 @@ struct GroupGuard {
 }
 
 impl GroupGuard {
-    fn disarm(&mut self) {
+    /// After the program exited: processes it left in its group (started in the
+    /// background) are stopped now, like a cancelled turn's, since the turn that owned
+    /// them is over and they may hold its stderr open; with none left there is nothing
+    /// to signal.
+    fn stop_leftovers(&mut self) {
+        // SAFETY: signal 0 only checks that the group exists; it sends nothing.
+        let remains = self.pgid.is_some_and(|pgid| unsafe { libc::killpg(pgid, 0) } == 0);
+        if remains {
+            tracing::debug!("the agent program left processes in its group: stopping them");
+            self.stop();
+        }
         self.pgid = None;
     }
-}
 
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
+    /// SIGTERM to the group now, SIGKILL after the grace period.
+    fn stop(&self) {
         if let Some(pgid) = self.pgid {
             // SAFETY: killpg only sends a signal to a process group we created.
             unsafe { libc::killpg(pgid, libc::SIGTERM) };
@@ -134,10 +148,19 @@ impl Drop for GroupGuard {
     }
 }
 
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let (settings, input) = (turn.settings, turn.input);
-    let mut command = tokio::process::Command::new(&settings.argv[0]);
-    command.args(&settings.argv[1..]).env_clear();
+    // The config refuses an empty argv; settings built in code get an error, not a panic.
+    let (program, args) =
+        settings.argv.split_first().ok_or_else(|| AgentError("the agent has no program to run".into()))?;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env_clear();
     for name in &settings.env_allow {
         if let Ok(value) = std::env::var(name) {
             command.env(name, value);
@@ -153,35 +176,31 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Not kill_on_drop: that would SIGKILL the program right after the guard's SIGTERM,
+        // leaving it no `cancel-grace` to clean up. The guard stops the whole group.
+        .kill_on_drop(false);
     if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|e| {
         // The operator learns why (a relative argv[0] and the node's working directory are
         // the usual cause); the client gets no path.
-        tracing::warn!(program = %settings.argv[0], cwd = ?turn.cwd, error = %e, "the agent program could not be started");
+        tracing::warn!(program = %program, cwd = ?turn.cwd, error = %e, "the agent program could not be started");
         AgentError("the agent program could not be started".into())
     })?;
     let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
-    if let Some(mut stdin) = child.stdin.take() {
-        let payload = stdin_payload(settings.input, input, &turn.prompt);
-        // A program that does not read its input is fine: ignore a broken pipe.
-        let _ = stdin.write_all(payload.as_bytes()).await;
-    }
-    let stderr = child.stderr.take().map(|mut err| {
-        tokio::spawn(async move {
-            let mut buf = Vec::new();
-            let _ = (&mut err).take(64 * 1024).read_to_end(&mut buf).await;
-            buf
-        })
-    });
+    let stderr = child.stderr.take().map(|err| tokio::spawn(stderr_tail(err)));
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
-    let named = read_output(turn, stdout).await?;
+    let named = feed_and_read(turn, child.stdin.take(), stdout).await?;
     let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
-    guard.disarm();
+    guard.stop_leftovers();
+    // A process that left the group (setsid) may still hold stderr: wait no longer than
+    // the stop of the group takes.
     let tail = match stderr {
-        Some(task) => task.await.unwrap_or_default(),
+        Some(task) => {
+            let waited = tokio::time::timeout(settings.cancel_grace + Duration::from_secs(1), task).await;
+            waited.ok().and_then(Result::ok).unwrap_or_default()
+        }
         None => Vec::new(),
     };
     if !status.success() {
@@ -207,21 +226,74 @@ fn stdin_payload(mode: InputMode, input: &TurnInput, prompt: &str) -> String {
     }
 }
 
+/// Writes the input while reading the output: a program that writes much before it reads
+/// all of a large input would otherwise block on a full stdout pipe while the node blocks
+/// on a full stdin pipe. Stdin is closed once written (or when the output ends first).
+async fn feed_and_read(
+    turn: &Turn<'_>,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: tokio::process::ChildStdout,
+) -> Result<Option<TurnEnd>, AgentError> {
+    let payload = stdin_payload(turn.settings.input, turn.input, &turn.prompt);
+    let writing = async move {
+        if let Some(mut stdin) = stdin {
+            // A program that does not read its input is fine: ignore a broken pipe.
+            let _ = stdin.write_all(payload.as_bytes()).await;
+        }
+    };
+    let reading = read_output(turn, stdout);
+    tokio::pin!(reading);
+    tokio::select! {
+        result = &mut reading => result,
+        () = writing => reading.await,
+    }
+}
+
+/// The most stderr kept for the failure message (only its end is shown).
+const STDERR_TAIL: usize = 64 * 1024;
+
+/// Reads stderr to its end, keeping the last [`STDERR_TAIL`] bytes: the program never
+/// blocks on a full stderr pipe, and the message shows how it ended, not how it began.
+async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut chunk = [0u8; 8192];
+    while let Ok(read @ 1..) = stderr.read(&mut chunk).await {
+        tail.extend_from_slice(&chunk[..read]);
+        if tail.len() > 2 * STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    let keep_from = tail.len().saturating_sub(STDERR_TAIL);
+    tail.split_off(keep_from)
+}
+
 /// Reads stdout line by line into events; returns the turn's end if a `final` event named
 /// one. Past `max-output` bytes the program is stopped.
 async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Result<Option<TurnEnd>, AgentError> {
     let (settings, events) = (turn.settings, turn.events);
-    let mut lines = BufReader::new(stdout).lines();
+    let mut stdout = BufReader::new(stdout);
     let mut seen = 0usize;
     let mut end = None;
     let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events, turn.cwd.as_deref());
-    while let Some(line) =
-        lines.next_line().await.map_err(|_| AgentError("could not read the agent's output".into()))?
-    {
-        seen += line.len() + 1;
+    let mut bytes = Vec::new();
+    loop {
+        bytes.clear();
+        // Never more than the cap (and one byte to notice it): a line without an end
+        // cannot make the node buffer without bound.
+        let room = u64::try_from(settings.max_output.saturating_sub(seen)).unwrap_or(u64::MAX).saturating_add(1);
+        let read = (&mut stdout)
+            .take(room)
+            .read_until(b'\n', &mut bytes)
+            .await
+            .map_err(|_| AgentError("could not read the agent's output".into()))?;
+        if read == 0 {
+            break;
+        }
+        seen = seen.saturating_add(read);
         if seen > settings.max_output {
             return Err(AgentError(format!("the agent program wrote more than {} bytes", settings.max_output)));
         }
+        let line = String::from_utf8_lossy(without_line_end(&bytes)).into_owned();
         match settings.output {
             OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
             OutputMode::Jsonl => {
@@ -232,6 +304,12 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
         }
     }
     Ok(end)
+}
+
+/// A line without its `\n` or `\r\n`.
+fn without_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// Words that mark the next value as a credential (`token=…`, `password: …`, `Bearer …`).

@@ -178,13 +178,8 @@ impl JsonlReader<'_> {
         let roots = self.env.roots.clone();
         let shown = named.to_owned();
         let read = move || -> Result<(Vec<u8>, Option<String>), String> {
-            let canonical = roots.resolve_file(&path, None, &shown).map_err(|e| e.to_string())?;
-            let size = std::fs::metadata(&canonical).map_err(|_| format!("the file `{shown}` cannot be read"))?.len();
-            if size > MAX_FILE_ARTIFACT {
-                return Err(format!("the artifact file `{shown}` is larger than {} MiB", MAX_FILE_ARTIFACT >> 20));
-            }
-            let bytes = std::fs::read(&canonical).map_err(|_| format!("the file `{shown}` cannot be read"))?;
-            Ok((bytes, canonical.file_name().map(|n| n.to_string_lossy().into_owned())))
+            let bytes = roots.read_file(&path, None, &shown, MAX_FILE_ARTIFACT).map_err(|e| e.to_string())?;
+            Ok((bytes, path.file_name().map(|n| n.to_string_lossy().into_owned())))
         };
         tokio::task::spawn_blocking(read)
             .await
@@ -247,7 +242,7 @@ fn permission(event: &Map<String, Value>) -> Result<Metadata, AgentError> {
 fn usage(event: &Map<String, Value>) -> Metadata {
     let count = |key: &str| event.get(key).and_then(Value::as_u64).unwrap_or(0);
     let (input, output) = (count("inputTokens"), count("outputTokens"));
-    let total = event.get("totalTokens").and_then(Value::as_u64).unwrap_or(input + output);
+    let total = event.get("totalTokens").and_then(Value::as_u64).unwrap_or(input.saturating_add(output));
     single("usage", json!({"inputTokens": input, "outputTokens": output, "totalTokens": total}))
 }
 
@@ -265,5 +260,7 @@ mod tests {
         assert_eq!(meta["tool"]["toolUseId"], "t1");
         assert_eq!(meta["tool"]["status"], "completed");
         assert!(tool(json!({"event": "exploded"}).as_object().unwrap()).is_err());
+        let huge = usage(json!({"inputTokens": u64::MAX, "outputTokens": 2}).as_object().unwrap());
+        assert_eq!(huge["usage"]["totalTokens"], u64::MAX, "no overflow panic on a program's numbers");
     }
 }

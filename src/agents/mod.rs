@@ -45,12 +45,16 @@ impl AgentEnv {
 
 impl AgentEnv {
     /// The context's working directory, checked against the allowed roots; `None` when
-    /// the client named none.
-    pub fn workspace(&self, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
-        match &input.cwd {
-            None => Ok(None),
-            Some(asked) => self.roots.resolve_cwd(asked).map(Some).map_err(|e| AgentError(e.to_string())),
-        }
+    /// the client named none. On the blocking pool: resolving a path is file system work
+    /// (a slow or hung mount must not stall the actor thread the turn runs on).
+    pub async fn workspace(self: &Arc<Self>, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
+        let Some(asked) = input.cwd.clone() else { return Ok(None) };
+        let env = Arc::clone(self);
+        tokio::task::spawn_blocking(move || env.roots.resolve_cwd(&asked))
+            .await
+            .map_err(|_| AgentError("the working directory could not be checked".into()))?
+            .map(Some)
+            .map_err(|e| AgentError(e.to_string()))
     }
 
     /// The turn's message as a prompt ([`input::InputPolicy::render`]), on the blocking

@@ -10,8 +10,9 @@
 //!
 //! Provider errors fail the task with a clean message: "provider authentication failed"
 //! (401/403), "provider rate limited" (429), "provider unavailable" (5xx, connection
-//! errors), never the key, the URL or the provider's own text. Cancelling drops the
-//! request, which closes the connection.
+//! errors), never the key, the URL or the provider's own text. A stream line longer than
+//! 4 MiB or an answer longer than 8 MiB fails the turn rather than growing the node's
+//! memory. Cancelling drops the request, which closes the connection.
 
 use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
@@ -62,7 +63,7 @@ impl Agent for OpenAiAgent {
         let env = Arc::clone(&self.env);
         let client = self.client.clone();
         Box::pin(async move {
-            let cwd = env.workspace(&input)?;
+            let cwd = env.workspace(&input).await?;
             let prompt = env.prompt(&input.message, cwd).await?;
             let body = request_body(&settings, &input, prompt);
             let cancel = input.cancel.clone();
@@ -169,10 +170,19 @@ enum Piece {
     Reasoning(String),
 }
 
+/// The longest line of the provider's stream: one chunk is a few hundred bytes, so this
+/// only stops a broken or hostile endpoint from making the node buffer without end.
+const MAX_LINE: usize = 4 << 20;
+
+/// The longest answer kept: it becomes a message of the task and of the session.
+const MAX_ANSWER: usize = 8 << 20;
+
 /// Reads the SSE stream: `data:` lines of JSON chunks, until `data: [DONE]`.
 #[derive(Default)]
 struct ChunkParser {
     pending: Vec<u8>,
+    /// How much of `pending` was already searched for a line end (each byte once).
+    scanned: usize,
     answer: String,
     usage: Option<Value>,
     done: bool,
@@ -182,35 +192,54 @@ impl ChunkParser {
     /// Takes more bytes; returns the pieces of every complete line.
     fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Piece>, AgentError> {
         self.pending.extend_from_slice(bytes);
-        let mut deltas = Vec::new();
-        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let Some(data) = line.trim_end().strip_prefix("data:") else { continue };
-            let data = data.trim();
-            if data == "[DONE]" {
-                self.done = true;
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        while let Some(offset) = self.pending[self.scanned..].iter().position(|b| *b == b'\n') {
+            let end = self.scanned + offset;
+            let line = String::from_utf8_lossy(&self.pending[start..end]).into_owned();
+            (start, self.scanned) = (end + 1, end + 1);
+            self.line(&line, &mut pieces)?;
+            if self.done {
                 break;
             }
-            let chunk: Value =
-                serde_json::from_str(data).map_err(|_| AgentError("provider sent an invalid stream".into()))?;
-            if chunk.get("error").is_some() {
-                return Err(AgentError("provider reported an error".into()));
-            }
-            let delta = chunk.pointer("/choices/0/delta");
-            let text = |key: &str| delta.and_then(|d| d.get(key)).and_then(Value::as_str).filter(|t| !t.is_empty());
-            if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
-                deltas.push(Piece::Reasoning(reasoning.to_owned()));
-            }
-            if let Some(answer) = text("content") {
-                self.answer.push_str(answer);
-                deltas.push(Piece::Answer(answer.to_owned()));
-            }
-            if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-                self.usage = Some(usage_metadata(usage));
-            }
         }
-        Ok(deltas)
+        self.pending.drain(..start);
+        self.scanned -= start;
+        if self.pending.len() > MAX_LINE {
+            return Err(AgentError("provider sent an invalid stream".into()));
+        }
+        Ok(pieces)
+    }
+
+    /// One line of the stream: a `data:` chunk adds its pieces; other lines are skipped.
+    fn line(&mut self, line: &str, pieces: &mut Vec<Piece>) -> Result<(), AgentError> {
+        let Some(data) = line.trim_end().strip_prefix("data:") else { return Ok(()) };
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|_| AgentError("provider sent an invalid stream".into()))?;
+        if chunk.get("error").is_some() {
+            return Err(AgentError("provider reported an error".into()));
+        }
+        let delta = chunk.pointer("/choices/0/delta");
+        let text = |key: &str| delta.and_then(|d| d.get(key)).and_then(Value::as_str).filter(|t| !t.is_empty());
+        if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
+            pieces.push(Piece::Reasoning(reasoning.to_owned()));
+        }
+        if let Some(answer) = text("content") {
+            if self.answer.len() + answer.len() > MAX_ANSWER {
+                return Err(AgentError(format!("provider's answer is longer than {} MiB", MAX_ANSWER >> 20)));
+            }
+            self.answer.push_str(answer);
+            pieces.push(Piece::Answer(answer.to_owned()));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(usage_metadata(usage));
+        }
+        Ok(())
     }
 }
 
@@ -218,7 +247,7 @@ impl ChunkParser {
 fn usage_metadata(usage: &Value) -> Value {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     let (input, output) = (count("prompt_tokens"), count("completion_tokens"));
-    let total = usage.get("total_tokens").and_then(Value::as_u64).unwrap_or(input + output);
+    let total = usage.get("total_tokens").and_then(Value::as_u64).unwrap_or(input.saturating_add(output));
     json!({"inputTokens": input, "outputTokens": output, "totalTokens": total})
 }
 
@@ -241,6 +270,26 @@ mod tests {
         assert_eq!(parser.answer, "Hello");
         assert!(parser.done);
         assert_eq!(parser.usage.unwrap(), json!({"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}));
+        let huge = usage_metadata(&json!({"prompt_tokens": u64::MAX, "completion_tokens": 1}));
+        assert_eq!(huge["totalTokens"], u64::MAX, "no overflow panic on a provider's numbers");
         assert_eq!(check_status(reqwest::StatusCode::UNAUTHORIZED).unwrap_err().0, "provider authentication failed");
+    }
+
+    #[test]
+    fn an_endless_line_or_answer_fails_the_turn_instead_of_growing() {
+        let mut parser = ChunkParser::default();
+        let mut failed = None;
+        for _ in 0..5 {
+            if let Err(e) = parser.feed(&vec![b'x'; 1 << 20]) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert_eq!(failed.map(|e| e.0).as_deref(), Some("provider sent an invalid stream"));
+        let mut parser = ChunkParser::default();
+        let chunk = format!("data: {}\n", json!({"choices": [{"delta": {"content": "y".repeat(1 << 20)}}]}));
+        let results: Vec<_> = (0..9).map(|_| parser.feed(chunk.as_bytes()).map(|_| ())).collect();
+        assert!(results[..8].iter().all(Result::is_ok));
+        assert!(results[8].as_ref().unwrap_err().0.contains("longer than 8 MiB"));
     }
 }

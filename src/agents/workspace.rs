@@ -29,6 +29,8 @@ pub enum WorkspaceError {
     FileMissing(String),
     #[error("the file `{0}` is outside the working directory and the allowed roots")]
     FileOutside(String),
+    #[error("the file `{0}` is larger than {1} MiB")]
+    FileTooLarge(String, u64),
 }
 
 /// The directories a workspace (and a `file://` part) may lie in, canonicalised.
@@ -97,6 +99,67 @@ impl AllowedRoots {
     }
 }
 
+impl AllowedRoots {
+    /// The bytes of a file a message or a program names, checked like
+    /// [`AllowedRoots::resolve_file`] and at most `limit` bytes long.
+    ///
+    /// The check and the read are one: the canonical path is opened without following a
+    /// final symlink (and without blocking on a FIFO), and the path the kernel reports for
+    /// the open descriptor is checked again, so a symlink swapped in between the check and
+    /// the open (of the file or of a directory above it) cannot lead out of the roots. The
+    /// size is taken from the open file, and the read stops past `limit` even if the file
+    /// grows meanwhile. Blocking: call it on the blocking pool.
+    pub fn read_file(
+        &self,
+        path: &Path,
+        cwd: Option<&Path>,
+        shown: &str,
+        limit: u64,
+    ) -> Result<Vec<u8>, WorkspaceError> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let canonical = self.resolve_file(path, cwd, shown)?;
+        let missing = || WorkspaceError::FileMissing(shown.to_owned());
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&canonical)
+            .map_err(|_| missing())?;
+        let opened = file.metadata().map_err(|_| missing())?;
+        if !opened.is_file() {
+            return Err(missing());
+        }
+        if !self.still_inside(&file, &canonical, cwd) {
+            return Err(WorkspaceError::FileOutside(shown.to_owned()));
+        }
+        let too_large = || WorkspaceError::FileTooLarge(shown.to_owned(), limit >> 20);
+        if opened.len() > limit {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|_| missing())?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large());
+        }
+        Ok(bytes)
+    }
+
+    /// Whether the open `file` is still the file at `canonical` inside the roots (and the
+    /// working directory): by the kernel's path of the descriptor where `/proc` has one,
+    /// else by device and inode.
+    fn still_inside(&self, file: &std::fs::File, canonical: &Path, cwd: Option<&Path>) -> bool {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            Ok(real) => self.contains(&real) && cwd.is_none_or(|cwd| real.starts_with(cwd)),
+            Err(_) => match (file.metadata(), std::fs::symlink_metadata(canonical)) {
+                (Ok(open), Ok(named)) => (open.dev(), open.ino()) == (named.dev(), named.ino()),
+                _ => false,
+            },
+        }
+    }
+}
+
 /// `allowed-cwds` as the environment gives it: a `:`-separated path list.
 pub fn split_path_list(list: &str) -> Vec<PathBuf> {
     std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()).collect()
@@ -142,5 +205,33 @@ mod tests {
         std::os::unix::fs::symlink(&data, root.path().join("link")).unwrap();
         let via_link = root.path().join("link/db");
         assert!(matches!(roots.resolve_file(&via_link, None, "x"), Err(WorkspaceError::FileOutside(_))));
+    }
+
+    #[test]
+    fn a_file_is_read_within_its_limit_and_checked_again_once_open() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let roots = AllowedRoots::new(&[root.path().to_owned()], &root.path().join("data"));
+        let notes = root.path().join("notes.txt");
+        std::fs::write(&notes, "0123456789").unwrap();
+        assert_eq!(roots.read_file(&notes, None, "notes", 10).unwrap(), b"0123456789");
+        let too_large = roots.read_file(&notes, None, "notes", 9);
+        assert_eq!(too_large, Err(WorkspaceError::FileTooLarge("notes".into(), 0)));
+        let fifo = root.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        assert!(matches!(roots.read_file(&fifo, None, "fifo", 10), Err(WorkspaceError::FileMissing(_))));
+        // What a symlink swapped in after the path check leads to: the descriptor's real
+        // path is outside, so the open file is refused although its name was fine.
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "secret").unwrap();
+        let swapped = std::fs::File::open(&secret).unwrap();
+        assert!(!roots.still_inside(&swapped, &notes, None));
+        let fine = std::fs::File::open(&notes).unwrap();
+        assert!(roots.still_inside(&fine, &notes.canonicalize().unwrap(), None));
+        let elsewhere = root.path().join("sub");
+        std::fs::create_dir(&elsewhere).unwrap();
+        assert!(!roots.still_inside(&fine, &notes, Some(&elsewhere.canonicalize().unwrap())));
     }
 }

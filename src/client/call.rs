@@ -105,9 +105,19 @@ fn build_message(args: &CallArgs) -> Result<Value, ClientError> {
     Ok(Value::Object(message))
 }
 
+/// The largest `--file`: far above what a node takes in one request (`body-limit`), so it
+/// only keeps a mistaken path (a disk image, a device) from filling the client's memory.
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// A raw part with the file's name and a media type guessed from its extension.
 fn file_part(path: &Path) -> Result<Value, ClientError> {
-    let bytes = std::fs::read(path).map_err(|e| ClientError::Usage(format!("--file {}: {e}", path.display())))?;
+    use std::io::Read;
+    let failed = |e: std::io::Error| ClientError::Usage(format!("--file {}: {e}", path.display()));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(failed)?.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(failed)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ClientError::Usage(format!("--file {}: larger than 64 MiB", path.display())));
+    }
     let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "file".into());
     Ok(json!({
         "mediaType": media_type(path, &bytes),
@@ -175,5 +185,17 @@ mod tests {
         assert_eq!(media_type(Path::new("src/main.rs"), b"fn main() {}"), "text/plain", "text by content");
         assert_eq!(media_type(Path::new("Makefile"), b"all:\n"), "text/plain");
         assert_eq!(media_type(Path::new("zeros.bin"), b""), "application/octet-stream");
+    }
+
+    #[test]
+    fn a_file_past_the_limit_is_refused_and_read_no_further() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.bin");
+        std::fs::File::create(&big).unwrap().set_len(MAX_FILE_BYTES + 1).unwrap();
+        let error = file_part(&big).unwrap_err().to_string();
+        assert!(error.contains("larger than 64 MiB"), "{error}");
+        let small = dir.path().join("small.txt");
+        std::fs::write(&small, "hi").unwrap();
+        assert_eq!(file_part(&small).unwrap()["raw"], "aGk=");
     }
 }

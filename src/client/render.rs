@@ -11,6 +11,11 @@
 //! of its status message): a spinner line redrawn in place on a terminal, plain lines
 //! otherwise (`a2ad: task <id> working`). With `--json` every StreamResponse is printed
 //! as one JSON line on stdout and stderr stays quiet.
+//!
+//! What the node sends is shown without control characters on a terminal (stdout when it
+//! is one, the stderr status line always): a node, or an agent's text, cannot move the
+//! cursor, rewrite what was shown, set the title or the clipboard with escape sequences.
+//! Piped stdout gets the text unchanged.
 
 use super::short_state;
 use serde_json::{json, Value};
@@ -22,6 +27,8 @@ const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '�
 pub struct Renderer {
     json: bool,
     tty: bool,
+    /// stdout is a terminal: the agent's text is shown without control characters.
+    stdout_tty: bool,
     /// Everything printed to stdout in this turn, without separators.
     streamed: String,
     last_message: Option<String>,
@@ -47,6 +54,7 @@ impl Renderer {
         Renderer {
             json,
             tty: std::io::stderr().is_terminal(),
+            stdout_tty: std::io::stdout().is_terminal(),
             streamed: String::new(),
             last_message: None,
             artifact_open: false,
@@ -163,7 +171,11 @@ impl Renderer {
             return;
         }
         self.clear_spinner();
-        print!("{text}");
+        if self.stdout_tty {
+            print!("{}", for_terminal(text, true));
+        } else {
+            print!("{text}");
+        }
     }
 
     fn set_state(&mut self, state: Option<&str>) {
@@ -198,8 +210,9 @@ impl Renderer {
         if self.json {
             return;
         }
+        let line = for_terminal(line, false);
         if self.tty {
-            self.status_line = line.to_owned();
+            self.status_line = line;
             self.draw_spinner();
         } else {
             eprintln!("a2ad: {line}");
@@ -258,6 +271,18 @@ pub fn parts_text(parts: &Value) -> String {
     texts.join("\n")
 }
 
+/// `text` without the control characters a terminal acts on (escape sequences, carriage
+/// returns, backspaces); newlines and tabs are kept when `lines` is set.
+pub(crate) fn for_terminal(text: &str, lines: bool) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' if lines => c,
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
+}
+
 /// Whether a final message repeats what was streamed (whitespace aside).
 fn same_text(a: &str, b: &str) -> bool {
     let squash = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
@@ -296,5 +321,12 @@ mod tests {
         r.event(&json!({"message": {"messageId": "m", "contextId": "c", "parts": [{"text": "hi"}]}}));
         assert!(r.answered_with_message);
         assert_eq!((r.streamed.as_str(), r.state.as_deref()), ("hi", None));
+    }
+
+    #[test]
+    fn escape_sequences_from_the_node_never_reach_a_terminal() {
+        let hostile = "ok\x1b]52;c;Y2xpcA==\x07\x1b[2J\rline\n\tnext\u{9b}31m";
+        assert_eq!(for_terminal(hostile, true), "ok ]52;c;Y2xpcA==  [2J line\n\tnext 31m");
+        assert_eq!(for_terminal("tool a\nb", false), "tool a b");
     }
 }

@@ -1,9 +1,16 @@
 //! A Server-Sent Events reader for the client: turns a streaming HTTP response into
 //! `StreamResponse` JSON values as the events arrive.
 //!
-//! Each event's `data:` lines are joined; comments (`: keep-alive`) are skipped. The data
-//! is a JSON-RPC response (its `result`, or its `error`) or, on HTTP+JSON, the bare
-//! `StreamResponse` (or `{"error": ...}`). An `event: error` ends the stream with that error.
+//! Parsed as the SSE spec (HTML "event stream interpretation") says: lines end with CRLF,
+//! LF or a lone CR (a CRLF split across two chunks counts once); a blank line dispatches
+//! the event; `data:` lines are joined with newlines; an event with no data is dropped;
+//! comments (`: keep-alive`), `id:`, `retry:` and unknown fields are skipped; one space
+//! after the colon is removed; a leading BOM is ignored. The data is a JSON-RPC response
+//! (its `result`, or its `error`) or, on HTTP+JSON, the bare `StreamResponse` (or
+//! `{"error": ...}`). An `event: error` ends the stream with that error.
+//!
+//! Each byte is looked at once however the stream is chunked, and an event (its pending
+//! line and its data together) larger than [`MAX_EVENT_BYTES`] ends the stream.
 
 use super::ClientError;
 use serde_json::Value;
@@ -24,59 +31,74 @@ pub struct RawEvent {
 /// Splits a byte stream into events. Pure: fed by [`SseStream`], tested on its own.
 #[derive(Default)]
 pub struct SseParser {
-    buffer: Vec<u8>,
+    /// The bytes of the line not yet ended.
+    line: Vec<u8>,
+    /// The last line ended with CR: an LF right after it belongs to it.
+    after_cr: bool,
+    /// The first line was read (a BOM before it is skipped).
+    started: bool,
+    /// The event being read: its `event:` field and its data lines.
+    event: Option<String>,
+    data: Option<String>,
 }
 
 impl SseParser {
     /// Adds bytes; returns every event they complete.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<Vec<RawEvent>, ClientError> {
-        self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        while let Some((end, skip)) = block_end(&self.buffer) {
-            let block: Vec<u8> = self.buffer.drain(..end + skip).collect();
-            let text = String::from_utf8_lossy(&block[..end]);
-            if let Some(event) = parse_block(&text) {
+        let mut rest = bytes;
+        while let Some(first) = rest.first() {
+            if std::mem::take(&mut self.after_cr) && *first == b'\n' {
+                rest = &rest[1..];
+                continue;
+            }
+            let Some(end) = rest.iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                self.line.extend_from_slice(rest);
+                break;
+            };
+            self.line.extend_from_slice(&rest[..end]);
+            self.after_cr = rest[end] == b'\r';
+            rest = &rest[end + 1..];
+            let line = std::mem::take(&mut self.line);
+            let mut line = String::from_utf8_lossy(&line).into_owned();
+            if !std::mem::replace(&mut self.started, true) && line.starts_with('\u{feff}') {
+                line.drain(..'\u{feff}'.len_utf8());
+            }
+            if let Some(event) = self.take_line(&line) {
                 events.push(event);
             }
         }
-        if self.buffer.len() > MAX_EVENT_BYTES {
+        let held = self.line.len() + self.data.as_ref().map_or(0, String::len);
+        if held > MAX_EVENT_BYTES {
             return Err(ClientError::Transport("the node sent an event larger than 16 MiB".into()));
         }
         Ok(events)
     }
-}
 
-/// Where the first blank line ends a block: (block length, separator length).
-fn block_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
-}
-
-/// An event, or `None` for a block of comments only.
-fn parse_block(block: &str) -> Option<RawEvent> {
-    let mut event = RawEvent::default();
-    let mut data: Vec<&str> = Vec::new();
-    for line in block.lines() {
+    /// Takes one whole line; a blank one dispatches the event read so far.
+    fn take_line(&mut self, line: &str) -> Option<RawEvent> {
+        if line.is_empty() {
+            let event = self.event.take();
+            return self.data.take().map(|data| RawEvent { event, data });
+        }
         if line.starts_with(':') {
-            continue;
+            return None;
         }
         let (field, value) = line.split_once(':').unwrap_or((line, ""));
         let value = value.strip_prefix(' ').unwrap_or(value);
         match field {
-            "event" => event.event = Some(value.to_owned()),
-            "data" => data.push(value),
+            "event" => self.event = Some(value.to_owned()),
+            "data" => match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
             _ => {}
         }
+        None
     }
-    if data.is_empty() {
-        return None;
-    }
-    event.data = data.join("\n");
-    Some(event)
 }
 
 /// The `StreamResponse` in an event, or the error the node sent instead.
@@ -139,6 +161,47 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].data, "{\"a\":\n1}");
         assert_eq!(events[1], RawEvent { event: Some("error".into()), data: "x".into() });
+    }
+
+    /// Every way the spec allows lines to end, split at every byte.
+    #[test]
+    fn line_ends_of_every_kind_and_any_chunking_give_the_same_events() {
+        let wire =
+            "\u{feff}data: a\r\r: hello\r\rdata: a\rdata:b\r\n\r\nretry: 10\nid: 7\ndata\n\nevent: x\n\ndata: c\r\n\n";
+        let expected = vec![
+            RawEvent { event: None, data: "a".into() },
+            RawEvent { event: None, data: "a\nb".into() },
+            RawEvent { event: None, data: String::new() },
+            RawEvent { event: None, data: "c".into() },
+        ];
+        let whole = SseParser::default().feed(wire.as_bytes()).unwrap();
+        assert_eq!(whole, expected, "an event without data (`event: x`) is dropped");
+        for size in 1..wire.len() {
+            let mut parser = SseParser::default();
+            let mut events = Vec::new();
+            for chunk in wire.as_bytes().chunks(size) {
+                events.extend(parser.feed(chunk).unwrap());
+            }
+            assert_eq!(events, expected, "chunks of {size} bytes");
+        }
+    }
+
+    #[test]
+    fn an_event_past_the_limit_ends_the_stream() {
+        let mut parser = SseParser::default();
+        let line = vec![b'a'; 1 << 20];
+        let mut failed = None;
+        for _ in 0..17 {
+            parser.feed(b"data: ").unwrap();
+            if let Err(e) = parser.feed(&line).and_then(|_| parser.feed(b"\n")) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert!(failed.is_some_and(|e| e.to_string().contains("larger than 16 MiB")), "data lines add up");
+        let mut parser = SseParser::default();
+        let endless = vec![b'x'; (16 << 20) + 1];
+        assert!(parser.feed(&endless).is_err(), "a line without an end");
     }
 
     #[test]

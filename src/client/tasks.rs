@@ -87,11 +87,12 @@ fn state_name(state: &str) -> String {
 fn format_list(listed: &Value) -> String {
     let mut out = String::new();
     for task in listed["tasks"].as_array().into_iter().flatten() {
-        let field = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+        // One line per task whatever the node sends: no tab, newline or escape sequence.
+        let field = |v: &Value| super::render::for_terminal(v.as_str().unwrap_or("-"), false);
         out.push_str(&format!(
             "{}\t{}\t{}\t{}\n",
             field(&task["id"]),
-            short_state(task["status"]["state"].as_str().unwrap_or("?")),
+            super::render::for_terminal(&short_state(task["status"]["state"].as_str().unwrap_or("?")), false),
             field(&task["contextId"]),
             field(&task["status"]["timestamp"]),
         ));
@@ -107,5 +108,8 @@ mod tests {
     fn short_state_names_are_accepted() {
         assert_eq!(state_name("input-required"), "TASK_STATE_INPUT_REQUIRED");
         assert_eq!(state_name("TASK_STATE_WORKING"), "TASK_STATE_WORKING");
+        let listed =
+            serde_json::json!({"tasks": [{"id": "t\n1\t\u{1b}[2J", "status": {"state": "TASK_STATE_WORKING"}}]});
+        assert_eq!(format_list(&listed), "t 1  [2J\tworking\t-\t-\n");
     }
 }

@@ -39,12 +39,10 @@ impl Endpoint {
     pub async fn discover(url: &str, auth: &AuthArgs) -> Result<Endpoint, ClientError> {
         let card_url = crate::card::card_url(url).map_err(ClientError::Usage)?;
         let headers = auth.headers()?;
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| ClientError::Transport(format!("cannot start an HTTP client: {e}")))?;
-        let response = client
+        // The card is fetched without credentials: any redirect may be followed.
+        let card_client = http_client(reqwest::redirect::Policy::default())?;
+        let client = http_client(same_origin_redirects())?;
+        let response = card_client
             .get(&card_url)
             .header("Accept", "application/json")
             .send()
@@ -157,6 +155,31 @@ impl Endpoint {
     }
 }
 
+fn http_client(redirects: reqwest::redirect::Policy) -> Result<reqwest::Client, ClientError> {
+    reqwest::Client::builder()
+        .user_agent(concat!("a2ad/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(redirects)
+        .build()
+        .map_err(|e| ClientError::Transport(format!("cannot start an HTTP client: {e}")))
+}
+
+/// Requests carry the credentials, and an HTTP client drops only `Authorization` on a
+/// redirect to another origin, not `X-Api-Key`: so a request follows redirects within its
+/// own origin only (at most 10); a redirect elsewhere is answered as it is.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// The first interface whose binding this client runs: (binding, url, tenant).
 pub fn pick_interface(card: &Value) -> Option<(Binding, String, Option<String>)> {
     let interfaces = card.get("supportedInterfaces")?.as_array()?;
@@ -183,10 +206,12 @@ pub fn error_text(error: &Value) -> String {
     let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
     let details = error.get("data").or_else(|| error.get("details")).and_then(Value::as_array);
     let reason = details.and_then(|d| d.iter().find_map(|d| d.get("reason").and_then(Value::as_str)));
-    match reason {
+    let text = match reason {
         Some(reason) => format!("{message} ({reason})"),
         None => message,
-    }
+    };
+    // Shown on a terminal: what the node wrote may carry no escape sequence.
+    super::render::for_terminal(&text, false)
 }
 
 /// Query parameters from request fields (strings, numbers and booleans as text).
@@ -254,6 +279,7 @@ mod tests {
     fn errors_read_as_one_line_with_the_reason() {
         let rpc = json!({"code": -32001, "message": "Task not found", "data": [{"reason": "TASK_NOT_FOUND"}]});
         assert_eq!(error_text(&rpc), "Task not found (TASK_NOT_FOUND)");
+        assert_eq!(error_text(&json!({"message": "bad\u{1b}[31m\nnews"})), "bad [31m news");
         assert_eq!(urlencode("a b/c"), "a%20b%2Fc");
     }
 }

@@ -18,7 +18,8 @@
 //! it again (at-least-once). A node keeps its running requests' entries fresh (`XCLAIM`
 //! to itself) so that a long stream is not claimed away. A bad entry (no `request`, not
 //! JSON, longer than `body-limit`, refused credentials) gets an error response when it names a `reply-to`, and is
-//! acknowledged either way, so it is never retried forever. A request refused only because
+//! acknowledged either way, so it is never retried forever; so is an entry whose
+//! `reply-to` names a key that is not a stream (its answer cannot be written anywhere). A request refused only because
 //! this node is stopping (SERVER_BUSY after the stop) is neither answered nor acknowledged:
 //! another node takes it.
 
@@ -286,10 +287,25 @@ async fn answer(shared: Arc<Shared>, entry: StreamId, _permit: OwnedSemaphorePer
                 tracing::warn!(error = %e, entry = %entry.id, "redis transport: XACK failed; the entry will be answered again");
             }
         }
+        Err(e) if fails_for_this_entry(&e) => {
+            tracing::warn!(error = %e, entry = %entry.id, "redis transport: the entry's reply-to is not a stream; acknowledged unanswered");
+            let acked: RedisResult<i64> =
+                shared.writer.clone().xack(&config.requests, &config.group, &[&entry.id]).await;
+            if let Err(e) = acked {
+                tracing::warn!(error = %e, entry = %entry.id, "redis transport: XACK failed");
+            }
+        }
         Err(e) => {
             tracing::warn!(error = %e, entry = %entry.id, "redis transport: cannot write the answer; the entry stays pending");
         }
     }
+}
+
+/// Whether writing a reply failed because of the entry itself (its `reply-to` names a key
+/// that holds no stream): answering it again would fail the same way, after running the
+/// request once more, so it is acknowledged rather than left to be claimed forever.
+fn fails_for_this_entry(error: &redis::RedisError) -> bool {
+    error.code() == Some("WRONGTYPE")
 }
 
 /// What became of an entry.

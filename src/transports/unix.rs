@@ -1,8 +1,8 @@
 //! HTTP on a Unix domain socket (`listen-unix: PATH`): the same App, every route, bound
 //! once more on a socket file, for local clients that should not go through TCP.
 //!
-//! Access is by file permissions: `listen-unix-mode` (default `0660`) is applied right
-//! after the bind. A socket file left by a node that crashed is replaced; a socket that
+//! Access is by file permissions: `listen-unix-mode` (default `0660`) is applied after the
+//! bind and before the socket listens, so no client connects under the umask's mode. A socket file left by a node that crashed is replaced; a socket that
 //! still answers (another node) or a file that is not a socket stops start-up with an
 //! error naming `listen-unix`. A clean shutdown removes the file, if it is still ours.
 
@@ -64,13 +64,21 @@ pub fn bind(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), UnixSo
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => return Err(UnixSocketError::Bind { path: shown(), source }),
     }
-    let listener = UnixListener::bind(path).map_err(|source| UnixSocketError::Bind { path: shown(), source })?;
+    let bind_error = |source| UnixSocketError::Bind { path: shown(), source };
+    let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).map_err(bind_error)?;
+    socket.bind(&socket2::SockAddr::unix(path).map_err(bind_error)?).map_err(bind_error)?;
     let file = std::fs::symlink_metadata(path)
         .map(|m| SocketFile { path: path.to_owned(), identity: (m.dev(), m.ino()) })
-        .map_err(|source| UnixSocketError::Bind { path: shown(), source })?;
+        .map_err(bind_error)?;
+    // The mode is set before the socket listens: until then no one can connect, whatever
+    // the mode the umask gave the file at the bind.
     if let Err(source) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
         file.remove();
         return Err(UnixSocketError::Mode { path: shown(), source });
     }
-    Ok((listener, file))
+    if let Err(source) = socket.listen(1024) {
+        file.remove();
+        return Err(bind_error(source));
+    }
+    Ok((UnixListener::from(std::os::fd::OwnedFd::from(socket)), file))
 }

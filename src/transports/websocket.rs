@@ -271,23 +271,20 @@ async fn write_loop(
             biased;
             _ = conn.closing.cancelled() => break,
             message = queued.recv() => match message {
-                Some(Outgoing::Text(text)) => tokio::select! {
-                    biased;
-                    _ = conn.closing.cancelled() => break,
-                    sent = session.text(text) => sent,
-                },
-                Some(Outgoing::Pong(bytes)) => session.pong(&bytes).await,
+                Some(Outgoing::Text(text)) => unless_closing(&conn, session.text(text)).await,
+                Some(Outgoing::Pong(bytes)) => unless_closing(&conn, session.pong(&bytes)).await,
                 None => break,
             },
             _ = ping.tick() => {
-                if conn.silent_for() > settings.ping_interval * 3 {
+                if conn.silent_for() > settings.ping_interval.saturating_mul(3) {
                     let description = "no answer to pings".to_owned();
                     conn.close(CloseReason { code: CloseCode::Policy, description: Some(description) });
                     break;
                 }
-                session.ping(b"a2ad").await
+                unless_closing(&conn, session.ping(b"a2ad")).await
             }
         };
+        let Some(sent) = sent else { break };
         if sent.is_err() {
             // The client is gone: nothing more can be written.
             conn.closing.cancel();
@@ -303,6 +300,17 @@ async fn write_loop(
             .then(|| CloseReason { code: CloseCode::Away, description: Some("the node is shutting down".into()) })
     });
     let _ = tokio::time::timeout(CLOSE_TIMEOUT, session.close(reason)).await;
+}
+
+/// Waits for a write to the session unless the socket is closed meanwhile (`None`): a
+/// client that does not read fills the session's buffer, and no write (text, ping or pong)
+/// may then keep the writer from sending the close frame.
+async fn unless_closing<T>(conn: &Conn, write: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        _ = conn.closing.cancelled() => None,
+        sent = write => Some(sent),
+    }
 }
 
 #[cfg(test)]

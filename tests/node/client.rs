@@ -298,3 +298,67 @@ async fn an_agent_without_streaming_is_called_with_send_message() {
     let metrics = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
     assert!(!metrics.contains(r#"method="SendStreamingMessage""#), "no stream was asked for: {metrics}");
 }
+
+/// A node that redirects a request to another origin: the client does not follow, so the
+/// API key (which HTTP clients keep on redirects, unlike Authorization) goes nowhere else.
+#[actix_web::test]
+async fn credentials_do_not_follow_a_redirect_to_another_origin() {
+    use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let elsewhere = HttpServer::new(move || {
+        let record = Arc::clone(&record);
+        App::new().default_service(web::to(move |req: HttpRequest| {
+            let key = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            record.lock().unwrap().push(key);
+            async { HttpResponse::Ok().content_type("application/json").body("{}") }
+        }))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let target = format!("http://{}/steal", elsewhere.addrs()[0]);
+    actix_web::rt::spawn(elsewhere.run());
+    let app = three_endings().await;
+    let mut card = app.card().await;
+    let redirector = HttpServer::new(move || {
+        let target = target.clone();
+        App::new().route(
+            "/rpc",
+            web::post().to(move || {
+                let target = target.clone();
+                async move { HttpResponse::TemporaryRedirect().insert_header(("location", target)).finish() }
+            }),
+        )
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let rpc_url = format!("http://{}/rpc", redirector.addrs()[0]);
+    actix_web::rt::spawn(redirector.run());
+    card["supportedInterfaces"] = json!([{"url": rpc_url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]);
+    card["capabilities"]["streaming"] = json!(false);
+    let card_url = {
+        let body = card.to_string();
+        let server = HttpServer::new(move || {
+            let body = body.clone();
+            App::new().route(
+                "/card.json",
+                web::get().to(move || {
+                    let body = body.clone();
+                    async move { HttpResponse::Ok().content_type("application/json").body(body) }
+                }),
+            )
+        })
+        .workers(1)
+        .bind("127.0.0.1:0")
+        .unwrap();
+        let url = format!("http://{}/card.json", server.addrs()[0]);
+        actix_web::rt::spawn(server.run());
+        url
+    };
+    let output = a2ad(&["call", &card_url, "hi", "--api-key", "k-secret"], &[]).await;
+    assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(seen.lock().unwrap().is_empty(), "the other origin got a request: {:?}", seen.lock().unwrap());
+}

@@ -109,10 +109,89 @@ async fn timeouts_and_output_caps_stop_the_program() {
     let app = app_with(slow).await;
     let task = app.send_text("x", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
-    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("timed out"));
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("timed out after 300ms"), "{text}");
 
     let app = app_with(command("yes", OutputMode::Text)).await;
     let task = app.send_text("x", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
     assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("more than 4096 bytes"));
+}
+
+#[actix_web::test]
+async fn a_line_without_end_is_cut_at_the_cap_and_bad_utf8_is_read_lossily() {
+    // 64 KiB with no newline against a 4096-byte cap: refused at the cap.
+    let app = app_with(command("head -c 65536 /dev/zero | tr '\\0' a", OutputMode::Text)).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("more than 4096 bytes"));
+
+    let app = app_with(command(r#"printf 'caf\351 ok\n'"#, OutputMode::Text)).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(texts(&task)[0], "caf\u{fffd} ok");
+}
+
+#[actix_web::test]
+async fn full_pipes_stall_nothing_and_the_stderr_tail_is_the_end() {
+    // Writes 200 KB before reading a 300 KB input: both pipes fill unless the node writes
+    // stdin while it reads stdout. Then 200 KB of stderr, its last line the one shown.
+    let script = "head -c 200000 /dev/zero | tr '\\0' a; echo; wc -c; \
+                  head -c 200000 /dev/zero | tr '\\0' b >&2; echo; echo 'the real cause' >&2; exit 4";
+    let mut settings = command(script, OutputMode::Text);
+    settings.max_output = 1 << 20;
+    settings.timeout = Duration::from_secs(60);
+    let app = app_with(settings).await;
+    let input = "i".repeat(300_000);
+    let task = app.send_text(&input, json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("status 4") && text.ends_with("the real cause"), "{text}");
+    let task = app.ok("GetTask", json!({"id": task["id"]})).await;
+    assert!(texts(&task).iter().any(|line| line.trim() == "300000"), "the program read all of its input");
+}
+
+#[actix_web::test]
+async fn processes_left_in_the_group_are_stopped_when_the_program_exits() {
+    // Its stderr stays the program's: the turn must not wait for it to close.
+    let app = app_with(command("sleep 32.5 >/dev/null & echo done", OutputMode::Text)).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    let sleeping = || std::process::Command::new("pgrep").args(["-f", "sleep 32.5"]).output().unwrap().status.success();
+    let gone = eventually(200, || async { !sleeping() }).await;
+    assert!(gone, "the background child was stopped with the group");
+}
+
+#[actix_web::test]
+async fn settings_without_a_program_fail_the_turn_instead_of_panicking() {
+    let mut settings = command("true", OutputMode::Text);
+    settings.argv.clear();
+    let app = app_with(settings).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
+    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("no program to run"));
+    let again = app.send_text("y", json!({})).await;
+    assert_eq!(again["status"]["state"], "TASK_STATE_FAILED", "the node still answers");
+}
+
+#[actix_web::test]
+async fn a_cancelled_program_gets_the_grace_period_to_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("cleaned");
+    let mut settings = command(
+        r#"trap 'sleep 0.3; echo cleaned > "$MARK"; exit 0' TERM; echo started; sleep 34.5 & wait"#,
+        OutputMode::Text,
+    );
+    settings.env.insert("MARK".into(), mark.to_str().unwrap().to_owned());
+    settings.cancel_grace = Duration::from_secs(5);
+    let app = app_with(settings).await;
+    let task = app.send_text("x", json!({"configuration": {"returnImmediately": true}})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let started = eventually(200, || async { !texts(&app.ok("GetTask", json!({"id": id})).await).is_empty() }).await;
+    assert!(started);
+    app.ok("CancelTask", json!({"id": id})).await;
+    let cleaned = eventually(200, || async { mark.exists() }).await;
+    assert!(cleaned, "SIGTERM came first and the program could run its handler");
+    let sleeping = || std::process::Command::new("pgrep").args(["-f", "sleep 34.5"]).output().unwrap().status.success();
+    assert!(eventually(200, || async { !sleeping() }).await, "the group is gone");
 }

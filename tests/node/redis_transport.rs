@@ -175,6 +175,19 @@ async fn bad_entries_get_an_error_reply_and_are_acked_either_way() {
 }
 
 #[actix_web::test]
+async fn a_reply_to_that_is_not_a_stream_is_acked_not_retried_forever() {
+    let Some(redis) = RedisServer::start() else { return };
+    let _node = node(redis.port, "n1", |_| {}).await;
+    let mut con = connect(redis.port).await;
+    let _: () = con.set("a-string", "not a stream").await.unwrap();
+    let request = rpc(json!(1), "ListTasks", json!({}));
+    add(&mut con, &[("request", request.as_str()), ("reply-to", "a-string")]).await;
+    assert!(eventually(200, || async { pending(&mut con.clone()).await == 0 }).await, "acknowledged");
+    let kept: String = con.get("a-string").await.unwrap();
+    assert_eq!(kept, "not a stream", "the key is left as it was");
+}
+
+#[actix_web::test]
 async fn the_authorization_field_is_checked_by_the_authenticator() {
     let Some(redis) = RedisServer::start() else { return };
     let node = node(redis.port, "n1", |c| {

@@ -237,9 +237,14 @@ async fn bad_urls_and_arguments_give_a_clear_error_and_exit_code() {
 
 /// The node's card, edited by `edit`, served by a second server on loopback; its URL.
 async fn serve_edited_card(app: &TestApp, edit: impl FnOnce(&mut Value)) -> String {
-    use actix_web::{web, App, HttpResponse, HttpServer};
     let mut card = app.card().await;
     edit(&mut card);
+    serve_card(&card)
+}
+
+/// Serves `card` at `/card.json` on a second loopback server; its URL.
+fn serve_card(card: &Value) -> String {
+    use actix_web::{web, App, HttpResponse, HttpServer};
     let body = card.to_string();
     let server = HttpServer::new(move || {
         let body = body.clone();
@@ -339,25 +344,7 @@ async fn credentials_do_not_follow_a_redirect_to_another_origin() {
     actix_web::rt::spawn(redirector.run());
     card["supportedInterfaces"] = json!([{"url": rpc_url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]);
     card["capabilities"]["streaming"] = json!(false);
-    let card_url = {
-        let body = card.to_string();
-        let server = HttpServer::new(move || {
-            let body = body.clone();
-            App::new().route(
-                "/card.json",
-                web::get().to(move || {
-                    let body = body.clone();
-                    async move { HttpResponse::Ok().content_type("application/json").body(body) }
-                }),
-            )
-        })
-        .workers(1)
-        .bind("127.0.0.1:0")
-        .unwrap();
-        let url = format!("http://{}/card.json", server.addrs()[0]);
-        actix_web::rt::spawn(server.run());
-        url
-    };
+    let card_url = serve_card(&card);
     let output = a2ad(&["call", &card_url, "hi", "--api-key", "k-secret"], &[]).await;
     assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(seen.lock().unwrap().is_empty(), "the other origin got a request: {:?}", seen.lock().unwrap());

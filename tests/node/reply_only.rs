@@ -3,14 +3,12 @@
 //! binding sends exactly one `message` event and closes; the context's next turn sees
 //! the reply in its history; a reply after other events ends a normal, kept task.
 
-use crate::support::{reason, send_params, spawn_app, NodeProcess, SseReader, TestApp};
+use crate::support::{self, reason, send_params, spawn_app, NodeProcess, SseReader, TestApp};
 use a2a_pb::proto::{self, a2a_service_client::A2aServiceClient, part, stream_response};
-use a2ad::agents::command::{CommandSettings, InputMode, OutputMode};
+use a2ad::agents::command::{InputMode, OutputMode};
 use a2ad::config::{AgentConfig, AgentKind};
-use a2ad_protocol::TaskState;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Replies at once; the reply says whether the history (stdin, `input: json`) holds an
@@ -24,22 +22,11 @@ const MIXED: &str = r#"cat >/dev/null
 echo '{"type":"text","text":"working on it"}'
 echo '{"type":"reply","text":"late reply"}'"#;
 
+/// A jsonl command agent that runs `script` with `sh -c` and gets its input as JSON.
 pub(crate) fn command_agent(id: &str, script: &str) -> AgentConfig {
-    let mut agent = AgentConfig::default_echo();
-    agent.id = id.into();
-    agent.kind = AgentKind::Command(CommandSettings {
-        argv: vec!["/bin/sh".into(), "-c".into(), script.into()],
-        input: InputMode::Json,
-        output: OutputMode::Jsonl,
-        end_state: TaskState::Completed,
-        env: BTreeMap::new(),
-        env_allow: vec!["PATH".into()],
-        cwd: None,
-        timeout: Duration::from_secs(20),
-        max_output: 1 << 20,
-        cancel_grace: Duration::from_millis(200),
-    });
-    agent
+    let mut settings = support::command_settings(&["/bin/sh", "-c", script], OutputMode::Jsonl);
+    settings.input = InputMode::Json;
+    support::command_agent(id, settings)
 }
 
 async fn app() -> TestApp {

@@ -3,6 +3,16 @@
 use super::ClientError;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default `--idle-timeout`: well above the node's `stream-keep-alive` (15 s by
+/// default), so a live but quiet stream never trips it.
+pub const DEFAULT_IDLE_TIMEOUT: &str = "120s";
+
+/// `--idle-timeout`: a duration (`90s`, `5m`, plain seconds); `0` means none.
+fn idle_timeout(text: &str) -> Result<Duration, String> {
+    crate::config::units::parse_duration(text)
+}
 
 /// Credentials sent with every request. Flags win over the environment.
 #[derive(Args, Clone, Default)]
@@ -69,6 +79,10 @@ pub struct CallArgs {
     /// Print each StreamResponse as one JSON line on stdout instead of the text.
     #[arg(long)]
     pub json: bool,
+    /// Give up on a stream that sends nothing (not even a keep-alive) for this long: the
+    /// connection is taken as dead, the task is left running (exit 7). `0`: wait forever.
+    #[arg(long, value_parser = idle_timeout, default_value = DEFAULT_IDLE_TIMEOUT)]
+    pub idle_timeout: Duration,
     #[command(flatten)]
     pub auth: AuthArgs,
 }
@@ -118,6 +132,9 @@ pub enum TasksCommand {
         /// Print each StreamResponse as one JSON line.
         #[arg(long)]
         json: bool,
+        /// As for `call`: give up on a stream silent this long (exit 7); `0`: never.
+        #[arg(long, value_parser = idle_timeout, default_value = DEFAULT_IDLE_TIMEOUT)]
+        idle_timeout: Duration,
         #[command(flatten)]
         auth: AuthArgs,
     },

@@ -26,7 +26,7 @@ pub async fn run(args: CallArgs) -> Result<i32, ClientError> {
         return Ok(renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state));
     }
     let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
-    follow(&endpoint, stream, &mut renderer).await
+    follow(&endpoint, stream.with_idle_timeout(args.idle_timeout), &mut renderer).await
 }
 
 /// Shows a stream until it ends; Ctrl-C cancels the task. The exit code.
@@ -43,6 +43,10 @@ pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut R
                     if renderer.state.as_deref().is_some_and(ends_stream) {
                         break;
                     }
+                }
+                Some(Err(ClientError::StreamIdle(limit))) => {
+                    renderer.finish();
+                    return Err(went_silent(endpoint, renderer, limit));
                 }
                 Some(Err(e)) => {
                     renderer.finish();
@@ -63,6 +67,22 @@ pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut R
         None if renderer.answered_with_message => Ok(exit::COMPLETED),
         _ => Err(ClientError::Transport("the stream ended before the task did".into())),
     }
+}
+
+/// A stream that went silent: the task is not cancelled (it may well still run on the
+/// node), and the user is told how to pick it up again.
+fn went_silent(endpoint: &Endpoint, renderer: &Renderer, limit: Duration) -> ClientError {
+    let silent = ClientError::StreamIdle(limit);
+    let resume = match renderer.task_id.as_deref() {
+        Some(id) => format!(
+            "task {} may still be running; follow it with: a2ad tasks watch {} {}",
+            super::render::for_terminal(id, false),
+            endpoint.node_url,
+            super::render::for_terminal(id, false)
+        ),
+        None => "the node named no task before it went silent".to_owned(),
+    };
+    ClientError::Transport(format!("{silent}; {resume}"))
 }
 
 /// Cancels the task being followed after Ctrl-C.

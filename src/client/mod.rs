@@ -62,6 +62,9 @@ pub enum ClientError {
     Transport(String),
     #[error("the node refused the request: {0}")]
     Refused(String),
+    /// A stream sent nothing, not even a keep-alive comment, for this long.
+    #[error("the node sent nothing for {}s: the connection looks dead", .0.as_secs_f64())]
+    StreamIdle(std::time::Duration),
 }
 
 impl ClientError {
@@ -69,7 +72,7 @@ impl ClientError {
     pub fn exit_code(&self) -> i32 {
         match self {
             ClientError::Usage(_) => exit::USAGE,
-            ClientError::Transport(_) => exit::TRANSPORT,
+            ClientError::Transport(_) | ClientError::StreamIdle(_) => exit::TRANSPORT,
             ClientError::Refused(_) => exit::REFUSED,
         }
     }

@@ -122,13 +122,32 @@ pub struct SseStream {
     response: reqwest::Response,
     parser: SseParser,
     ready: std::collections::VecDeque<RawEvent>,
+    /// How long a read may wait for bytes (comments count) before the connection is
+    /// taken as dead: a peer gone without a FIN or RST would otherwise hang the client.
+    idle_timeout: Option<std::time::Duration>,
+    /// When bytes last arrived: the idle deadline runs from here, not from the call to
+    /// [`SseStream::next`], which a caller's `select!` may drop and repeat at any time.
+    last_bytes: tokio::time::Instant,
 }
 
 impl SseStream {
     /// Wraps a response already known to be `text/event-stream`; events are parsed as
     /// chunks arrive, so a long turn is shown while it runs.
     pub fn new(response: reqwest::Response) -> Self {
-        SseStream { response, parser: SseParser::default(), ready: Default::default() }
+        SseStream {
+            response,
+            parser: SseParser::default(),
+            ready: Default::default(),
+            idle_timeout: None,
+            last_bytes: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Ends the stream with [`ClientError::StreamIdle`] once no bytes arrived for `limit`
+    /// (zero: wait forever).
+    pub fn with_idle_timeout(mut self, limit: std::time::Duration) -> Self {
+        self.idle_timeout = Some(limit).filter(|l| !l.is_zero());
+        self
     }
 
     /// The next `StreamResponse`; `None` when the node closed the stream.
@@ -137,7 +156,15 @@ impl SseStream {
             if let Some(event) = self.ready.pop_front() {
                 return Some(stream_response(&event));
             }
-            match self.response.chunk().await {
+            let chunk = match self.idle_timeout {
+                Some(limit) => match tokio::time::timeout_at(self.last_bytes + limit, self.response.chunk()).await {
+                    Ok(chunk) => chunk,
+                    Err(_) => return Some(Err(ClientError::StreamIdle(limit))),
+                },
+                None => self.response.chunk().await,
+            };
+            self.last_bytes = tokio::time::Instant::now();
+            match chunk {
                 Ok(Some(bytes)) => match self.parser.feed(&bytes) {
                     Ok(events) => self.ready.extend(events),
                     Err(e) => return Some(Err(e)),

@@ -42,12 +42,12 @@ pub async fn run(command: TasksCommand) -> Result<i32, ClientError> {
             println!("{id}\t{}", short_state(task["status"]["state"].as_str().unwrap_or("?")));
             Ok(exit::COMPLETED)
         }
-        TasksCommand::Watch { url, id, json, auth } => {
+        TasksCommand::Watch { url, id, json, idle_timeout, auth } => {
             let endpoint = Endpoint::discover(&url, &auth).await?;
             let mut renderer = Renderer::new(json);
             renderer.task_id = Some(id.clone());
             match endpoint.stream("SubscribeToTask", json!({"id": id})).await {
-                Ok(stream) => follow(&endpoint, stream, &mut renderer).await,
+                Ok(stream) => follow(&endpoint, stream.with_idle_timeout(idle_timeout), &mut renderer).await,
                 Err(refused) => show_finished(&endpoint, &id, &mut renderer, refused).await,
             }
         }

@@ -30,6 +30,8 @@ pub struct Endpoint {
     pub tenant: Option<String>,
     /// The card's `capabilities.streaming` (absent counts as yes).
     pub streaming: bool,
+    /// The URL the user gave (base or card URL), for hints that name another command.
+    pub node_url: String,
     client: reqwest::Client,
     headers: Vec<(&'static str, String)>,
 }
@@ -55,15 +57,19 @@ impl Endpoint {
             )));
         }
         let card: Value = read_json(response).await?;
-        let (binding, url, tenant) = pick_interface(&card).ok_or_else(|| {
+        let (binding, interface_url, tenant) = pick_interface(&card).ok_or_else(|| {
             ClientError::Transport(format!("the card at {card_url} lists no JSONRPC or HTTP+JSON interface"))
         })?;
-        if !headers.is_empty() && origin(&url) != origin(&card_url) {
+        if !headers.is_empty() && origin(&interface_url) != origin(&card_url) {
             // The card decides where requests go; say where the credentials are sent.
-            eprintln!("a2ad: the card sends requests to {}; credentials go there", origin(&url).unwrap_or_default());
+            eprintln!(
+                "a2ad: the card sends requests to {}; credentials go there",
+                origin(&interface_url).unwrap_or_default()
+            );
         }
         let streaming = card["capabilities"]["streaming"].as_bool().unwrap_or(true);
-        Ok(Endpoint { binding, url, tenant, streaming, client, headers })
+        let node_url = super::render::for_terminal(url, false);
+        Ok(Endpoint { binding, url: interface_url, tenant, streaming, node_url, client, headers })
     }
 
     /// Calls a unary method; returns its result.

@@ -9,7 +9,7 @@ use std::process::Output;
 use std::time::Duration;
 
 /// Runs `a2ad <args>` with a clean environment for the client's variables.
-async fn a2ad(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) async fn a2ad(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2ad"));
     command.args(args).env_remove("A2AD_TOKEN").env_remove("A2AD_API_KEY").env_remove("A2AD_BASIC");
     for (k, v) in env {
@@ -19,11 +19,11 @@ async fn a2ad(args: &[&str], env: &[(&str, &str)]) -> Output {
     tokio::time::timeout(Duration::from_secs(60), run).await.expect("the client ends").expect("the client runs")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

@@ -13,6 +13,7 @@ mod binary;
 mod bindings;
 mod card;
 mod client;
+mod client_idle;
 mod command;
 mod dialect_v01;
 mod dialect_v03;

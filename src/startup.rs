@@ -1,6 +1,7 @@
 //! Building and running a node.
 
 use crate::agents::build_registry;
+use crate::agents::process_groups::ProcessGroups;
 use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
 use crate::config::Config;
@@ -75,6 +76,8 @@ pub struct NodeCore {
     workers: usize,
     /// Stops the background work (retention) when shutdown begins.
     stop_background: CancellationToken,
+    /// The command agents' programs: their groups are killed at close, not left behind.
+    process_groups: ProcessGroups,
 }
 
 /// The bound servers, before the application around them is assembled.
@@ -236,10 +239,11 @@ impl NodeCore {
         } else {
             config.workers
         };
+        let process_groups = ProcessGroups::default();
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store),
             commit: commit.clone(),
-            agents: build_registry(config),
+            agents: build_registry(config, &process_groups),
             settings: runtime_settings(config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
@@ -263,7 +267,17 @@ impl NodeCore {
         let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());
         let shutdown_grace = config.shutdown_grace;
-        Ok(NodeCore { core, supervisor, commit, recovered, push_worker, shutdown_grace, workers, stop_background })
+        Ok(NodeCore {
+            core,
+            supervisor,
+            commit,
+            recovered,
+            push_worker,
+            shutdown_grace,
+            workers,
+            stop_background,
+            process_groups,
+        })
     }
 
     /// How many tasks start-up recovery marked FAILED.
@@ -280,7 +294,8 @@ impl NodeCore {
         let _ = self.supervisor.send(StopAll).await;
     }
 
-    /// Stops the push worker and the actors and flushes the store.
+    /// Stops the push worker and the actors, ends the agent programs still running (each
+    /// gets SIGTERM and its `cancel-grace`, then SIGKILL) and flushes the store.
     pub async fn close(mut self) {
         self.stop_background.cancel();
         // In-flight deliveries stop here; their jobs stay in the queue for the next start.
@@ -288,6 +303,7 @@ impl NodeCore {
             let _ = worker.send(a2ad_actors::push::StopWorker).await;
         }
         let _ = self.supervisor.send(StopAll).await;
+        self.process_groups.close().await;
         if let Err(e) = self.commit.commit().await {
             tracing::error!(error = %e, "final flush failed");
         }

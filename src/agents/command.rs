@@ -10,7 +10,8 @@
 //!   line that is not JSON is agent text.
 //! * Exit 0 ends the turn in `end-state`, or in the state a `final` event named; any other
 //!   exit is FAILED with a short tail of stderr, with paths and configured secrets removed.
-//! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace`. A
+//! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace` (the
+//!   node's close waits for that: see [`super::process_groups`]). A
 //!   turn longer than `timeout`, or stdout past `max-output` bytes (a line without an end
 //!   included: it is never buffered past the cap), is stopped the same way, and so are
 //!   processes the program leaves in its group when it exits.
@@ -18,6 +19,7 @@
 //!   64 KiB kept), so no full pipe can stall a program. Output that is not UTF-8 is read
 //!   lossily.
 
+use super::process_groups::ProcessGroups;
 use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
 use a2ad_protocol::{A2aError, Message, TaskState};
@@ -112,45 +114,42 @@ struct Turn<'a> {
 }
 
 /// Kills the program's process group when the turn ends early (cancel, timeout, node
-/// shutdown): SIGTERM now, SIGKILL after the grace period.
+/// shutdown): SIGTERM now, SIGKILL after the grace period. The group is registered with
+/// the node's [`ProcessGroups`] from the start, so the node's close can kill it too.
 struct GroupGuard {
     pgid: Option<i32>,
     grace: Duration,
+    groups: ProcessGroups,
 }
 
 impl GroupGuard {
+    fn new(pgid: Option<i32>, grace: Duration, groups: &ProcessGroups) -> Self {
+        if let Some(pgid) = pgid {
+            groups.started(pgid, grace);
+        }
+        GroupGuard { pgid, grace, groups: groups.clone() }
+    }
+
     /// After the program exited: processes it left in its group (started in the
     /// background) are stopped now, like a cancelled turn's, since the turn that owned
     /// them is over and they may hold its stderr open; with none left there is nothing
     /// to signal.
     fn stop_leftovers(&mut self) {
-        // SAFETY: signal 0 only checks that the group exists; it sends nothing.
-        let remains = self.pgid.is_some_and(|pgid| unsafe { libc::killpg(pgid, 0) } == 0);
-        if remains {
+        let Some(pgid) = self.pgid.take() else { return };
+        if super::process_groups::exists(pgid) {
             tracing::debug!("the agent program left processes in its group: stopping them");
-            self.stop();
-        }
-        self.pgid = None;
-    }
-
-    /// SIGTERM to the group now, SIGKILL after the grace period.
-    fn stop(&self) {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: killpg only sends a signal to a process group we created.
-            unsafe { libc::killpg(pgid, libc::SIGTERM) };
-            let grace = self.grace;
-            std::thread::spawn(move || {
-                std::thread::sleep(grace);
-                // SAFETY: as above; a group that is gone makes this a no-op (ESRCH).
-                unsafe { libc::killpg(pgid, libc::SIGKILL) };
-            });
+            self.groups.stop(pgid, self.grace);
+        } else {
+            self.groups.finished(pgid);
         }
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        self.stop();
+        if let Some(pgid) = self.pgid {
+            self.groups.stop(pgid, self.grace);
+        }
     }
 }
 
@@ -188,7 +187,8 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
         tracing::warn!(program = %program, cwd = ?turn.cwd, error = %e, "the agent program could not be started");
         AgentError("the agent program could not be started".into())
     })?;
-    let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), grace: settings.cancel_grace };
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let mut guard = GroupGuard::new(pgid, settings.cancel_grace, &turn.env.process_groups);
     let stderr = child.stderr.take().map(|err| tokio::spawn(stderr_tail(err)));
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
     let named = feed_and_read(turn, child.stdin.take(), stdout).await?;

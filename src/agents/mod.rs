@@ -5,6 +5,7 @@ pub mod echo;
 pub mod input;
 pub mod jsonl;
 pub mod openai;
+pub mod process_groups;
 pub mod workspace;
 
 use crate::config::{AgentKind, Config};
@@ -25,6 +26,8 @@ pub struct AgentEnv {
     pub thinking_exposure: bool,
     /// Where artifacts too large to inline go.
     pub artifacts: crate::artifacts::ArtifactStore,
+    /// The process groups of the command agents' programs, killed at the node's close.
+    pub process_groups: process_groups::ProcessGroups,
 }
 
 impl AgentEnv {
@@ -39,6 +42,7 @@ impl AgentEnv {
             },
             thinking_exposure: config.thinking_exposure,
             artifacts: crate::artifacts::ArtifactStore::new(&config.data_dir, config.artifacts.inline_max),
+            process_groups: process_groups::ProcessGroups::default(),
         }
     }
 }
@@ -69,9 +73,10 @@ impl AgentEnv {
     }
 }
 
-/// One agent per configured entry, keyed by its skill id, in config order.
-pub fn build_registry(config: &Config) -> AgentRegistry {
-    let env = Arc::new(AgentEnv::from_config(config));
+/// One agent per configured entry, keyed by its skill id, in config order. The command
+/// agents' programs run in `process_groups`, which the node kills at its close.
+pub fn build_registry(config: &Config, process_groups: &process_groups::ProcessGroups) -> AgentRegistry {
+    let env = Arc::new(AgentEnv { process_groups: process_groups.clone(), ..AgentEnv::from_config(config) });
     let mut registry = AgentRegistry::default();
     for agent in &config.agents {
         let accepts = agent.input_modes.clone();

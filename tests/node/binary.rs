@@ -193,3 +193,49 @@ async fn json_logs_carry_the_request_id_and_never_a_credential() {
         assert!(!logs.contains(secret), "{secret} is in the logs");
     }
 }
+
+/// A program that ignores SIGTERM, running when the node is told to stop: the node's
+/// close SIGKILLs its group after `cancel-grace` instead of exiting first and leaving it.
+#[actix_web::test]
+async fn a_program_that_ignores_sigterm_does_not_outlive_the_node() {
+    let cwd = tempfile::tempdir().unwrap();
+    let pid_file = cwd.path().join("program.pid");
+    let script = format!("echo $$ > {}; trap '' TERM; echo started; sleep 60", pid_file.display());
+    let config = format!(
+        "shutdown-grace: 1s\nagents:\n  - id: stubborn\n    kind: command\n    command:\n      \
+         argv: [/bin/sh, -c, \"{script}\"]\n      cancel-grace: 1s\n      timeout: 5m\n"
+    );
+    std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
+    let node = NodeProcess::start(cwd.path(), &["--config", "a2ad.yml", "--data-dir", "data"]);
+    let started = send_params("go", json!({"configuration": {"returnImmediately": true}}));
+    node.app_view().ok("SendMessage", started).await;
+    let pid = wait_for(|| std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()))
+        .await
+        .expect("the program started and wrote its pid");
+    assert!(running(pid), "the program runs during the turn");
+
+    let exit = actix_web::rt::task::spawn_blocking(move || node.terminate()).await.unwrap();
+    assert!(exit.success(), "a clean exit: {exit:?}");
+    let gone = wait_for(|| (!running(pid)).then_some(())).await;
+    assert!(gone.is_some(), "the program {pid} outlived the node");
+}
+
+/// Polls `probe` every 50 ms, at most 200 times (10 s); its first `Some`.
+async fn wait_for<T>(mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    for _ in 0..200 {
+        if let Some(found) = probe() {
+            return Some(found);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    None
+}
+
+/// Whether process `pid` exists and is not a zombie (dead, waiting to be reaped).
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses, which may hold spaces.
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}

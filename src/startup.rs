@@ -250,6 +250,7 @@ impl NodeCore {
             data_dir: config.data_dir.clone(),
         });
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
+        remove_orphan_push_configs(&rt);
         store.flush().map_err(store_error)?;
         let push_worker = push.as_ref().map(PushStack::start_worker);
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
@@ -429,6 +430,18 @@ impl Application {
         }
         self.node.close().await;
         served
+    }
+}
+
+/// Removes the push configs a crash left without their task, before any request can
+/// store a new task's config (see [`crate::retention::remove_orphan_push_configs`]). A
+/// failure is logged: the configs only take space, the node can run.
+fn remove_orphan_push_configs(rt: &Runtime) {
+    let Some(push) = &rt.push else { return };
+    match crate::retention::remove_orphan_push_configs(rt.store.as_ref(), &push.configs) {
+        Ok(0) => {}
+        Ok(removed) => tracing::info!(removed, "removed push configs whose task was gone"),
+        Err(e) => tracing::error!(error = %e, "could not sweep orphaned push configs"),
     }
 }
 

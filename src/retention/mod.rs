@@ -12,13 +12,14 @@
 //! every index: GetTask, ListTasks, SubscribeToTask and a follow-up message answer
 //! TaskNotFound, like for a task that never existed. Once per start, the sweeper also
 //! removes artifact directories whose task is gone (a crash between a task's removal
-//! and its directory's: see [`remove_orphan_artifact_dirs`]).
+//! and its directory's: see [`remove_orphan_artifact_dirs`]); push configs whose task is
+//! gone are removed at start-up before requests are taken ([`remove_orphan_push_configs`]).
 
 mod orphans;
 mod plan;
 mod sweep;
 
-pub use orphans::remove_orphan_artifact_dirs;
+pub use orphans::{remove_orphan_artifact_dirs, remove_orphan_push_configs};
 pub use plan::{plan, Plan, Planner};
 pub use sweep::{SweepReport, Sweeper};
 

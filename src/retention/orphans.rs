@@ -1,4 +1,4 @@
-//! Artifact directories whose task is gone.
+//! Artifact directories and push configs whose task is gone.
 //!
 //! A task's record goes first and its artifact directory after it (retention, and a
 //! Message-only reply's settling write), so a crash in between leaves a directory no task
@@ -6,8 +6,15 @@
 //! `<data-dir>/artifacts/` whose name is a task id the store does not know is removed.
 //! A task is stored before any of its artifact files are written, so the directory of a
 //! live task always has its record, and a new task never looks like an orphan.
+//!
+//! Push configs live in a tree of their own and go after the task too (retention, and
+//! the settling write of a Message-only reply), so a crash in between leaves configs no
+//! task owns. [`remove_orphan_push_configs`] removes them, also once per start, but
+//! before the node takes requests: a new task's inline config is stored just before its
+//! record (so that its first event is pushed), and a sweep running alongside requests
+//! could take that config for an orphan.
 
-use a2ad_storage::{artifact_dir, StoreError, TaskStore};
+use a2ad_storage::{artifact_dir, PushConfigStore, StoreError, TaskStore};
 use std::path::Path;
 
 /// Removes every artifact directory whose task the store does not hold; returns how
@@ -37,18 +44,28 @@ pub fn remove_orphan_artifact_dirs(store: &dyn TaskStore, data_dir: &Path) -> Re
     Ok(removed)
 }
 
+/// Removes every push config whose task the store does not hold; returns how many.
+/// Blocking; run it before the node takes requests (see the module docs).
+pub fn remove_orphan_push_configs(store: &dyn TaskStore, configs: &PushConfigStore) -> Result<usize, StoreError> {
+    let mut removed = 0;
+    for task_id in configs.task_ids()? {
+        if store.get_task(&task_id)?.is_none() {
+            removed += configs.delete_task(&task_id)?;
+        }
+    }
+    Ok(removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use a2ad_protocol::{Task, TaskState, TaskStatus};
     use a2ad_storage::{Owner, SledStore, TaskRecord};
 
-    #[test]
-    fn only_directories_of_unknown_tasks_are_removed() {
-        let data = tempfile::tempdir().unwrap();
-        let store = SledStore::open(&data.path().join("store")).unwrap();
+    /// Stores a completed task `id`.
+    fn store_task(store: &SledStore, id: &str) {
         let task = Task {
-            id: "kept-1".into(),
+            id: id.into(),
             context_id: "c".into(),
             status: TaskStatus::now(TaskState::Completed, None),
             artifacts: vec![],
@@ -57,6 +74,38 @@ mod tests {
         };
         let record = TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq: 0 };
         store.put_task(&record, &[]).unwrap();
+    }
+
+    #[test]
+    fn only_push_configs_of_unknown_tasks_are_removed() {
+        let data = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&data.path().join("store")).unwrap();
+        let key = a2ad_storage::SecretKey::load_or_create(data.path()).unwrap();
+        let configs = PushConfigStore::new(store.tree("push_configs").unwrap(), key);
+        store_task(&store, "kept-1");
+        for (task, id) in [("kept-1", "a"), ("gone-1", "a"), ("gone-1", "b"), ("gone-10", "a")] {
+            let config = a2ad_protocol::TaskPushNotificationConfig {
+                task_id: Some(task.into()),
+                id: Some(id.into()),
+                url: "https://hooks.example/a2a".into(),
+                token: Some("tok".into()),
+                tenant: None,
+                authentication: None,
+            };
+            configs.put(&Owner::anonymous(), &config).unwrap();
+        }
+
+        assert_eq!(remove_orphan_push_configs(&store, &configs).unwrap(), 3);
+        assert_eq!(configs.task_ids().unwrap(), ["kept-1"], "a stored task keeps its config");
+        assert_eq!(configs.list("kept-1").unwrap()[0].config.token.as_deref(), Some("tok"), "intact");
+        assert_eq!(remove_orphan_push_configs(&store, &configs).unwrap(), 0, "idempotent");
+    }
+
+    #[test]
+    fn only_directories_of_unknown_tasks_are_removed() {
+        let data = tempfile::tempdir().unwrap();
+        let store = SledStore::open(&data.path().join("store")).unwrap();
+        store_task(&store, "kept-1");
         let artifacts = data.path().join("artifacts");
         for dir in ["kept-1", "gone-1", "gone-2/nested"] {
             std::fs::create_dir_all(artifacts.join(dir)).unwrap();

@@ -157,6 +157,21 @@ impl PushConfigStore {
         Ok(count)
     }
 
+    /// The ids of the tasks that have configs, each once, in key order: for the start-up
+    /// sweep of configs whose task is gone. Reads keys only as far as their task id.
+    pub fn task_ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut ids: Vec<String> = Vec::new();
+        for entry in self.tree.iter().keys() {
+            let key = entry?;
+            let task_id = key_task_id(&key)
+                .ok_or_else(|| StoreError::Corrupt("a push config key has no task id segment".into()))?;
+            if ids.last().map(String::as_str) != Some(task_id) {
+                ids.push(task_id.to_owned());
+            }
+        }
+        Ok(ids)
+    }
+
     fn open_record(&self, task_id: &str, id: &str, bytes: &[u8]) -> Result<StoredPushConfig, StoreError> {
         let record: Record = serde_json::from_slice(bytes)
             .map_err(|e| StoreError::Corrupt(format!("push config {task_id}/{id}: {e}")))?;
@@ -230,6 +245,12 @@ fn task_prefix(task_id: &str) -> Option<Vec<u8>> {
     let mut key = Vec::with_capacity(2 + task_id.len());
     push_segment(&mut key, task_id);
     Some(key)
+}
+
+/// The task id segment at the start of a record key.
+fn key_task_id(key: &[u8]) -> Option<&str> {
+    let len = usize::from(u16::from_be_bytes([*key.first()?, *key.get(1)?]));
+    std::str::from_utf8(key.get(2..2 + len)?).ok()
 }
 
 fn record_key(task_id: &str, id: &str) -> Option<Vec<u8>> {
@@ -377,6 +398,17 @@ mod tests {
         assert!(configs.list("t1").unwrap().is_empty());
         assert_eq!(ids(&configs.list("t10").unwrap()), ["0", "a"]);
         assert_eq!(ids(&configs.list("t").unwrap()), ["z"]);
+    }
+
+    #[test]
+    fn task_ids_are_listed_once_each_even_for_prefix_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, configs) = open(dir.path());
+        assert!(configs.task_ids().unwrap().is_empty());
+        for (task, id) in [("t1", "a"), ("t1", "b"), ("t10", "a"), ("t2", "z")] {
+            configs.put(&owner(), &config(task, id)).unwrap();
+        }
+        assert_eq!(configs.task_ids().unwrap(), ["t1", "t2", "t10"], "by length, then bytes: the key order");
     }
 
     #[test]

@@ -239,3 +239,46 @@ fn running(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Push configs whose task is gone (a crash between a task's removal and its configs')
+/// are removed at start-up; a task's own config stays.
+#[actix_web::test]
+async fn start_up_removes_push_configs_whose_task_is_gone() {
+    use a2ad_storage::{Owner, PushConfigStore, SecretKey, SledStore};
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("a2ad.yml"), "push-notifications: true\n").unwrap();
+    let data = cwd.path().join("data");
+    let args = ["--config", "a2ad.yml", "--data-dir", data.to_str().unwrap()];
+    let node = NodeProcess::start(cwd.path(), &args);
+    let push = json!({"url": "https://hooks.example/a2a", "token": "tok-1"});
+    let params = send_params("keep me", json!({"configuration": {"taskPushNotificationConfig": push}}));
+    let kept = node.app_view().ok("SendMessage", params).await["task"]["id"].as_str().unwrap().to_owned();
+    assert!(node.terminate().success());
+    let configs_of = |data: &std::path::Path| {
+        let store = SledStore::open(data).unwrap();
+        let configs =
+            PushConfigStore::new(store.tree("push_configs").unwrap(), SecretKey::load_or_create(data).unwrap());
+        (store, configs)
+    };
+    {
+        let (_store, configs) = configs_of(&data);
+        let orphan = a2ad_protocol::TaskPushNotificationConfig {
+            tenant: None,
+            id: Some("c1".into()),
+            task_id: Some("0193-removed-task".into()),
+            url: "https://hooks.example/a2a".into(),
+            token: Some("tok-2".into()),
+            authentication: None,
+        };
+        configs.put(&Owner::anonymous(), &orphan).unwrap();
+        assert_eq!(configs.task_ids().unwrap().len(), 2);
+    }
+
+    let node = NodeProcess::start(cwd.path(), &args);
+    let task = node.app_view().ok("GetTask", json!({"id": kept})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "serving (and the signal handler is set)");
+    assert!(node.terminate().success());
+    let (_store, configs) = configs_of(&data);
+    assert_eq!(configs.task_ids().unwrap(), [kept.as_str()], "only the orphan went");
+    assert_eq!(configs.list(&kept).unwrap()[0].config.token.as_deref(), Some("tok-1"));
+}

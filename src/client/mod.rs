@@ -5,7 +5,10 @@
 //! run ([`transport::Endpoint`]: JSON-RPC or HTTP+JSON; gRPC is skipped), with
 //! `A2A-Version: 1.0` on every request. Streams are read as they arrive
 //! ([`sse::SseStream`]) and shown by [`render::Renderer`]: agent text on stdout, states and
-//! tool progress on stderr. The process exit code says how the task ended ([`exit`]).
+//! tool progress on stderr. The process exit code says how the task ended ([`exit`]). A
+//! stream that sends nothing, not even the node's keep-alive comments, for `--idle-timeout`
+//! is taken as a dead connection: exit 7 with the `tasks watch` command that resumes it,
+//! the task left running.
 
 pub mod args;
 pub mod call;

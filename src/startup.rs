@@ -400,11 +400,17 @@ impl Application {
         let closing = self.closing.clone();
         let redis_stop = self.redis.as_ref().map(RedisTransport::stop_token);
         let stop_background = self.node.stop_background.clone();
+        // Set when a signal arrives, and once the turns are drained: with no connection
+        // open, the HTTP server stops at once, and the close below must not cut the
+        // running turns' grace period short.
+        let (signalled, drained) = (CancellationToken::new(), CancellationToken::new());
+        let (signal_seen, drain_done) = (signalled.clone(), drained.clone());
         // On SIGTERM or SIGINT: stop accepting, let running turns finish for the grace
         // period, then end the rest honestly (FAILED, saying why), which sends every open
         // stream its final event so that the HTTP server can finish draining.
         actix_web::rt::spawn(async move {
             wait_for_signal().await;
+            signal_seen.cancel();
             tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
             stop_background.cancel();
             let stopping = handle.stop(true);
@@ -414,10 +420,14 @@ impl Application {
             }
             let _ = supervisor.send(Drain { grace }).await;
             let _ = supervisor.send(StopAll).await;
+            drain_done.cancel();
             closing.cancel();
             stopping.await;
         });
         let served = self.server.await;
+        if signalled.is_cancelled() {
+            drained.cancelled().await;
+        }
         self.closing.cancel();
         if let Some(redis) = self.redis.take() {
             redis.stop().await;

@@ -139,6 +139,31 @@ async fn sigterm_lets_short_turns_finish_ends_long_ones_honestly_and_closes_stre
     assert!(text.contains("shut down"), "recorded at shutdown, not found at restart: {text}");
 }
 
+/// With no connection open the HTTP server stops at once on SIGTERM; the running turns
+/// still get their grace period.
+#[actix_web::test]
+async fn sigterm_with_no_connection_open_still_gives_running_turns_their_grace() {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cwd.path().join("a2ad.yml"),
+        "shutdown-grace: 5s\nagents:\n  - {id: slow, kind: echo, echo: {chunk-size: 1, chunk-delay: 100ms}}\n",
+    )
+    .unwrap();
+    let data = cwd.path().join("data");
+    let args = ["--config", "a2ad.yml", "--data-dir", data.to_str().unwrap()];
+    let node = NodeProcess::start(cwd.path(), &args);
+    let short = {
+        let remote = node.app_view();
+        let params = send_params("abcdefgh", json!({"configuration": {"returnImmediately": true}}));
+        remote.ok("SendMessage", params).await["task"]["id"].as_str().unwrap().to_owned()
+    };
+    let exit = actix_web::rt::task::spawn_blocking(move || node.terminate()).await.unwrap();
+    assert!(exit.success(), "a clean exit: {exit:?}");
+    let node = NodeProcess::start(cwd.path(), &args);
+    let done = node.app_view().ok("GetTask", json!({"id": short})).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "the turn finished within the grace period: {done}");
+}
+
 #[actix_web::test]
 async fn a_program_that_cannot_start_is_explained_in_plain_logs_not_to_the_client() {
     let cwd = tempfile::tempdir().unwrap();

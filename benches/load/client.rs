@@ -17,6 +17,19 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Adds up the loops' `(requests, errors, latencies)` once they end, as one result
+    /// measured over `elapsed`.
+    pub async fn sum(loops: Vec<tokio::task::JoinHandle<(u64, u64, Histogram<u64>)>>, elapsed: Duration) -> Self {
+        let mut total = LoadResult { requests: 0, errors: 0, elapsed, latency_us: new_histogram() };
+        for task in loops {
+            let (requests, errors, hist) = task.await.expect("load loop");
+            total.requests += requests;
+            total.errors += errors;
+            total.latency_us.add(hist).expect("same bounds");
+        }
+        total
+    }
+
     pub fn throughput(&self) -> f64 {
         self.requests as f64 / self.elapsed.as_secs_f64()
     }
@@ -52,13 +65,7 @@ pub async fn run(
     let tasks: Vec<_> = (0..connections)
         .map(|conn| tokio::spawn(connection_loop(target, conn, measure_from, deadline, per_conn)))
         .collect();
-    let mut total = LoadResult { requests: 0, errors: 0, elapsed: Duration::ZERO, latency_us: new_histogram() };
-    for task in tasks {
-        let (requests, errors, hist) = task.await.expect("connection task");
-        total.requests += requests;
-        total.errors += errors;
-        total.latency_us.add(hist).expect("same bounds");
-    }
+    let mut total = LoadResult::sum(tasks, Duration::ZERO).await;
     total.elapsed = Instant::now().min(deadline).saturating_duration_since(measure_from).max(Duration::from_millis(1));
     total
 }

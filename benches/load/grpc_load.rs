@@ -1,9 +1,8 @@
 //! `SendMessage` over gRPC with the generated tonic client: one HTTP/2 connection per
 //! load connection, each sending one request at a time.
 
-use crate::client::LoadResult;
+use crate::client::{new_histogram, LoadResult};
 use a2a_pb::proto::{self, a2a_service_client::A2aServiceClient, part};
-use hdrhistogram::Histogram;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -30,7 +29,7 @@ pub async fn run(addr: SocketAddr, connections: usize, warmup: Duration, duratio
         .map(|conn| {
             tokio::spawn(async move {
                 let mut client = A2aServiceClient::connect(format!("http://{addr}")).await.expect("gRPC connect");
-                let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
+                let mut hist = new_histogram();
                 let (mut requests, mut errors) = (0u64, 0u64);
                 while Instant::now() < deadline {
                     let sent = Instant::now();
@@ -45,17 +44,5 @@ pub async fn run(addr: SocketAddr, connections: usize, warmup: Duration, duratio
             })
         })
         .collect();
-    let mut total = LoadResult {
-        requests: 0,
-        errors: 0,
-        elapsed: duration,
-        latency_us: Histogram::new_with_bounds(1, 60_000_000, 3).expect("bounds"),
-    };
-    for task in tasks {
-        let (requests, errors, hist) = task.await.expect("connection task");
-        total.requests += requests;
-        total.errors += errors;
-        total.latency_us.add(hist).expect("same bounds");
-    }
-    total
+    LoadResult::sum(tasks, duration).await
 }

@@ -65,13 +65,7 @@ pub async fn run(load: Load, lanes: Vec<mpsc::UnboundedSender<String>>, pending:
             tokio::spawn(slot_loop(load, slot, lane, pending, ids, measure_from, deadline))
         })
         .collect();
-    let mut total = LoadResult { requests: 0, errors: 0, elapsed: Duration::ZERO, latency_us: new_histogram() };
-    for task in tasks {
-        let (requests, errors, hist) = task.await.expect("slot task");
-        total.requests += requests;
-        total.errors += errors;
-        total.latency_us.add(hist).expect("same bounds");
-    }
+    let mut total = LoadResult::sum(tasks, Duration::ZERO).await;
     total.elapsed = Instant::now().min(deadline).saturating_duration_since(measure_from).max(Duration::from_millis(1));
     total
 }

@@ -147,16 +147,7 @@ pub async fn unix(bin: &Path, shape: Shape) -> Measured {
     let loops: Vec<_> = (0..shape.in_flight)
         .map(|conn| tokio::spawn(unix_loop(socket.clone(), conn, measure_from, deadline)))
         .collect();
-    let work = async move {
-        let mut total = LoadResult { requests: 0, errors: 0, elapsed: shape.duration, latency_us: new_histogram() };
-        for task in loops {
-            let (requests, errors, hist) = task.await.expect("connection task");
-            total.requests += requests;
-            total.errors += errors;
-            total.latency_us.add(hist).expect("same bounds");
-        }
-        total
-    };
+    let work = LoadResult::sum(loops, shape.duration);
     with_cpu(node.pid(), shape.warmup, work).await
 }
 

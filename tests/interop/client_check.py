@@ -248,19 +248,8 @@ async def check_jsonrpc_response(response: httpx.Response) -> None:
         return
     method, req_id = rpc.get('method', '?'), rpc.get('id')
     if 'text/event-stream' in ctype:
-        def done(raw: bytes) -> None:
-            for i, (name, data) in enumerate(parse_sse(raw)):
-                where = f'{method} SSE event {i}'
-                try:
-                    body = json.loads(data)
-                except json.JSONDecodeError as e:
-                    STRICT_PROBLEMS.append(f'{where}: data is not JSON: {e}')
-                    continue
-                if name == 'error' or 'error' in body:
-                    continue  # errors are surfaced by the SDK itself
-                validate_envelope(body, method, req_id, where)
-
-        response.stream = TeeStream(response.stream, done)  # type: ignore[arg-type]
+        check = lambda body, where: validate_envelope(body, method, req_id, where)  # noqa: E731
+        response.stream = TeeStream(response.stream, sse_checker(method, check))  # type: ignore[arg-type]
         return
     await response.aread()
     try:
@@ -271,6 +260,23 @@ async def check_jsonrpc_response(response: httpx.Response) -> None:
     if isinstance(body, dict) and 'error' in body:
         return
     validate_envelope(body, method, req_id, method)
+
+
+def sse_checker(where: str, check: Callable[[Any, str], None]) -> Callable[[bytes], None]:
+    """A callback for a tee'd SSE body: each event's data must be JSON and, unless it is
+    an error (which the SDK surfaces itself), pass `check(body, where_of_event)`."""
+    def done(raw: bytes) -> None:
+        for i, (name, data) in enumerate(parse_sse(raw)):
+            ev_where = f'{where} SSE event {i}'
+            try:
+                body = json.loads(data)
+            except json.JSONDecodeError as e:
+                STRICT_PROBLEMS.append(f'{ev_where}: data is not JSON: {e}')
+                continue
+            if name == 'error' or (isinstance(body, dict) and 'error' in body):
+                continue  # errors are surfaced by the SDK itself
+            check(body, ev_where)
+    return done
 
 
 async def check_rest_response(ctx: Ctx, response: httpx.Response) -> None:
@@ -285,19 +291,8 @@ async def check_rest_response(ctx: Ctx, response: httpx.Response) -> None:
     method, msg_type = route
     where = f'{method} ({request.method} {path})'
     if 'text/event-stream' in response.headers.get('content-type', ''):
-        def done(raw: bytes) -> None:
-            for i, (name, data) in enumerate(parse_sse(raw)):
-                ev_where = f'{where} SSE event {i}'
-                try:
-                    body = json.loads(data)
-                except json.JSONDecodeError as e:
-                    STRICT_PROBLEMS.append(f'{ev_where}: data is not JSON: {e}')
-                    continue
-                if name == 'error' or (isinstance(body, dict) and 'error' in body):
-                    continue  # errors are surfaced by the SDK itself
-                strict_parse(body, msg_type, ev_where)
-
-        response.stream = TeeStream(response.stream, done)  # type: ignore[arg-type]
+        check = lambda body, ev_where: strict_parse(body, msg_type, ev_where)  # noqa: E731
+        response.stream = TeeStream(response.stream, sse_checker(where, check))  # type: ignore[arg-type]
         return
     await response.aread()
     if response.status_code >= 400:

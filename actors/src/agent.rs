@@ -60,12 +60,16 @@ pub struct TurnEnd {
     /// send answers with `message` and a stream is that one message. After other events:
     /// the final message of a normal task. See [`crate::context`]'s `reply` module.
     pub reply_only: bool,
+    /// `message` says again what the turn's text events already put in the history (a
+    /// text-mode program's output): it becomes the final status, not a second copy in
+    /// the history.
+    pub repeats_history: bool,
 }
 
 impl TurnEnd {
     /// A turn that ends in `state` with `message`.
     pub fn new(state: TaskState, message: Option<Message>) -> Self {
-        TurnEnd { state, message, reply_only: false }
+        TurnEnd { state, message, reply_only: false, repeats_history: false }
     }
 }
 

@@ -6,8 +6,9 @@
 //! * Input (`input`): `text` writes the message's text to stdin; `json` writes one JSON
 //!   object `{"message", "taskId", "contextId", "skill", "history"}`.
 //! * Output (`output`): `text` makes each stdout line agent text (a WORKING status
-//!   message); `jsonl` reads each line as an event (see README, "The command agent"); a
-//!   line that is not JSON is agent text.
+//!   message), and the whole output the final status message and the `output` artifact,
+//!   so that every client shows the answer; `jsonl` reads each line as an event (see
+//!   README, "The command agent"); a line that is not JSON is agent text.
 //! * Exit 0 ends the turn in `end-state`, or in the state a `final` event named; any other
 //!   exit is FAILED with a short tail of stderr, with paths and configured secrets removed.
 //! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace` (the
@@ -22,7 +23,7 @@
 use super::process_groups::ProcessGroups;
 use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
-use a2ad_protocol::{A2aError, Message, TaskState};
+use a2ad_protocol::{ids, A2aError, Artifact, Message, Part, TaskState};
 use futures_util::future::BoxFuture;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -191,7 +192,7 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let mut guard = GroupGuard::new(pgid, settings.cancel_grace, &turn.env.process_groups);
     let stderr = child.stderr.take().map(|err| tokio::spawn(stderr_tail(err)));
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
-    let named = feed_and_read(turn, child.stdin.take(), stdout).await?;
+    let output = feed_and_read(turn, child.stdin.take(), stdout).await?;
     let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
     guard.stop_leftovers();
     // A process that left the group (setsid) may still hold stderr: wait no longer than
@@ -208,7 +209,33 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
         let tail = sanitize_tail(&String::from_utf8_lossy(&tail), settings);
         return Err(AgentError(format!("the agent program exited with {code}: {tail}")));
     }
-    Ok(named.unwrap_or(TurnEnd::new(settings.end_state, None)))
+    match output.end {
+        Some(end) => Ok(end),
+        None => text_answer(turn, output.text).await,
+    }
+}
+
+/// The end of a turn whose program named none: `end-state`, with a text-mode program's
+/// whole output as the status message and as the `output` artifact, so that a client that
+/// shows only the final status (a blocking send, most SDK examples) or only the artifacts
+/// shows the answer. The lines are in the history already, one message each.
+async fn text_answer(turn: &Turn<'_>, text: String) -> Result<TurnEnd, AgentError> {
+    let state = turn.settings.end_state;
+    if text.is_empty() {
+        return Ok(TurnEnd::new(state, None));
+    }
+    let artifact = Artifact {
+        artifact_id: "output".into(),
+        name: Some("output".into()),
+        description: None,
+        parts: vec![Part::text(text.clone())],
+        metadata: None,
+        extensions: Vec::new(),
+    };
+    turn.events.send(AgentEvent::Artifact { artifact, append: false, last_chunk: true }).await?;
+    let input = turn.input;
+    let message = Message::agent_text(ids::new_id(), &input.context_id, Some(&input.task_id), &text);
+    Ok(TurnEnd { repeats_history: true, ..TurnEnd::new(state, Some(message)) })
 }
 
 fn stdin_payload(mode: InputMode, input: &TurnInput, prompt: &str) -> String {
@@ -233,7 +260,7 @@ async fn feed_and_read(
     turn: &Turn<'_>,
     stdin: Option<tokio::process::ChildStdin>,
     stdout: tokio::process::ChildStdout,
-) -> Result<Option<TurnEnd>, AgentError> {
+) -> Result<Output, AgentError> {
     let payload = stdin_payload(turn.settings.input, turn.input, &turn.prompt);
     let writing = async move {
         if let Some(mut stdin) = stdin {
@@ -267,13 +294,20 @@ async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
     tail.split_off(keep_from)
 }
 
-/// Reads stdout line by line into events; returns the turn's end if a `final` event named
-/// one. Past `max-output` bytes the program is stopped.
-async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Result<Option<TurnEnd>, AgentError> {
+/// What a program's stdout came to.
+struct Output {
+    /// The turn's end, if a jsonl `final` (or `reply`) event named one.
+    end: Option<TurnEnd>,
+    /// Text mode: the whole output, lines joined with `\n` (at most `max-output`).
+    text: String,
+}
+
+/// Reads stdout line by line into events. Past `max-output` bytes the program is stopped.
+async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Result<Output, AgentError> {
     let (settings, events) = (turn.settings, turn.events);
     let mut stdout = BufReader::new(stdout);
     let mut seen = 0usize;
-    let mut end = None;
+    let (mut end, mut text) = (None, String::new());
     let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events, turn.cwd.as_deref());
     let mut bytes = Vec::new();
     loop {
@@ -295,7 +329,13 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
         }
         let line = String::from_utf8_lossy(without_line_end(&bytes)).into_owned();
         match settings.output {
-            OutputMode::Text => events.send(AgentEvent::Text(line)).await?,
+            OutputMode::Text => {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&line);
+                events.send(AgentEvent::Text(line)).await?;
+            }
             OutputMode::Jsonl => {
                 if let Some(ending) = reader.line(&line).await? {
                     end = Some(ending);
@@ -303,7 +343,7 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
             }
         }
     }
-    Ok(end)
+    Ok(Output { end, text })
 }
 
 /// A line without its `\n` or `\r\n`.

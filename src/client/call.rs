@@ -26,11 +26,26 @@ pub async fn run(args: CallArgs) -> Result<i32, ClientError> {
         return Ok(renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state));
     }
     let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
-    follow(&endpoint, stream.with_idle_timeout(args.idle_timeout), &mut renderer).await
+    follow(&endpoint, stream.with_idle_timeout(args.idle_timeout), &mut renderer, FollowUntil::TurnEnd).await
+}
+
+/// Where following a stream stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowUntil {
+    /// The end of the turn, interrupted or terminal (`call`: its one turn).
+    TurnEnd,
+    /// A terminal state (`tasks watch`): past an input-required or auth-required state the
+    /// node keeps the subscription open for the next turn, and so does the client.
+    TaskEnd,
 }
 
 /// Shows a stream until it ends; Ctrl-C cancels the task. The exit code.
-pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut Renderer) -> Result<i32, ClientError> {
+pub async fn follow(
+    endpoint: &Endpoint,
+    mut stream: SseStream,
+    renderer: &mut Renderer,
+    until: FollowUntil,
+) -> Result<i32, ClientError> {
     // Registered before the first event is shown: a Ctrl-C from then on cancels the task.
     let mut interrupted = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| ClientError::Transport(format!("cannot watch for Ctrl-C: {e}")))?;
@@ -39,9 +54,14 @@ pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut R
         tokio::select! {
             next = stream.next() => match next {
                 Some(Ok(event)) => {
+                    let before = renderer.state.clone();
                     renderer.event(&event);
-                    if renderer.state.as_deref().is_some_and(ends_stream) {
+                    let Some(state) = renderer.state.clone().filter(|s| ends_stream(s)) else { continue };
+                    if until == FollowUntil::TurnEnd || is_terminal(&state) {
                         break;
+                    }
+                    if before.as_deref() != Some(state.as_str()) {
+                        renderer.notice(&waiting_notice(endpoint, renderer, &state));
                     }
                 }
                 Some(Err(ClientError::StreamIdle(limit))) => {
@@ -67,6 +87,21 @@ pub async fn follow(endpoint: &Endpoint, mut stream: SseStream, renderer: &mut R
         None if renderer.answered_with_message => Ok(exit::COMPLETED),
         _ => Err(ClientError::Transport("the stream ended before the task did".into())),
     }
+}
+
+/// Whether a state ends the task (not only its turn).
+fn is_terminal(state: &str) -> bool {
+    ends_stream(state) && !matches!(state, "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED")
+}
+
+/// What `tasks watch` says when the task waits for its client: it goes on watching.
+fn waiting_notice(endpoint: &Endpoint, renderer: &Renderer, state: &str) -> String {
+    let id = renderer.task_id.as_deref().unwrap_or("?");
+    format!(
+        "task {id} is {}; waiting for its next turn (answer it with: a2ad call {} --task {id} TEXT)",
+        super::short_state(state),
+        endpoint.node_url
+    )
 }
 
 /// A stream that went silent: the task is not cancelled (it may well still run on the

@@ -219,6 +219,18 @@ impl Renderer {
         }
     }
 
+    /// A line on stderr that stays (not the spinner's, which the next state replaces).
+    pub fn notice(&mut self, line: &str) {
+        if self.json {
+            return;
+        }
+        self.clear_spinner();
+        eprintln!("a2ad: {}", for_terminal(line, false));
+        if self.tty && !self.status_line.is_empty() {
+            self.draw_spinner();
+        }
+    }
+
     /// Advances the spinner (a terminal only); called while waiting for events.
     pub fn tick(&mut self) {
         if self.tty && !self.json && !self.status_line.is_empty() {

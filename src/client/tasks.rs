@@ -1,6 +1,6 @@
 //! `a2ad tasks list|get|cancel|watch`: the caller's tasks on a node.
 
-use super::call::follow;
+use super::call::{follow, FollowUntil};
 use super::render::Renderer;
 use super::transport::Endpoint;
 use super::{exit, short_state, ClientError, TasksCommand};
@@ -47,7 +47,10 @@ pub async fn run(command: TasksCommand) -> Result<i32, ClientError> {
             let mut renderer = Renderer::new(json);
             renderer.task_id = Some(id.clone());
             match endpoint.stream("SubscribeToTask", json!({"id": id})).await {
-                Ok(stream) => follow(&endpoint, stream.with_idle_timeout(idle_timeout), &mut renderer).await,
+                Ok(stream) => {
+                    let stream = stream.with_idle_timeout(idle_timeout);
+                    follow(&endpoint, stream, &mut renderer, FollowUntil::TaskEnd).await
+                }
                 Err(refused) => show_finished(&endpoint, &id, &mut renderer, refused).await,
             }
         }

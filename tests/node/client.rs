@@ -349,3 +349,34 @@ async fn credentials_do_not_follow_a_redirect_to_another_origin() {
     assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(seen.lock().unwrap().is_empty(), "the other origin got a request: {:?}", seen.lock().unwrap());
 }
+
+#[actix_web::test]
+async fn tasks_watch_on_an_input_required_task_says_it_waits_then_follows_the_next_turn() {
+    use tokio::io::AsyncBufReadExt as _;
+    let app = spawn_app(crate::support::asking_agent()).await;
+    let asked = app.send_text("hi", json!({})).await;
+    let id = asked["id"].as_str().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["tasks", "watch", &app.url, id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut err_lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let waiting = loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), err_lines.next_line()).await.unwrap().unwrap();
+        let Some(line) = line else { panic!("stderr ended before the notice: {seen:?}") };
+        if line.contains("waiting for its next turn") {
+            break line;
+        }
+        seen.push(line);
+    };
+    assert!(waiting.contains(id) && waiting.contains("input-required") && waiting.contains("--task"), "{waiting}");
+
+    app.send_text("done", json!({"taskId": id})).await;
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(output.status.code(), Some(0), "exits by the terminal state");
+    assert!(stdout(&output).contains("finished"), "the next turn's text: {}", stdout(&output));
+}

@@ -51,6 +51,22 @@ async fn text_mode_streams_lines_with_a_clean_environment() {
 }
 
 #[actix_web::test]
+async fn a_text_mode_answer_is_the_status_message_and_the_output_artifact() {
+    let app = app_with(command(r#"read -r q; echo "one: $q"; echo "two""#, OutputMode::Text)).await;
+    let task = app.send_text("x", json!({})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(task["status"]["message"]["role"], "ROLE_AGENT");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "one: x\ntwo", "the whole output");
+    assert_eq!(task["artifacts"][0]["name"], "output");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "one: x\ntwo");
+    assert_eq!(texts(&task), ["one: x", "two"], "the history keeps each line once");
+
+    let silent = app_with(command("true", OutputMode::Text)).await.send_text("x", json!({})).await;
+    assert_eq!(silent["status"]["state"], "TASK_STATE_COMPLETED");
+    assert!(silent["status"].get("message").is_none() && silent.get("artifacts").is_none(), "{silent}");
+}
+
+#[actix_web::test]
 async fn jsonl_mode_carries_artifacts_and_the_final_state() {
     let script = r#"echo '{"type":"text","text":"working on it"}'
 echo 'not json at all'

@@ -234,3 +234,23 @@ async fn json_rpc_resubscribe_resumes_after_the_last_event_id_header() {
     assert_ne!(resumed[0].json()["result"]["kind"], "task", "the resumed stream replays events, not a snapshot");
     assert_resumed_without_gap(seen, resumed);
 }
+
+#[actix_web::test]
+async fn resubscribe_to_an_interrupted_task_follows_its_next_turn_in_0_3_shape() {
+    let app = spawn_app(crate::support::asking_agent()).await;
+    let task = app.send_text("hi", json!({})).await;
+    let id = task["id"].as_str().unwrap();
+    let mut reader = v03_stream(&app, "tasks/resubscribe", json!({"id": id})).await;
+    let snapshot = reader.next_data().await.unwrap().json();
+    assert_eq!(
+        (snapshot["result"]["kind"].clone(), snapshot["result"]["status"]["state"].clone()),
+        (json!("task"), json!("input-required"))
+    );
+    app.send_text("done", json!({"taskId": id})).await;
+    let events: Vec<Value> = reader.rest().await.iter().map(|e| e.json()["result"].clone()).collect();
+    let states: Vec<(&str, bool)> = events
+        .iter()
+        .map(|e| (e["status"]["state"].as_str().unwrap(), e["final"].as_bool().unwrap_or(false)))
+        .collect();
+    assert_eq!(states, [("working", false), ("working", false), ("completed", true)]);
+}

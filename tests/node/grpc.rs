@@ -113,6 +113,29 @@ async fn streams_and_cancel_over_grpc() {
 }
 
 #[actix_web::test]
+async fn a_grpc_subscription_follows_an_interrupted_task_to_its_end() {
+    let app = spawn_app(crate::support::asking_agent()).await;
+    let mut grpc = client(&app).await;
+    let asked = task_of(grpc.send_message(send("hi", false)).await.unwrap().into_inner());
+    assert_eq!(state(&asked), proto::TaskState::InputRequired);
+    let subscribe = proto::SubscribeToTaskRequest { id: asked.id.clone(), ..Default::default() };
+    let mut watch = grpc.subscribe_to_task(subscribe).await.unwrap().into_inner();
+    assert!(matches!(watch.message().await.unwrap().unwrap().payload, Some(stream_response::Payload::Task(_))));
+    let mut done = text_message("done");
+    done.task_id = asked.id.clone();
+    let request = proto::SendMessageRequest { message: Some(done), ..Default::default() };
+    assert_eq!(state(&task_of(grpc.send_message(request).await.unwrap().into_inner())), proto::TaskState::Completed);
+    let mut states = Vec::new();
+    while let Some(event) = watch.message().await.unwrap() {
+        if let Some(stream_response::Payload::StatusUpdate(update)) = event.payload {
+            states.push(proto::TaskState::try_from(update.status.unwrap().state).unwrap());
+        }
+    }
+    use proto::TaskState::{Completed, Working};
+    assert_eq!(states, [Working, Working, Completed], "the next turn, then the end of the stream");
+}
+
+#[actix_web::test]
 async fn grpc_errors_follow_the_table() {
     let app = spawn_app(|_| {}).await;
     let mut grpc = client(&app).await;

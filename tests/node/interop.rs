@@ -65,3 +65,37 @@ async fn the_official_python_client_passes_every_check_over_every_binding() {
         run_check(python.clone(), args, format!("interop[{transport}]: 8 passed, 0 failed")).await;
     }
 }
+
+#[actix_web::test]
+async fn the_python_client_shows_the_answer_of_a_text_mode_command_agent() {
+    let Some(python) = interop_tool("A2AD_INTEROP_PYTHON", "a2a-sdk") else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let config = cwd.path().join("a2ad.yml");
+    let program = r#"read -r q; echo "thinking about $q"; echo "the answer is 42""#;
+    let yaml = format!(
+        "agents:\n  - id: oracle\n    kind: command\n    command:\n      argv: [sh, -c, '{program}']\n      output: text\n"
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let node = NodeProcess::start(cwd.path(), &["--config", config.to_str().unwrap()]);
+    let script = repo_path("tests/interop/text_answer.py");
+    let args = vec![script.into_os_string(), node.url.clone().into(), "life".into()];
+    let output = actix_web::rt::task::spawn_blocking(move || Command::new(python).args(args).output())
+        .await
+        .unwrap()
+        .expect("the script runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "state: TASK_STATE_COMPLETED",
+            "answer: thinking about life\nthe answer is 42",
+            "artifact output: thinking about life\nthe answer is 42"
+        ]
+        .iter()
+        .flat_map(|l| l.lines())
+        .collect::<Vec<_>>(),
+        "the answer is the status message and the output artifact"
+    );
+}

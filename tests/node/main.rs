@@ -20,6 +20,7 @@ mod dialect_v03;
 mod errors;
 mod examples;
 mod extensions;
+mod follow;
 mod grpc;
 mod input_parts;
 mod interop;

@@ -3,8 +3,9 @@
 
 use crate::redis::RedisServer;
 use crate::support::JsonBody as _;
-use crate::support::{eventually, send_params, slow_echo, spawn_app, TestApp};
+use crate::support::{echo_agent, eventually, send_params, slow_echo, spawn_app, TestApp};
 use a2ad::config::{Config, RedisTransportConfig};
+use a2ad_protocol::TaskState;
 use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamPendingReply, StreamRangeReply};
 use redis::AsyncCommands;
@@ -369,4 +370,37 @@ async fn a_reply_only_agent_is_one_frame_then_the_final_marker_and_leaves_no_tas
     assert!(answer["result"].get("task").is_none(), "{answer}");
     assert_eq!(answer["result"]["message"]["role"], "ROLE_AGENT", "{answer}");
     assert_eq!(node.ok("ListTasks", json!({})).await["totalSize"], 0, "no task is left behind");
+}
+
+#[actix_web::test]
+async fn a_redis_subscription_to_an_interrupted_task_follows_its_next_turn() {
+    let Some(redis) = RedisServer::start() else { return };
+    let chat = |c: &mut Config| c.agents = vec![echo_agent("chat", TaskState::InputRequired, 0, Duration::ZERO)];
+    let app = node(redis.port, "n1", chat).await;
+    let task = app.send_text("hi", json!({})).await;
+    let mut con = connect(redis.port).await;
+    let request = rpc(json!("w"), "SubscribeToTask", json!({"id": task["id"]}));
+    let id = add(&mut con, &[("request", request.as_str()), ("reply-to", "watch")]).await;
+    let snapshot = eventually(400, || {
+        let (mut con, id) = (con.clone(), id.clone());
+        async move { !replies(&mut con, "watch", &id).await.is_empty() }
+    })
+    .await;
+    assert!(snapshot, "the snapshot frame came");
+    app.send_text("more", json!({"taskId": task["id"]})).await;
+    app.ok("CancelTask", json!({"id": task["id"]})).await;
+    let entries = answered(&con, "watch", &id).await;
+    let (marker, frames) = entries.split_last().unwrap();
+    assert_eq!(marker["final"], "true");
+    let state = |frame: &Entry| {
+        let result = response(frame)["result"].clone();
+        let status = result.get("task").unwrap_or(&result["statusUpdate"])["status"].clone();
+        status["state"].clone()
+    };
+    let states: Vec<Value> = frames.iter().map(state).filter(|s| !s.is_null()).collect();
+    assert_eq!(
+        states,
+        ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_CANCELED"],
+        "the snapshot, the next turn, the cancel, then the final marker"
+    );
 }

@@ -256,3 +256,38 @@ async fn a_reply_only_agent_streams_one_message_line_and_leaves_no_task() {
     assert!(status.success());
     assert!(rest.is_empty(), "no frame after the message: {rest:?}");
 }
+
+#[actix_web::test]
+async fn a_stdio_subscription_to_an_interrupted_task_follows_its_next_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = "agents:\n  - id: chat\n    kind: echo\n    echo: {end-state: input-required}\n";
+    let mut node = StdioNode::start_yaml(dir.path(), agents);
+    node.send(json!(1), "SendMessage", send_params("hi", json!({}))).await;
+    let task_id = node.next().await.unwrap()["result"]["task"]["id"].as_str().unwrap().to_owned();
+    node.send(json!("watch"), "SubscribeToTask", json!({"id": task_id})).await;
+    let snapshot = node.next().await.unwrap();
+    assert_eq!(state(&snapshot["result"]["task"]), "TASK_STATE_INPUT_REQUIRED", "{snapshot}");
+
+    node.send(json!(2), "SendMessage", send_params("more", json!({"taskId": task_id}))).await;
+    let mut watched = Vec::new();
+    let mut answered = false;
+    while !answered || watched.last().map(String::as_str) != Some("TASK_STATE_INPUT_REQUIRED") {
+        let line = node.next().await.unwrap();
+        match line["id"].as_str() {
+            Some("watch") => watched.push(state(&line["result"]["statusUpdate"]).to_owned()),
+            _ => answered = line["id"] == 2,
+        }
+    }
+    node.send(json!(3), "CancelTask", json!({"id": task_id})).await;
+    loop {
+        let line = node.next().await.unwrap();
+        if line["id"] == "watch" {
+            watched.push(state(&line["result"]["statusUpdate"]).to_owned());
+            break;
+        }
+    }
+    let states: Vec<&str> = watched.iter().map(String::as_str).filter(|s| !s.is_empty()).collect();
+    assert_eq!(states, ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_CANCELED"]);
+    let (status, _) = node.close().await;
+    assert!(status.success());
+}

@@ -269,15 +269,19 @@ async fn an_idle_stream_gets_keep_alive_comments() {
 }
 
 #[actix_web::test]
-async fn subscribing_to_an_interrupted_task_shows_it_and_ends() {
+async fn subscribing_to_an_interrupted_task_shows_it_and_waits_for_its_next_turn() {
     let app = spawn_app(|c| {
         c.agents = vec![crate::support::echo_agent("chat", a2ad_protocol::TaskState::InputRequired, 0, Duration::ZERO)]
     })
     .await;
     let task = app.send_text("hi", json!({})).await;
     let mut reader = app.stream("SubscribeToTask", json!({"id": task["id"]}), &[]).await.unwrap();
+    let first = reader.next_data().await.unwrap();
+    assert_eq!(first.result()["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(first.seq(), 3, "the snapshot carries the id of the latest event");
+    // The stream stays open (follow.rs has the rest); a cancel ends it.
+    app.ok("CancelTask", json!({"id": task["id"]})).await;
     let events = reader.rest().await;
     assert_eq!(events.len(), 1);
-    assert_eq!(events[0].result()["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
-    assert_eq!(events[0].seq(), 3, "the snapshot carries the id of the latest event");
+    assert_eq!(state(&events[0]), "TASK_STATE_CANCELED");
 }

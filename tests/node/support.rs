@@ -75,6 +75,17 @@ pub fn command_agent(id: &str, settings: CommandSettings) -> AgentConfig {
     agent
 }
 
+/// A node whose only agent asks for more (INPUT_REQUIRED, "more?") until a message says
+/// `done`, then completes saying `finished`: a task that resumes over several turns.
+pub fn asking_agent() -> impl FnOnce(&mut Config) {
+    let script = r#"read -r line; case "$line" in
+  done) echo '{"type":"text","text":"finished"}' ;;
+  *) echo '{"type":"final","state":"input-required","text":"more?"}' ;;
+esac"#;
+    let settings = command_settings(&["sh", "-c", script], OutputMode::Jsonl);
+    move |c| c.agents = vec![command_agent("ask", settings)]
+}
+
 /// A node whose only agent is a slow echo (one chunk per character, `delay` each).
 pub fn slow_echo(delay: Duration) -> impl FnOnce(&mut Config) {
     move |c| c.agents = vec![echo_agent("slow", TaskState::Completed, 1, delay)]

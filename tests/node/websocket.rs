@@ -388,3 +388,26 @@ async fn a_0_3_client_resumes_with_tasks_resubscribe_and_the_last_event_id() {
     }
     assert_eq!(texts.concat(), "abcdefghij", "every artifact chunk exactly once, in 0.3 shape after the resume");
 }
+
+#[actix_web::test]
+async fn a_websocket_subscription_to_an_interrupted_task_follows_its_next_turn() {
+    let app =
+        spawn_app(websocket_on(|c| c.agents = vec![echo_agent("chat", TaskState::InputRequired, 0, Duration::ZERO)]))
+            .await;
+    let task = app.send_text("hi", json!({})).await;
+    let mut ws = connect(&app, &[]).await.unwrap();
+    send(&mut ws, request(json!("watch"), "SubscribeToTask", json!({"id": task["id"]}))).await;
+    let snapshot = next_json(&mut ws).await;
+    assert_eq!(snapshot["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{snapshot}");
+    app.send_text("more", json!({"taskId": task["id"]})).await;
+    app.ok("CancelTask", json!({"id": task["id"]})).await;
+    let mut states = Vec::new();
+    while states.last().map(String::as_str) != Some("TASK_STATE_CANCELED") {
+        let frame = next_json(&mut ws).await;
+        assert_eq!(frame["id"], "watch");
+        if let Some(state) = frame["result"]["statusUpdate"]["status"]["state"].as_str() {
+            states.push(state.to_owned());
+        }
+    }
+    assert_eq!(states, ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_CANCELED"]);
+}

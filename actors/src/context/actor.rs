@@ -22,6 +22,9 @@ pub struct ContextActor {
     pub(super) pending: Vec<Message>,
     /// Boxed: most actors are idle, and an idle actor should be small.
     pub(super) turn: Option<Box<RunningTurn>>,
+    /// Streams that follow an interrupted task of this context until its next turn
+    /// ([`super::watch`]).
+    pub(super) watchers: Vec<super::watch::Watcher>,
     pub(super) turns_started: u64,
     /// When the actor last started, ended or cancelled something; eviction waits for
     /// the idle timeout to pass since then.
@@ -79,6 +82,7 @@ impl ContextActor {
             session: None,
             pending: Vec::new(),
             turn: None,
+            watchers: Vec::new(),
             turns_started: 0,
             last_active: Instant::now(),
         }
@@ -159,22 +163,42 @@ impl ContextActor {
     }
 
     /// Makes what was saved durable, then hands `task` to every waiter and the final
-    /// event to every subscriber (whose streams then end). If the commit fails, waiters
-    /// get the error and every stream ends with it (not silently).
-    pub(super) fn notify_when_durable(&self, turn: Box<RunningTurn>, task: Task, last: LoggedEvent) {
+    /// event to every subscriber. Their streams then end, but for the followers of a task
+    /// the turn left interrupted: those go back to the actor to wait for the next turn
+    /// ([`super::watch`]). If the commit fails, waiters get the error and every stream
+    /// ends with it (not silently).
+    pub(super) fn notify_when_durable(
+        &self,
+        turn: Box<RunningTurn>,
+        task: Task,
+        last: LoggedEvent,
+        ctx: &Context<Self>,
+    ) {
         let commit = self.rt.commit.clone();
+        let home = (!task.status.state.is_terminal()).then(|| ctx.address());
         let RunningTurn { waiters, mut subscribers, .. } = *turn;
         actix::spawn(async move {
+            let task_id = task.id.clone();
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
-            match &result {
+            let followers = match &result {
                 Ok(_) => {
                     super::stream::publish(&mut subscribers, &last, true);
-                    drop(subscribers);
+                    subscribers.retain(|s| s.follows_task);
+                    subscribers
                 }
-                Err(error) => super::stream::fail_all(subscribers, error),
-            }
+                Err(error) => {
+                    super::stream::fail_all(subscribers, error);
+                    Vec::new()
+                }
+            };
             for waiter in waiters {
                 let _ = waiter.send(result.clone());
+            }
+            if let (Some(home), false) = (home, followers.is_empty()) {
+                let rewatch = super::watch::Rewatch { task_id, after: last.seq, subscribers: followers };
+                if home.send(rewatch).await.is_err() {
+                    tracing::debug!("a context stopped before its task's followers came back");
+                }
             }
         });
     }

@@ -40,7 +40,8 @@ impl Handler<CancelTask> for ContextActor {
         record.task.status = TaskStatus::now(TaskState::Canceled, None);
         record.last_event_seq += 1;
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
-        self.rt.persist(&record, &[event]).map_err(RuntimeError::from)?;
+        self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?;
+        self.close_watchers(&msg.task_id, event);
         Ok(record.task)
     }
 }
@@ -62,7 +63,8 @@ impl Handler<ExpireTask> for ContextActor {
         record.task.status = TaskStatus::now(TaskState::Canceled, Some(message));
         record.last_event_seq += 1;
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
-        self.rt.persist(&record, &[event]).map_err(RuntimeError::from)?;
+        self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?;
+        self.close_watchers(&msg.task_id, event);
         Ok(true)
     }
 }
@@ -102,7 +104,7 @@ impl Handler<TryEvict> for ContextActor {
     type Result = bool;
 
     fn handle(&mut self, msg: TryEvict, ctx: &mut Self::Context) -> bool {
-        if self.turn.is_some() || self.last_active.elapsed() < msg.min_idle {
+        if self.turn.is_some() || self.has_watchers() || self.last_active.elapsed() < msg.min_idle {
             return false;
         }
         ctx.stop();
@@ -113,8 +115,10 @@ impl Handler<TryEvict> for ContextActor {
 impl Handler<Shutdown> for ContextActor {
     type Result = ();
 
-    /// Ends a running turn honestly (FAILED, saying why) and stops.
+    /// Ends a running turn honestly (FAILED, saying why), ends the streams that wait for
+    /// an interrupted task's next turn, and stops.
     fn handle(&mut self, _msg: Shutdown, ctx: &mut Self::Context) {
+        self.end_watchers_at_shutdown();
         if self.turn.is_some() {
             let message = self.agent_message("The node shut down while this task was running.");
             if let Err(e) = self.end_turn(TaskState::Failed, Some(message), ctx) {

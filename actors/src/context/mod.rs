@@ -5,11 +5,13 @@
 //! * [`turn`]: how a turn runs and how agent events become task state.
 //! * [`stream`]: task events, the event log and subscribers.
 //! * [`reply`]: a turn answered with a Message only, which leaves no task.
+//! * [`watch`]: subscribers that follow an interrupted task until its next turn.
 
 mod actor;
 mod handlers;
 mod reply;
 mod stream;
 mod turn;
+mod watch;
 
 pub use actor::ContextActor;

@@ -9,6 +9,11 @@
 //! is full is dropped and told so when its stream ends, and it resumes from the last id
 //! it saw. One slot is kept for the final event, so a subscriber that kept up always sees
 //! the end of the turn.
+//!
+//! The stream of a `SendStreamingMessage` ends with its turn. A `SubscribeToTask`
+//! subscriber follows the task: past an interrupted end (input-required, auth-required)
+//! it waits, as a watcher ([`super::watch`]), for the next turn, and ends only on a
+//! terminal state (or when the node stops).
 
 use super::actor::{ContextActor, RunningTurn};
 use crate::messages::{Subscribe, Subscription};
@@ -21,16 +26,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::mpsc;
 
-/// One live subscriber of a running task.
+/// One live subscriber of a task.
 pub(super) struct Subscriber {
     tx: mpsc::Sender<LoggedEvent>,
     overflowed: Arc<AtomicBool>,
     failure: Arc<OnceLock<A2aError>>,
+    /// A `SubscribeToTask` subscriber: it follows the task through later turns until the
+    /// task is terminal. The caller of `SendStreamingMessage` (false) follows its turn only.
+    pub(super) follows_task: bool,
 }
 
 impl Subscriber {
     /// A subscriber with room for `buffer` events plus the final one.
-    pub(super) fn new(buffer: usize, initial: Vec<LoggedEvent>) -> (Subscriber, Subscription) {
+    pub(super) fn new(buffer: usize, initial: Vec<LoggedEvent>, follows_task: bool) -> (Subscriber, Subscription) {
         let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
         let overflowed = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(OnceLock::new());
@@ -40,7 +48,12 @@ impl Subscriber {
             overflowed: Arc::clone(&overflowed),
             failure: Arc::clone(&failure),
         };
-        (Subscriber { tx, overflowed, failure }, subscription)
+        (Subscriber { tx, overflowed, failure, follows_task }, subscription)
+    }
+
+    /// Whether the stream is still read: false once the client went away.
+    pub(super) fn is_open(&self) -> bool {
+        !self.tx.is_closed()
     }
 
     /// Hands over an event; false means the subscriber is gone (closed, or too slow).
@@ -69,6 +82,11 @@ pub(super) fn fail_all(subscribers: Vec<Subscriber>, error: &A2aError) {
         streams = subscribers.len(),
         "a turn's end was not saved; its streams end with an error"
     );
+    end_all(subscribers, error);
+}
+
+/// Ends every subscriber's stream with `error` as its last item.
+pub(super) fn end_all(subscribers: Vec<Subscriber>, error: &A2aError) {
     for subscriber in subscribers {
         let _ = subscriber.failure.set(error.clone());
         // Dropping the sender ends the live events; the stream's tail then sends the error.
@@ -179,7 +197,7 @@ impl ContextActor {
                 None => vec![turn.current_snapshot()],
                 after => first_events(&self.rt, &turn.record, &turn.unsaved_events, after)?,
             };
-            let (subscriber, subscription) = Subscriber::new(buffer, initial);
+            let (subscriber, subscription) = Subscriber::new(buffer, initial, true);
             turn.subscribers.push(subscriber);
             return Ok(subscription);
         }
@@ -187,21 +205,19 @@ impl ContextActor {
         if record.state().is_terminal() {
             return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
         }
-        // Not running: an interrupted task. The stream says where it stands, then ends.
+        // Not running: an interrupted task. The stream says where it stands, then waits
+        // for the turn that answers it.
         let initial = first_events(&self.rt, &record, &[], msg.after)?;
-        Ok(Subscription {
-            initial,
-            live: None,
-            overflowed: Arc::new(AtomicBool::new(false)),
-            failure: Arc::new(OnceLock::new()),
-        })
+        let (subscriber, subscription) = Subscriber::new(buffer, initial, true);
+        self.watch(msg.task_id, subscriber);
+        Ok(subscription)
     }
 }
 
 /// What a new subscriber sees first: the task, or (with `after`) every event since, from
 /// the log and from the turn's not yet written events. When the log no longer reaches
 /// back to `after`, the task snapshot again, noting that events were skipped.
-fn first_events(
+pub(super) fn first_events(
     rt: &crate::Runtime,
     record: &TaskRecord,
     unsaved: &[LoggedEvent],

@@ -59,7 +59,7 @@ impl ContextActor {
         let new_task = msg.task_id.is_none();
         // A client that holds the task, or asked for its push notifications, keeps it.
         let reply_allowed = new_task && !msg.keep_task && msg.push_config.is_none() && agent.may_reply_only();
-        let (record, message) = self.open_task(&msg, &skill)?;
+        let (record, message, first) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
 
@@ -83,6 +83,13 @@ impl ContextActor {
             false => (Vec::new(), None, None),
         };
         let task = record.task.clone();
+        let mut subscribers = subscribers;
+        if !new_task {
+            // The streams that waited for this answer follow the turn from its first event.
+            let mut followers = self.take_watchers(&task.id);
+            super::stream::publish(&mut followers, &first, false);
+            subscribers.extend(followers);
+        }
         self.turn = Some(Box::new(RunningTurn {
             id: turn_id,
             record,
@@ -110,15 +117,15 @@ impl ContextActor {
     ) -> (Vec<Subscriber>, Option<Subscription>, Option<LoggedEvent>) {
         let first = snapshot(record, None);
         let (initial, held) = if reply_allowed { (Vec::new(), Some(first)) } else { (vec![first], None) };
-        let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial);
+        let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial, false);
         (vec![subscriber], Some(subscription), held)
     }
 
     /// The task the turn works on, WORKING with the user's message, stored with the
-    /// turn's first event: the new task itself, or the resumed task's WORKING status. The
-    /// turn starts right away (a busy context refused earlier), so no SUBMITTED write that
-    /// nobody could see.
-    fn open_task(&self, msg: &StartTurn, skill: &str) -> Result<(TaskRecord, Message), RuntimeError> {
+    /// turn's first event (returned too): the new task itself, or the resumed task's
+    /// WORKING status. The turn starts right away (a busy context refused earlier), so no
+    /// SUBMITTED write that nobody could see.
+    fn open_task(&self, msg: &StartTurn, skill: &str) -> Result<(TaskRecord, Message, LoggedEvent), RuntimeError> {
         let mut record = match &msg.task_id {
             Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
             None => self.new_task(&msg.owner, skill),
@@ -138,8 +145,9 @@ impl ContextActor {
         record.last_event_seq += 1;
         let first =
             if msg.task_id.is_none() { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };
-        self.save(&record, &[LoggedEvent::encode(record.last_event_seq, &first)])?;
-        Ok((record, message))
+        let first = LoggedEvent::encode(record.last_event_seq, &first);
+        self.save(&record, std::slice::from_ref(&first))?;
+        Ok((record, message, first))
     }
 
     fn new_task(&self, owner: &Owner, skill: &str) -> TaskRecord {
@@ -273,7 +281,8 @@ impl ContextActor {
                 return self.end_with_reply(reply, ctx);
             }
         }
-        if let Err(e) = self.end_turn(end.state, end.message, ctx) {
+        let in_history = !end.repeats_history;
+        if let Err(e) = self.end_turn_with(end.state, end.message, in_history, ctx) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
         }
     }
@@ -286,6 +295,18 @@ impl ContextActor {
         message: Option<Message>,
         ctx: &mut Context<Self>,
     ) -> Result<Task, A2aError> {
+        self.end_turn_with(state, message, true, ctx)
+    }
+
+    /// [`Self::end_turn`], keeping `message` out of the history unless `in_history` (see
+    /// [`crate::agent::TurnEnd::repeats_history`]).
+    fn end_turn_with(
+        &mut self,
+        state: TaskState,
+        message: Option<Message>,
+        in_history: bool,
+        ctx: &mut Context<Self>,
+    ) -> Result<Task, A2aError> {
         let Some(mut turn) = self.turn.take() else {
             return Err(RuntimeError::ContextUnavailable.into());
         };
@@ -294,7 +315,7 @@ impl ContextActor {
         turn.join.abort();
         turn.release_snapshot();
         let message = message.map(|m| self.own_message(m, &turn.record.task.id));
-        if let Some(m) = &message {
+        if let Some(m) = message.as_ref().filter(|_| in_history) {
             turn.record.task.history.push(m.clone());
             self.pending.push(m.clone());
         }
@@ -308,7 +329,7 @@ impl ContextActor {
         self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {
-                self.notify_when_durable(turn, task.clone(), last);
+                self.notify_when_durable(turn, task.clone(), last, ctx);
                 Ok(task)
             }
             Err(e) => {

@@ -1,0 +1,126 @@
+//! Subscribers that follow an interrupted task between its turns.
+//!
+//! `SubscribeToTask` on an input-required or auth-required task stays open (spec digest
+//! §5, decision of 2026-12-01): the stream sends the task, then waits here, in the
+//! context's actor, as a *watcher* of that task. When the client answers, the next turn
+//! takes the task's watchers as its subscribers (they get its WORKING status, its updates
+//! and its end). An end that interrupts the task again gives the followers back to the
+//! actor, once that end is durable ([`Rewatch`]); a terminal end, a cancel or a
+//! retention expiry closes their streams after the final event. When the node stops,
+//! each watcher's stream ends with an error that says so (the task itself is kept and can
+//! be followed again after the restart).
+//!
+//! A context with watchers is not evicted: its actor holds their streams.
+
+use super::actor::ContextActor;
+use super::stream::{end_all, first_events, publish, Subscriber};
+use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_storage::LoggedEvent;
+use actix::prelude::*;
+
+/// A subscriber waiting for the next turn of an interrupted task.
+pub(super) struct Watcher {
+    task_id: String,
+    subscriber: Subscriber,
+}
+
+/// Gives a turn's followers back to their context once the interrupted end of that turn
+/// is durable (and was sent to them). `after` is the id of that end's event: anything the
+/// task did since is sent to them before they wait again.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct Rewatch {
+    pub task_id: String,
+    pub after: u64,
+    pub subscribers: Vec<Subscriber>,
+}
+
+impl ContextActor {
+    /// Keeps `subscriber` until the next turn of `task_id` (or its cancel or expiry).
+    pub(super) fn watch(&mut self, task_id: String, subscriber: Subscriber) {
+        self.watchers.retain(|w| w.subscriber.is_open());
+        self.watchers.push(Watcher { task_id, subscriber });
+    }
+
+    /// Whether some stream still waits here (closed ones are forgotten first).
+    pub(super) fn has_watchers(&mut self) -> bool {
+        self.watchers.retain(|w| w.subscriber.is_open());
+        !self.watchers.is_empty()
+    }
+
+    /// Removes and returns the watchers of `task_id`.
+    pub(super) fn take_watchers(&mut self, task_id: &str) -> Vec<Subscriber> {
+        let (taken, kept): (Vec<Watcher>, Vec<Watcher>) =
+            std::mem::take(&mut self.watchers).into_iter().partition(|w| w.task_id == task_id);
+        self.watchers = kept;
+        taken.into_iter().map(|w| w.subscriber).filter(Subscriber::is_open).collect()
+    }
+
+    /// The task's watchers get `last` (a terminal status: cancel or expiry) once it is
+    /// durable, and their streams end; if the commit fails they end with its error.
+    pub(super) fn close_watchers(&mut self, task_id: &str, last: LoggedEvent) {
+        let mut subscribers = self.take_watchers(task_id);
+        if subscribers.is_empty() {
+            return;
+        }
+        let commit = self.rt.commit.clone();
+        actix::spawn(async move {
+            match commit.commit().await {
+                Ok(()) => publish(&mut subscribers, &last, true),
+                Err(e) => super::stream::fail_all(subscribers, &A2aError::from(e)),
+            }
+        });
+    }
+
+    /// The node stops: every watcher's stream ends with an error naming its task, so that
+    /// the client knows to subscribe again rather than take the end for the task's.
+    pub(super) fn end_watchers_at_shutdown(&mut self) {
+        for watcher in std::mem::take(&mut self.watchers) {
+            let error = A2aError::new(
+                ErrorCode::ServerBusy,
+                format!("The node is shutting down; subscribe to task {} again to keep following it", watcher.task_id),
+            )
+            .with_meta("taskId", watcher.task_id);
+            end_all(vec![watcher.subscriber], &error);
+        }
+    }
+}
+
+impl Handler<Rewatch> for ContextActor {
+    type Result = ();
+
+    /// Sends the followers what happened since `after` (a quick client may already have
+    /// answered), then hands them to the running turn of the task, back to waiting, or,
+    /// for a task that ended meanwhile, lets their streams end.
+    fn handle(&mut self, msg: Rewatch, _ctx: &mut Self::Context) {
+        let Rewatch { task_id, after, mut subscribers } = msg;
+        let running = self.turn.as_ref().filter(|t| t.record.task.id == task_id);
+        let caught_up = match running {
+            Some(turn) => first_events(&self.rt, &turn.record, &turn.unsaved_events, Some(after))
+                .map(|events| (events, turn.record.state())),
+            None => self
+                .rt
+                .store
+                .get_task(&task_id)
+                .map_err(Into::into)
+                .and_then(|r| r.ok_or_else(|| crate::RuntimeError::TaskNotFound(task_id.clone())))
+                .and_then(|record| first_events(&self.rt, &record, &[], Some(after)).map(|e| (e, record.state()))),
+        };
+        let (events, state) = match caught_up {
+            Ok(caught_up) => caught_up,
+            Err(e) => return end_all(subscribers, &A2aError::from(e)),
+        };
+        let terminal = state.is_terminal();
+        let count = events.len();
+        for (i, event) in events.iter().enumerate() {
+            publish(&mut subscribers, event, terminal && i + 1 == count);
+        }
+        if terminal {
+            return; // Their streams end here, after the final event.
+        }
+        match self.turn.as_mut().filter(|t| t.record.task.id == task_id) {
+            Some(turn) => turn.subscribers.extend(subscribers),
+            None => subscribers.into_iter().for_each(|s| self.watch(task_id.clone(), s)),
+        }
+    }
+}

@@ -34,8 +34,8 @@ pub struct AppState {
     pub metrics_token: Option<crate::auth::Redacted<String>>,
 }
 
-/// Where the HTTP+JSON binding is mounted unless configured otherwise.
-pub const DEFAULT_REST_PREFIX: &str = "/a2a";
+/// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
+pub use crate::config::DEFAULT_REST_PREFIX;
 
 /// Mounts every route: JSON-RPC on `POST /`, HTTP+JSON under `rest_prefix`.
 pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {

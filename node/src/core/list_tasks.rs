@@ -13,7 +13,7 @@ impl Core {
     pub async fn list_tasks(&self, owner: &Owner, req: ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
         let query = build_query(owner, &req)?;
         let store = self.rt.store.clone();
-        let page = actix_web::web::block(move || store.list_tasks(&query))
+        let page = tokio::task::spawn_blocking(move || store.list_tasks(&query))
             .await
             .map_err(|_| A2aError::internal("the listing was interrupted"))??;
         let include_artifacts = req.include_artifacts.unwrap_or(false);

@@ -27,6 +27,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
+pub const DEFAULT_REST_PREFIX: &str = "/a2a";
+
 /// Top-level keys that an `A2AD_<KEY>` environment variable may set (`A2AD_DATA_DIR` sets
 /// `data-dir`). Other `A2AD_*` variables belong to other features and are left alone.
 pub const ENV_KEYS: &[&str] = &[
@@ -363,7 +366,7 @@ impl Default for ConfigFile {
             stream_keep_alive: Duration::from_secs(15),
             stream_buffer: 256,
             event_retention: 1000,
-            rest_prefix: crate::http::DEFAULT_REST_PREFIX.into(),
+            rest_prefix: DEFAULT_REST_PREFIX.into(),
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
             retention: RetentionConfig::default(),

@@ -5,7 +5,7 @@
 
 use super::ENV_KEYS;
 
-const README: &str = include_str!("../../README.md");
+const README: &str = include_str!("../../../README.md");
 
 /// The sources that define config keys, by file name.
 const SOURCES: &[(&str, &str)] = &[

@@ -44,7 +44,7 @@ impl Sweeper {
     /// Sweeps every `sweep-interval` (the first one a full interval after start) until
     /// `stop` is cancelled (the node begins to shut down); a sweep under way finishes.
     pub fn start(self, stop: tokio_util::sync::CancellationToken) {
-        actix_web::rt::spawn(async move {
+        actix::spawn(async move {
             self.remove_orphans().await;
             let mut interval = tokio::time::interval(self.config.sweep_interval);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -149,7 +149,7 @@ impl Sweeper {
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, SweepError> + Send + 'static,
 ) -> Result<T, SweepError> {
-    actix_web::web::block(work).await.map_err(|_| SweepError::Blocking)?
+    tokio::task::spawn_blocking(work).await.map_err(|_| SweepError::Blocking)?
 }
 
 /// `7d`, `90m`, `1500ms`: the largest whole unit.

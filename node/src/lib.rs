@@ -1,0 +1,31 @@
+//! # a2ad-node
+//!
+//! The node core: everything a2ad does between a decoded request and the actors, with no
+//! listener of its own. The edges (the HTTP server and its WebSocket, gRPC, the Unix
+//! socket, stdio and Redis transports, the client and admin commands, start-up) live in
+//! the root crate `a2ad` and depend on this crate, never the reverse. See
+//! `ARCHITECTURE.md` at the repository root.
+//!
+//! * [`config`]: the one config struct (YAML, `A2AD_*` env, flags).
+//! * [`core`]: the request handler every binding calls.
+//! * [`rpc`]: JSON-RPC over any transport (one request in, one response or a stream of frames out).
+//! * [`auth`]: who the caller is, and which tasks are theirs.
+//! * [`agents`]: the built-in agents (echo, command, openai).
+//! * [`artifacts`]: artifact files under the data dir.
+//! * [`push`]: push notification delivery (the webhook sender and its SSRF guard).
+//! * [`retention`]: removes old tasks and expires unanswered ones in the background.
+//! * [`card`], [`card_signing`], [`extended_card`]: the agent card.
+//! * [`metrics`]: the Prometheus metrics and the store and queue wrappers that feed them.
+
+pub mod agents;
+pub mod artifacts;
+pub mod auth;
+pub mod card;
+pub mod card_signing;
+pub mod config;
+pub mod core;
+pub mod extended_card;
+pub mod metrics;
+pub mod push;
+pub mod retention;
+pub mod rpc;

@@ -120,6 +120,41 @@ fn announced_extension(extension: &crate::config::ExtensionConfig) -> a2ad_proto
     }
 }
 
+/// The public card (and the extended one, kept in `core`), signed: interfaces, security
+/// schemes, capabilities and extensions from the config, the 0.3 fields when
+/// `card.compat-v03` is on.
+fn node_card(
+    config: &Config,
+    core: &Core,
+    public_url: &str,
+    grpc_address: Option<&str>,
+) -> Result<CardDocument, StartupError> {
+    let mut card = build_card(config, public_url, grpc_address);
+    if config.websocket {
+        let url = crate::transports::websocket::public_url(public_url);
+        card.supported_interfaces.push(crate::card::interface(url, crate::transports::websocket::BINDING_URI));
+    }
+    let (schemes, requirements) = core.auth.security_schemes();
+    (card.security_schemes, card.security_requirements) = (a2ad_protocol::SecuritySchemes::new(schemes), requirements);
+    card.capabilities.extended_agent_card = Some(config.extended_card);
+    card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
+    if config.card.compat_v03 {
+        // 0.3 clients discover the node by these (JSON-RPC at `/`, the `/v1/` routes at the
+        // base); the extended card below is built from this one, so it follows.
+        a2ad_protocol::dialect::v03::add_compat_fields(&mut card, &format!("{public_url}/"), public_url);
+    }
+    if config.extended_card {
+        let mut extended = crate::extended_card::extended_card(&card, config);
+        crate::card::sign_with_config(&mut extended, &config.card)
+            .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
+        let _ = core.extended_card.set(extended);
+    }
+    // Signed last, so the signatures cover the finished card; the ETag covers them too.
+    crate::card::sign_with_config(&mut card, &config.card)
+        .map_err(|source| StartupError::CardSigning { card: "card", source })?;
+    Ok(CardDocument::new(card))
+}
+
 /// Binds HTTP (and gRPC, and the Unix socket) and builds the card.
 fn serve(
     config: &Config,
@@ -147,26 +182,7 @@ fn serve(
     };
     let grpc_address =
         grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
-    let mut card = build_card(config, &public_url, grpc_address.as_deref());
-    if config.websocket {
-        let url = crate::transports::websocket::public_url(&public_url);
-        card.supported_interfaces.push(crate::card::interface(url, crate::transports::websocket::BINDING_URI));
-    }
-    (card.security_schemes, card.security_requirements) = core.auth.security_schemes();
-    card.capabilities.extended_agent_card = Some(config.extended_card);
-    card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
-    // 0.3 clients discover the node by these (JSON-RPC at `/`, the `/v1/` routes at the base).
-    card.v03 = a2ad_protocol::dialect::v03::card_fields(&card, &format!("{public_url}/"), &public_url);
-    if config.extended_card {
-        let mut extended = crate::extended_card::extended_card(&card, config);
-        crate::card::sign_with_config(&mut extended, &config.card)
-            .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
-        let _ = core.extended_card.set(extended);
-    }
-    // Signed last, so the signatures cover the finished card; the ETag covers them too.
-    crate::card::sign_with_config(&mut card, &config.card)
-        .map_err(|source| StartupError::CardSigning { card: "card", source })?;
-    let card = Arc::new(CardDocument::new(card));
+    let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref())?);
     let state = web::Data::new(AppState {
         core,
         card,
@@ -264,6 +280,7 @@ impl NodeCore {
             extended_card: std::sync::OnceLock::new(),
             metrics,
             dialect_01: config.dialect_01.clone(),
+            streaming: config.streaming,
         });
         let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());

@@ -101,7 +101,7 @@ pub fn build_card(config: &Config, public_url: &str, grpc_address: Option<&str>)
         version: config.card.version.clone(),
         documentation_url: config.card.documentation_url.clone(),
         capabilities: AgentCapabilities {
-            streaming: Some(true),
+            streaming: Some(config.streaming),
             push_notifications: Some(config.push.enabled),
             extended_agent_card: Some(false),
             extensions: Vec::new(),

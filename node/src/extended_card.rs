@@ -31,7 +31,7 @@ pub fn extended_card(public: &AgentCard, config: &Config) -> AgentCard {
             "eventRetention": config.event_retention,
         },
         "features": {
-            "streaming": true,
+            "streaming": config.streaming,
             "pushNotifications": config.push.enabled,
             "pushQueue": if config.push.enabled { json!(format!("{:?}", config.push.queue)) } else { Value::Null },
             "grpc": config.grpc_listen.is_some(),

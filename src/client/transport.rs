@@ -186,10 +186,16 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
     })
 }
 
-/// The first interface whose binding this client runs: (binding, url, tenant).
+/// The first interface whose binding this client runs: (binding, url, tenant). The client
+/// speaks 1.0, so an interface of another major version (a 0.3 entry a card lists for 0.3
+/// clients) is passed over; one without a version is taken.
 pub fn pick_interface(card: &Value) -> Option<(Binding, String, Option<String>)> {
     let interfaces = card.get("supportedInterfaces")?.as_array()?;
     interfaces.iter().find_map(|interface| {
+        let version = interface.get("protocolVersion").and_then(Value::as_str).unwrap_or("1.0");
+        if version.split('.').next() != Some("1") {
+            return None;
+        }
         let binding = match interface.get("protocolBinding")?.as_str()? {
             "JSONRPC" => Binding::JsonRpc,
             "HTTP+JSON" => Binding::HttpJson,
@@ -279,6 +285,18 @@ mod tests {
         let (binding, url, tenant) = pick_interface(&card).unwrap();
         assert_eq!((binding, url.as_str(), tenant.as_deref()), (Binding::HttpJson, "http://n/a2a", Some("acme")));
         assert!(pick_interface(&json!({"supportedInterfaces": [{"url": "x", "protocolBinding": "GRPC"}]})).is_none());
+    }
+
+    #[test]
+    fn a_0_3_interface_is_passed_over() {
+        let card = json!({"supportedInterfaces": [
+            {"url": "http://n/v03", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": "http://n/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        ]});
+        assert_eq!(pick_interface(&card).unwrap().1, "http://n/");
+        let only_v03 =
+            json!({"supportedInterfaces": [{"url": "x", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]});
+        assert!(pick_interface(&only_v03).is_none());
     }
 
     #[test]

@@ -21,10 +21,16 @@ fn auth_config() -> AuthConfig {
 }
 
 async fn secured_app() -> TestApp {
+    secured_app_with(|_| {}).await
+}
+
+/// [`secured_app`] with one more change to its config.
+async fn secured_app_with(tweak: impl FnOnce(&mut a2ad::config::Config)) -> TestApp {
     spawn_app(|c| {
         c.auth = auth_config();
         c.push.enabled = true;
         c.push.allow = vec!["127.0.0.1/32".into()];
+        tweak(c);
     })
     .await
 }
@@ -55,13 +61,14 @@ fn jwt(claims: Value, secret: &str) -> String {
 
 #[actix_web::test]
 async fn the_card_and_health_stay_public_and_announce_the_schemes() {
-    let app = secured_app().await;
+    let app = secured_app_with(|c| c.card.compat_v03 = true).await;
     let card = app.card().await;
     for scheme in ["bearerAuth", "basicAuth", "apiKeyAuth"] {
         assert!(card["securitySchemes"].get(scheme).is_some(), "{scheme}: {}", card["securitySchemes"]);
     }
     assert!(!card["securityRequirements"].as_array().unwrap().is_empty());
-    // Each entry in both shapes: the 1.0 wrapper, and the 0.3 fields beside it.
+    // With card.compat-v03, each entry in both shapes: the 1.0 wrapper, and the 0.3 fields
+    // beside it.
     let bearer = &card["securitySchemes"]["bearerAuth"];
     assert_eq!(bearer["httpAuthSecurityScheme"]["scheme"], "bearer", "{bearer}");
     assert_eq!((bearer["type"].as_str(), bearer["scheme"].as_str()), (Some("http"), Some("bearer")), "{bearer}");
@@ -72,6 +79,20 @@ async fn the_card_and_health_stay_public_and_announce_the_schemes() {
     let parsed: a2ad_protocol::AgentCard = serde_json::from_value(card.clone()).unwrap();
     assert_eq!(parsed.security_schemes.len(), 3);
     assert_eq!(app.client.get(format!("{}/health", app.url)).send().await.unwrap().status(), 200);
+}
+
+#[actix_web::test]
+async fn by_default_the_schemes_are_1_0_only_and_the_card_is_strict_1_0() {
+    let app = secured_app().await;
+    let card = app.card().await;
+    crate::card::assert_pure_1_0(&card);
+    let bearer = &card["securitySchemes"]["bearerAuth"];
+    assert_eq!(bearer.as_object().unwrap().keys().collect::<Vec<_>>(), ["httpAuthSecurityScheme"], "{bearer}");
+    assert_eq!(bearer["httpAuthSecurityScheme"]["scheme"], "bearer");
+    assert_eq!(card["securitySchemes"]["apiKeyAuth"]["apiKeySecurityScheme"]["location"], "header");
+    assert!(!card["securityRequirements"].as_array().unwrap().is_empty());
+    let parsed: a2ad_protocol::AgentCard = serde_json::from_value(card).unwrap();
+    assert_eq!(parsed.security_schemes.len(), 3);
 }
 
 #[actix_web::test]
@@ -251,6 +272,31 @@ async fn the_extended_card_is_for_authenticated_callers_and_has_runtime_details(
     request.metadata_mut().insert("authorization", "Bearer tok-alice".parse().unwrap());
     let over_grpc = grpc.get_extended_agent_card(request).await.unwrap().into_inner();
     assert!(over_grpc.capabilities.unwrap().extensions.iter().any(|e| e.uri == "urn:a2ad:runtime:v1"));
+    // Like the public card, a strict 1.0 card by default.
+    crate::card::assert_pure_1_0(card);
+    assert_eq!(runtime["params"]["features"]["streaming"], true);
+}
+
+#[actix_web::test]
+async fn the_extended_card_follows_card_compat_v03_and_streaming() {
+    let app = spawn_app(|c| {
+        c.auth = auth_config();
+        c.extended_card = true;
+        c.card.compat_v03 = true;
+        c.streaming = false;
+    })
+    .await;
+    let alice = bearer("tok-alice");
+    let (_, extended) = rpc_as(&app, &[(alice.0, alice.1.as_str())], "GetExtendedAgentCard", json!({})).await;
+    let card = &extended["result"];
+    assert_eq!(card["protocolVersion"], "0.3.0", "{card}");
+    assert_eq!(card["supportsAuthenticatedExtendedCard"], true);
+    assert_eq!(card["securitySchemes"]["bearerAuth"]["type"], "http");
+    assert!(card["supportedInterfaces"].as_array().unwrap().iter().any(|i| i["protocolVersion"] == "0.3"));
+    assert_eq!(card["capabilities"]["streaming"], false);
+    let runtime =
+        card["capabilities"]["extensions"].as_array().unwrap().iter().find(|e| e["uri"] == "urn:a2ad:runtime:v1");
+    assert_eq!(runtime.unwrap()["params"]["features"]["streaming"], false);
 }
 
 #[actix_web::test]

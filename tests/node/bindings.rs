@@ -342,12 +342,7 @@ async fn tenant_prefixed_routes_and_the_card() {
     let got = app.client.get(format!("{}/a2a/acme/tasks/{id}", app.url)).send().await.unwrap();
     assert_eq!(got.status(), 200);
     let card = app.card().await;
-    let bindings: Vec<&str> = card["supportedInterfaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["protocolBinding"].as_str().unwrap())
-        .collect();
+    let bindings: Vec<&str> = crate::card::interfaces(&card).into_iter().map(|(binding, ..)| binding).collect();
     assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC"]);
     assert_eq!(card["supportedInterfaces"][1]["url"], format!("{}/a2a", app.url));
     let subscribe_get = app.client.get(format!("{}/a2a/tasks/{id}:subscribe", app.url)).send().await.unwrap();

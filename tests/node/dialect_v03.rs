@@ -121,8 +121,8 @@ async fn push_configs_round_trip_in_0_3_shape() {
 }
 
 #[actix_web::test]
-async fn the_card_carries_the_0_3_fields() {
-    let app = spawn_app(|_| {}).await;
+async fn with_card_compat_v03_the_card_carries_the_0_3_fields() {
+    let app = spawn_app(|c| c.card.compat_v03 = true).await;
     let card = app.card().await;
     assert_eq!(card["protocolVersion"], "0.3.0");
     assert_eq!(card["url"], format!("{}/", app.url));

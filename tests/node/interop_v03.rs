@@ -1,6 +1,7 @@
 //! Interop with the official Python client of A2A 0.3: `tests/interop/v03/client_check.py`
 //! (a2a-sdk 0.3.x) drives a real node over the 0.3 JSON-RPC methods on `POST /` and the
-//! 0.3 HTTP+JSON routes under `/v1/`, discovering both from the node's card.
+//! 0.3 HTTP+JSON routes under `/v1/`, discovering both from the node's card, whose 0.3
+//! fields `card.compat-v03: true` in `tests/interop/v03/a2ad.yml` turns on.
 //! With authentication on (a bearer token), the client must read the card's HTTP bearer
 //! scheme as such and pick its credential from it. `scripts/test.sh` builds the venv and
 //! sets `A2AD_INTEROP_PYTHON_03`.

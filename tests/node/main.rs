@@ -41,6 +41,7 @@ mod signing;
 mod stdio;
 mod stream_failure;
 mod streaming;
+mod streaming_off;
 mod tasks;
 mod unix;
 mod websocket;

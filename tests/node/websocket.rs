@@ -115,6 +115,17 @@ async fn a_streaming_method_sends_each_frame_as_one_message() {
 }
 
 #[actix_web::test]
+async fn with_streaming_off_a_streaming_method_is_one_unsupported_operation_error() {
+    let app = spawn_app(websocket_on(|c| c.streaming = false)).await;
+    let mut ws = connect(&app, &[]).await.unwrap();
+    send(&mut ws, request(json!(7), "SendStreamingMessage", send_params("abc", json!({})))).await;
+    let frame = next_json(&mut ws).await;
+    assert_eq!((frame["id"].as_i64(), frame["error"]["code"].as_i64()), (Some(7), Some(-32004)), "{frame}");
+    send(&mut ws, request(json!(8), "SendMessage", send_params("abc", json!({})))).await;
+    assert_eq!(next_json(&mut ws).await["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+}
+
+#[actix_web::test]
 async fn bad_messages_get_json_rpc_errors_and_the_socket_stays_open() {
     let app = spawn_app(websocket_on(|_| {})).await;
     let mut ws = connect(&app, &[]).await.unwrap();

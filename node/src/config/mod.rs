@@ -5,6 +5,7 @@
 //! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
 
 mod agents;
+mod card;
 mod content;
 mod dialects;
 mod limits;
@@ -14,6 +15,7 @@ mod transports;
 pub mod units;
 
 pub use agents::{AgentConfig, AgentKind};
+pub use card::{CardConfig, CardSigningKey, ProviderConfig, MIN_CARD_SECRET_LEN};
 pub use content::{ArtifactsConfig, InputPartsConfig};
 pub use dialects::Dialect01Config;
 pub use limits::{ExtensionConfig, Limits};
@@ -30,8 +32,9 @@ use std::time::Duration;
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
 pub const DEFAULT_REST_PREFIX: &str = "/a2a";
 
-/// Top-level keys that an `A2AD_<KEY>` environment variable may set (`A2AD_DATA_DIR` sets
-/// `data-dir`). Other `A2AD_*` variables belong to other features and are left alone.
+/// Keys that an `A2AD_<KEY>` environment variable may set (`A2AD_DATA_DIR` sets
+/// `data-dir`; a nested key is dotted, `A2AD_CARD_COMPAT_V03` sets `card.compat-v03`).
+/// Other `A2AD_*` variables belong to other features and are left alone.
 pub const ENV_KEYS: &[&str] = &[
     "listen",
     "public-url",
@@ -63,6 +66,8 @@ pub const ENV_KEYS: &[&str] = &[
     "log-level",
     "allowed-cwds",
     "thinking-exposure",
+    "streaming",
+    "card.compat-v03",
 ];
 
 /// Everything a node needs to start.
@@ -131,6 +136,9 @@ pub struct Config {
     pub artifacts: ArtifactsConfig,
     /// Pass agents' thinking text on to clients (`metadata.a2ad.thinking`).
     pub thinking_exposure: bool,
+    /// Serve `SendStreamingMessage` and `SubscribeToTask` (and their 0.3/0.1 names); off,
+    /// the card says `capabilities.streaming: false` and they are UnsupportedOperation.
+    pub streaming: bool,
     /// Push notifications (the `push-*` keys).
     pub push: PushConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
@@ -154,103 +162,6 @@ pub enum LogFormat {
     Json,
 }
 
-/// What the card says about the node.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub struct CardConfig {
-    pub name: String,
-    pub description: String,
-    pub version: String,
-    pub provider: Option<ProviderConfig>,
-    pub documentation_url: Option<String>,
-    pub icon_url: Option<String>,
-    /// `card.signing-keys`: the card carries one HS256 signature per key, in this order
-    /// (several keys during a rotation). Empty: the card is not signed.
-    #[serde(deserialize_with = "card_signing_keys")]
-    pub signing_keys: Vec<CardSigningKey>,
-}
-
-impl Default for CardConfig {
-    fn default() -> Self {
-        CardConfig {
-            name: "a2ad".into(),
-            description: "An A2A 1.0 task orchestration node.".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            provider: None,
-            documentation_url: None,
-            icon_url: None,
-            signing_keys: Vec::new(),
-        }
-    }
-}
-
-/// One card signing key (`card.signing-keys[i]`): a `kid` and exactly one of `secret` or
-/// `secret-env` (the name of an environment variable that holds it, read when the config is
-/// loaded, so an unset variable stops start-up). The secret is at least 32 bytes (RFC 7518
-/// §3.2) and never appears in `Debug` or in an error.
-#[derive(Clone, PartialEq, Deserialize)]
-#[serde(try_from = "CardSigningKeyEntry")]
-pub struct CardSigningKey {
-    pub kid: String,
-    /// Where the secret came from, when it was not written in the file.
-    pub secret_env: Option<String>,
-    secret: crate::auth::Redacted<Vec<u8>>,
-}
-
-/// The shortest secret accepted for HS256 (the size of its hash output).
-pub const MIN_CARD_SECRET_LEN: usize = 32;
-
-impl CardSigningKey {
-    /// A key from a secret held in memory (what `secret:` in the file gives).
-    pub fn new(kid: impl Into<String>, secret: impl Into<Vec<u8>>) -> Result<Self, String> {
-        Self::checked(kid.into(), secret.into(), None)
-    }
-
-    /// A key whose secret is read from the environment variable `var` through `env`.
-    pub fn from_env(kid: impl Into<String>, var: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let secret = env(var).ok_or_else(|| format!("secret-env: the environment variable {var} is not set"))?;
-        Self::checked(kid.into(), secret.into_bytes(), Some(var.to_owned()))
-    }
-
-    fn checked(kid: String, secret: Vec<u8>, secret_env: Option<String>) -> Result<Self, String> {
-        if kid.is_empty() {
-            return Err("kid: must not be empty".into());
-        }
-        if secret.len() < MIN_CARD_SECRET_LEN {
-            let field = if secret_env.is_some() { "secret-env" } else { "secret" };
-            return Err(format!("{field}: an HS256 secret must be at least {MIN_CARD_SECRET_LEN} bytes"));
-        }
-        Ok(CardSigningKey { kid, secret_env, secret: secret.into() })
-    }
-
-    /// The key for [`crate::card_signing`].
-    pub fn signing_key(&self) -> crate::card_signing::SigningKey {
-        crate::card_signing::SigningKey::new(self.kid.clone(), self.secret.expose().clone())
-            .expect("the kid and secret were checked when the key was made")
-    }
-}
-
-impl std::fmt::Debug for CardSigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CardSigningKey")
-            .field("kid", &self.kid)
-            .field("secret_env", &self.secret_env)
-            .field("secret", &"<redacted>")
-            .finish()
-    }
-}
-
-/// `card.signing-keys[i]` as written.
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct CardSigningKeyEntry {
-    kid: String,
-    #[serde(default, deserialize_with = "opaque_secret")]
-    secret: Option<crate::auth::Redacted<String>>,
-    #[serde(default)]
-    secret_env: Option<String>,
-}
-
 /// A secret string; a value of another type is refused without being shown (serde's own
 /// message would quote a numeric secret).
 fn opaque_secret<'de, D: serde::Deserializer<'de>>(
@@ -261,37 +172,6 @@ fn opaque_secret<'de, D: serde::Deserializer<'de>>(
         Value::Null => Ok(None),
         _ => Err(serde::de::Error::custom("must be a string (quote it)")),
     }
-}
-
-impl TryFrom<CardSigningKeyEntry> for CardSigningKey {
-    type Error = String;
-
-    fn try_from(entry: CardSigningKeyEntry) -> Result<Self, String> {
-        match (entry.secret, entry.secret_env) {
-            (Some(secret), None) => CardSigningKey::new(entry.kid, secret.expose().as_bytes()),
-            (None, Some(var)) => CardSigningKey::from_env(entry.kid, &var, |name| std::env::var(name).ok()),
-            _ => Err("set exactly one of `secret` or `secret-env`".into()),
-        }
-    }
-}
-
-/// `card.signing-keys`: every key valid, no kid twice.
-fn card_signing_keys<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<CardSigningKey>, D::Error> {
-    let keys = Vec::<CardSigningKey>::deserialize(deserializer)?;
-    for (i, key) in keys.iter().enumerate() {
-        if keys[..i].iter().any(|k| k.kid == key.kid) {
-            return Err(serde::de::Error::custom(format!("[{i}].kid: kid {:?} is used twice", key.kid)));
-        }
-    }
-    Ok(keys)
-}
-
-/// `card.provider`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct ProviderConfig {
-    pub organization: String,
-    pub url: String,
 }
 
 /// The file as written.
@@ -336,6 +216,7 @@ struct ConfigFile {
     input_parts: InputPartsConfig,
     artifacts: ArtifactsConfig,
     thinking_exposure: bool,
+    streaming: bool,
     auth: crate::auth::AuthConfig,
     #[serde(deserialize_with = "metrics_token")]
     metrics_token: Option<crate::auth::Redacted<String>>,
@@ -386,6 +267,7 @@ impl Default for ConfigFile {
             input_parts: InputPartsConfig::default(),
             artifacts: ArtifactsConfig::default(),
             thinking_exposure: false,
+            streaming: true,
             auth: crate::auth::AuthConfig::default(),
             metrics_token: None,
             dialect_01: Dialect01Config::default(),
@@ -435,7 +317,7 @@ impl Config {
                 UNIX_MODE_KEY => transports::scalar_as_written(raw).map(Value::String),
                 _ => serde_yaml_ng::from_str::<Value>(raw).ok(),
             };
-            map.insert(Value::String(key.clone()), value.unwrap_or_else(|| Value::String(raw.clone())));
+            insert_override(map, key, value.unwrap_or_else(|| Value::String(raw.clone())));
         }
         Self::from_value(root)
     }
@@ -445,7 +327,8 @@ impl Config {
         let mut found: Vec<(String, String)> = vars
             .filter_map(|(name, value)| {
                 let key = name.strip_prefix("A2AD_")?.to_ascii_lowercase().replace('_', "-");
-                ENV_KEYS.contains(&key.as_str()).then_some((key, value))
+                let key = ENV_KEYS.iter().find(|k| k.replace('.', "-") == key)?;
+                Some(((*key).to_owned(), value))
             })
             .collect();
         found.sort();
@@ -463,6 +346,26 @@ impl Config {
         let file: ConfigFile = deserialize_named(Value::Mapping(rest))?;
         let push: push::PushKeys = deserialize_named(Value::Mapping(push))?;
         file.validate(push.check()?)
+    }
+}
+
+/// Sets `key` in the file's mapping; a dotted key (`card.compat-v03`) sets that key of the
+/// nested block, adding the block when the file has none. A block that is not a mapping
+/// is left as written, so the file's own error is the one reported.
+fn insert_override(map: &mut Mapping, key: &str, value: Value) {
+    match key.split_once('.') {
+        None => {
+            map.insert(Value::String(key.to_owned()), value);
+        }
+        Some((block, rest)) => {
+            let entry = map.entry(Value::String(block.to_owned())).or_insert_with(|| Value::Mapping(Mapping::new()));
+            if entry.is_null() {
+                *entry = Value::Mapping(Mapping::new());
+            }
+            if let Value::Mapping(nested) = entry {
+                insert_override(nested, rest, value);
+            }
+        }
     }
 }
 
@@ -510,6 +413,7 @@ impl ConfigFile {
             input_parts: self.input_parts,
             artifacts: self.artifacts,
             thinking_exposure: self.thinking_exposure,
+            streaming: self.streaming,
             push,
             auth: self.auth,
             metrics_token: self.metrics_token,

@@ -11,6 +11,7 @@ const README: &str = include_str!("../../../README.md");
 const SOURCES: &[(&str, &str)] = &[
     ("mod.rs", include_str!("mod.rs")),
     ("agents.rs", include_str!("agents.rs")),
+    ("card.rs", include_str!("card.rs")),
     ("content.rs", include_str!("content.rs")),
     ("dialects.rs", include_str!("dialects.rs")),
     ("limits.rs", include_str!("limits.rs")),
@@ -104,7 +105,7 @@ fn every_env_key_is_listed_as_its_variable() {
     let intro = &README[start..start + README[start..].find("| key |").expect("the reference table")];
     let missing: Vec<String> = ENV_KEYS
         .iter()
-        .map(|key| format!("A2AD_{}", key.to_uppercase().replace('-', "_")))
+        .map(|key| format!("A2AD_{}", key.to_uppercase().replace(['-', '.'], "_")))
         .filter(|var| !intro.contains(&format!("`{var}`")))
         .collect();
     assert!(missing.is_empty(), "A2AD_* variables missing from README's Configuration intro: {missing:?}");

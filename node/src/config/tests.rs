@@ -186,3 +186,28 @@ fn bad_transport_values_name_their_key() {
         assert!(error.contains(&format!("`{key}")), "{yaml}: {error}");
     }
 }
+
+#[test]
+fn streaming_and_card_compat_v03_default_and_are_set_by_file_or_environment() {
+    let config = load_text("", &[]).unwrap();
+    assert!(config.streaming, "streaming is on by default");
+    assert!(!config.card.compat_v03, "the card is pure 1.0 by default");
+    let config = load_text("streaming: false\ncard:\n  compat-v03: true\n", &[]).unwrap();
+    assert!(!config.streaming && config.card.compat_v03);
+
+    let env = Config::env_overrides(
+        [("A2AD_STREAMING", "false"), ("A2AD_CARD_COMPAT_V03", "true")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    assert_eq!(env, [("card.compat-v03".to_owned(), "true".to_owned()), ("streaming".into(), "false".into())]);
+    let overrides: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    // The nested key joins the file's `card:` block, next to what it already says.
+    let config = load_text("card:\n  name: mine\n", &overrides).unwrap();
+    assert!(config.card.compat_v03 && !config.streaming);
+    assert_eq!(config.card.name, "mine");
+    let config = load_text("card:\n", &overrides).unwrap();
+    assert!(config.card.compat_v03, "an empty block takes the override");
+    let e = load_text("", &[("card.compat-v03", "maybe")]).unwrap_err().to_string();
+    assert!(e.contains("card.compat-v03"), "{e}");
+}

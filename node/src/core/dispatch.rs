@@ -114,6 +114,14 @@ impl Core {
     /// caller's own.
     pub async fn execute(&self, owner: &Owner, call: Call) -> Result<Reply, A2aError> {
         self.admit(owner)?;
+        if !self.streaming && matches!(call, Call::SendStreamingMessage(_) | Call::SubscribeToTask(..)) {
+            // Every binding and dialect (0.3 `message/stream`, 0.1 `tasks/sendSubscribe`, …)
+            // comes through here, so this one check covers them all.
+            return Err(A2aError::unsupported(
+                "Streaming is off on this node (capabilities.streaming is false): send with SendMessage \
+                 and follow the task with GetTask",
+            ));
+        }
         if let Some(tenant) = call.tenant().filter(|t| self.auth.enabled() && *t != owner.tenant) {
             let shown: String = tenant.chars().filter(|c| !c.is_control()).take(64).collect();
             return Err(A2aError::invalid_field("tenant", &format!("`{shown}` is not the caller's tenant")));

@@ -45,6 +45,9 @@ pub struct Core {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// How the 0.1 dialect behaves (`dialect-01:`).
     pub dialect_01: crate::config::Dialect01Config,
+    /// Streams are served (`streaming`); off, the streaming calls are refused in
+    /// [`Core::execute`], whatever binding or dialect they came by.
+    pub streaming: bool,
 }
 
 impl Core {

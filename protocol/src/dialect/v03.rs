@@ -463,11 +463,33 @@ pub fn push_config_to_v03(config: &TaskPushNotificationConfig) -> Value {
 
 // ---- the agent card ----
 
+/// The `protocolVersion` of a 0.3 entry in `supportedInterfaces` (a major.minor, as the
+/// 1.0 spec's examples and a2a-python write it; the top-level 0.3 field is the full
+/// [`PROTOCOL_VERSION`]).
+pub const INTERFACE_VERSION: &str = "0.3";
+
+/// Makes `card` a card 0.3 clients read too (`card.compat-v03`), as a2a-python does: the
+/// 0.3 top-level fields (`url`, `protocolVersion`, …), each security scheme also in its 0.3 shape, and
+/// the 0.3 bindings listed in `supportedInterfaces` with `protocolVersion: "0.3"` after the
+/// 1.0 ones (a client takes the first it runs, so a 1.0 client keeps picking 1.0).
+pub fn add_compat_fields(card: &mut AgentCard, jsonrpc_url: &str, base_url: &str) {
+    card.v03 = card_fields(card, jsonrpc_url, base_url);
+    card.security_schemes.v03_shapes = true;
+    for (url, binding) in [(jsonrpc_url, "JSONRPC"), (base_url, "HTTP+JSON")] {
+        card.supported_interfaces.push(crate::AgentInterface {
+            url: url.to_owned(),
+            protocol_binding: binding.into(),
+            tenant: None,
+            protocol_version: INTERFACE_VERSION.into(),
+        });
+    }
+}
+
 /// The 0.3 fields of an agent card, derived from its 1.0 fields: `url` and
 /// `preferredTransport` name the JSON-RPC interface, `additionalInterfaces` the 0.3
 /// bindings (JSON-RPC at `jsonrpc_url`, HTTP+JSON with its `/v1/` routes at `base_url`),
 /// `security` the requirements as 0.3 lists of scopes. 1.0 clients ignore them.
-pub fn card_fields(card: &AgentCard, jsonrpc_url: &str, base_url: &str) -> crate::CardV03Fields {
+fn card_fields(card: &AgentCard, jsonrpc_url: &str, base_url: &str) -> crate::CardV03Fields {
     let security = card
         .security_requirements
         .iter()

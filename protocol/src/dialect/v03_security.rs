@@ -3,10 +3,12 @@
 //! 1.0 writes a scheme as a oneof wrapper (`{"httpAuthSecurityScheme": {"scheme":
 //! "bearer"}}`); 0.3 as a flat object with a `type` (`{"type": "http", "scheme":
 //! "bearer"}`). a2a-sdk 0.3 reads a 1.0-only entry as `mutualTLS` (its default `type`), so
-//! every entry a2ad writes carries the 0.3 fields beside the wrapper:
-//! `{"httpAuthSecurityScheme": {…}, "type": "http", "scheme": "bearer", …}`. 1.0 clients
-//! ignore the extra members (ProtoJSON ignores unknown fields) and 0.3 clients ignore the
-//! wrapper. Card signatures cover both, as the card is signed as served.
+//! a card for 0.3 clients too ([`SecuritySchemes::v03_shapes`], `card.compat-v03`) writes
+//! each entry with the 0.3 fields beside the wrapper: `{"httpAuthSecurityScheme": {…},
+//! "type": "http", "scheme": "bearer", …}`. Lenient 1.0 clients ignore the extra members
+//! and 0.3 clients ignore the wrapper; a strict 1.0 schema refuses them, which is why the
+//! default card has the wrapper only. Card signatures cover what is written, as the card is
+//! signed as served.
 //!
 //! Reading, the 1.0 member wins and the 0.3 fields beside it are not checked; an entry
 //! with only the 0.3 fields (a 0.3 card) is read from them; an entry with neither, or with
@@ -14,7 +16,7 @@
 
 use crate::{
     ApiKeySecurityScheme, HttpAuthSecurityScheme, MtlsSecurityScheme, OAuth2SecurityScheme,
-    OpenIdConnectSecurityScheme, SecurityScheme,
+    OpenIdConnectSecurityScheme, SecurityScheme, SecuritySchemes,
 };
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -127,26 +129,33 @@ fn scheme_from_v03(mut entry: Map<String, Value>) -> Result<SecurityScheme, Stri
     })
 }
 
-/// `#[serde(with)]` for a card's `securitySchemes`: both shapes out, either shape in.
-pub mod both_shapes {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(schemes: &BTreeMap<String, SecurityScheme>, s: S) -> Result<S::Ok, S::Error> {
+/// A card's `securitySchemes`: 1.0 wrappers, with the 0.3 fields too when asked for.
+impl Serialize for SecuritySchemes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.v03_shapes {
+            return self.schemes.serialize(s);
+        }
         let wire: BTreeMap<&String, Value> =
-            schemes.iter().map(|(name, scheme)| (name, scheme_to_wire(scheme))).collect();
+            self.schemes.iter().map(|(name, scheme)| (name, scheme_to_wire(scheme))).collect();
         wire.serialize(s)
     }
+}
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, SecurityScheme>, D::Error> {
+/// Either shape in; remembers whether the entries carried the 0.3 fields.
+impl<'de> Deserialize<'de> for SecuritySchemes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let wire: Option<BTreeMap<String, Map<String, Value>>> = Option::deserialize(d)?;
-        wire.unwrap_or_default()
+        let wire = wire.unwrap_or_default();
+        let v03_shapes = wire.values().any(|entry| entry.contains_key("type"));
+        let schemes = wire
             .into_iter()
             .map(|(name, entry)| {
                 let scheme =
                     scheme_from_wire(entry).map_err(|e| D::Error::custom(format!("securitySchemes.{name}: {e}")))?;
                 Ok((name, scheme))
             })
-            .collect()
+            .collect::<Result<_, D::Error>>()?;
+        Ok(SecuritySchemes { schemes, v03_shapes })
     }
 }
 

@@ -41,10 +41,25 @@ fn every_scheme_is_written_in_both_shapes() {
 fn a_card_round_trips_through_both_shapes() {
     let mut card: AgentCard = serde_json::from_value(card_with(json!({}))).unwrap();
     card.security_schemes.insert("bearerAuth".into(), bearer());
+    card.security_schemes.v03_shapes = true;
     let json = serde_json::to_value(&card).unwrap();
     assert_eq!(json["securitySchemes"]["bearerAuth"]["type"], "http");
     let back: AgentCard = serde_json::from_value(json).unwrap();
     assert_eq!(back, card);
+}
+
+#[test]
+fn by_default_a_scheme_is_the_1_0_wrapper_only() {
+    let mut card: AgentCard = serde_json::from_value(card_with(json!({}))).unwrap();
+    card.security_schemes.insert("bearerAuth".into(), bearer());
+    let json = serde_json::to_value(&card).unwrap();
+    assert_eq!(
+        json["securitySchemes"],
+        json!({"bearerAuth": {"httpAuthSecurityScheme":
+            {"description": "A bearer token.", "scheme": "bearer", "bearerFormat": "JWT"}}})
+    );
+    let back: AgentCard = serde_json::from_value(json).unwrap();
+    assert_eq!(back, card, "read back as 1.0 only");
 }
 
 #[test]

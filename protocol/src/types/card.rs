@@ -22,15 +22,10 @@ pub struct AgentCard {
     #[serde(default, alias = "documentation_url", skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     pub capabilities: AgentCapabilities,
-    /// Written with the 0.3 fields beside each 1.0 wrapper, so 0.3 clients read them too
-    /// (`dialect::v03_security`).
-    #[serde(
-        default,
-        alias = "security_schemes",
-        skip_serializing_if = "BTreeMap::is_empty",
-        with = "crate::dialect::v03_security::both_shapes"
-    )]
-    pub security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Written as 1.0 oneof wrappers; with [`SecuritySchemes::v03_shapes`] also in the 0.3
+    /// shape, for 0.3 clients (`dialect::v03_security`).
+    #[serde(default, alias = "security_schemes", skip_serializing_if = "SecuritySchemes::is_empty")]
+    pub security_schemes: SecuritySchemes,
     #[serde(
         default,
         alias = "security_requirements",
@@ -52,7 +47,45 @@ pub struct AgentCard {
     pub v03: CardV03Fields,
 }
 
-/// The 0.3 fields a card also carries (see `dialect::v03::card_fields`), all optional:
+/// A card's `securitySchemes` by name, and the shape they are written in. A strict 1.0
+/// reader refuses unknown members, so the 0.3 fields beside each wrapper are written only
+/// when a node serves 0.3 clients too (`card.compat-v03`); the map itself derefs to the
+/// schemes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SecuritySchemes {
+    pub schemes: BTreeMap<String, SecurityScheme>,
+    /// Each entry also carries its 0.3 fields (`{"type": "http", "scheme": …}`). Set when
+    /// read from a card whose entries had them, so a card is written back as it was read.
+    pub v03_shapes: bool,
+}
+
+impl SecuritySchemes {
+    /// 1.0 wrappers only.
+    pub fn new(schemes: BTreeMap<String, SecurityScheme>) -> Self {
+        SecuritySchemes { schemes, v03_shapes: false }
+    }
+
+    /// No scheme: the card leaves `securitySchemes` out.
+    pub fn is_empty(&self) -> bool {
+        self.schemes.is_empty()
+    }
+}
+
+impl std::ops::Deref for SecuritySchemes {
+    type Target = BTreeMap<String, SecurityScheme>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.schemes
+    }
+}
+
+impl std::ops::DerefMut for SecuritySchemes {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.schemes
+    }
+}
+
+/// The 0.3 fields a card also carries (see `dialect::v03::add_compat_fields`), all optional:
 /// a card without them is a plain 1.0 card.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

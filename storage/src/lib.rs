@@ -15,6 +15,7 @@ mod push_configs;
 mod push_queue;
 mod push_queue_redis;
 mod sled_store;
+pub mod wal;
 
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};

@@ -259,7 +259,7 @@ impl NodeCore {
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store),
             commit: commit.clone(),
-            agents: build_registry(config, &process_groups),
+            agents: build_registry(&config.agents, config.agent_env(&process_groups)),
             settings: runtime_settings(config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),

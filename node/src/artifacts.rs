@@ -8,7 +8,6 @@
 //! appended artifact is a part (and, if large, a file) of its own, so `append` and
 //! `lastChunk` mean what A2A says. Removing a task removes its directory (retention).
 
-use crate::agents::input::sha256_hex;
 use a2ad_protocol::{ids, Artifact, Part, PartContent};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -93,6 +92,11 @@ fn safe_name(name: &str) -> String {
     } else {
         cleaned.to_owned()
     }
+}
+
+/// The lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ async fn a_stream_whose_final_commit_fails_ends_with_an_internal_error_frame() {
     let rt = Arc::new(Runtime {
         store: disk.clone(),
         commit: GroupCommit::start(disk.clone()).unwrap(),
-        agents: a2ad::agents::build_registry(&config, &Default::default()),
+        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default())),
         settings: RuntimeSettings::default(),
         push: None,
         turn_limits: TurnLimits::new(0, 0),

@@ -219,18 +219,13 @@ fn manifest(filename: &str, media_type: &str, bytes: &[u8], origin: &str) -> Str
         one_line(filename),
         one_line(media_type),
         bytes.len(),
-        sha256_hex(bytes),
+        crate::artifacts::sha256_hex(bytes),
         one_line(origin)
     )
 }
 
 fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
-}
-
-/// The lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    ring::digest::digest(&ring::digest::SHA256, bytes).as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn compact_json(value: &serde_json::Value) -> String {
@@ -259,6 +254,9 @@ mod tests {
         let remote_host = check_url(0, "file://example.com/etc/passwd").unwrap_err();
         assert!(remote_host.message.contains("local absolute path"), "{}", remote_host.message);
         assert!(check_url(0, "https://example.com/x").unwrap_err().message.contains("not fetched"));
-        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            crate::artifacts::sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

@@ -6,9 +6,11 @@ pub mod input;
 pub mod jsonl;
 pub mod openai;
 pub mod process_groups;
+mod settings;
 pub mod workspace;
 
-use crate::config::{AgentKind, Config};
+pub use settings::{AgentConfig, AgentKind};
+
 use a2ad_actors::agent::{AgentError, AgentRegistry, TurnInput};
 use a2ad_protocol::Message;
 use std::path::PathBuf;
@@ -28,23 +30,6 @@ pub struct AgentEnv {
     pub artifacts: crate::artifacts::ArtifactStore,
     /// The process groups of the command agents' programs, killed at the node's close.
     pub process_groups: process_groups::ProcessGroups,
-}
-
-impl AgentEnv {
-    /// Built once at start-up from the node's config and shared by every agent, so all
-    /// agents apply the same roots, input policy and artifact store.
-    pub fn from_config(config: &Config) -> Self {
-        AgentEnv {
-            roots: workspace::AllowedRoots::new(&config.allowed_cwds, &config.data_dir),
-            input: input::InputPolicy {
-                text_types: config.input_parts.text_types.clone(),
-                media_types: config.input_parts.media_types.clone(),
-            },
-            thinking_exposure: config.thinking_exposure,
-            artifacts: crate::artifacts::ArtifactStore::new(&config.data_dir, config.artifacts.inline_max),
-            process_groups: process_groups::ProcessGroups::default(),
-        }
-    }
 }
 
 impl AgentEnv {
@@ -73,12 +58,14 @@ impl AgentEnv {
     }
 }
 
-/// One agent per configured entry, keyed by its skill id, in config order. The command
-/// agents' programs run in `process_groups`, which the node kills at its close.
-pub fn build_registry(config: &Config, process_groups: &process_groups::ProcessGroups) -> AgentRegistry {
-    let env = Arc::new(AgentEnv { process_groups: process_groups.clone(), ..AgentEnv::from_config(config) });
+/// One agent per configured entry, keyed by its skill id, in config order, all sharing
+/// `env` (built once at start-up by [`crate::config::Config::agent_env`], so that every
+/// agent applies the same roots, input policy and artifact store; the command agents'
+/// programs run in its process groups, which the node kills at its close).
+pub fn build_registry(agents: &[AgentConfig], env: AgentEnv) -> AgentRegistry {
+    let env = Arc::new(env);
     let mut registry = AgentRegistry::default();
-    for agent in &config.agents {
+    for agent in agents {
         let accepts = agent.input_modes.clone();
         match &agent.kind {
             AgentKind::Echo(settings) => registry.register(&agent.id, Arc::new(echo::EchoAgent::new(settings.clone()))),

@@ -160,11 +160,6 @@ impl AllowedRoots {
     }
 }
 
-/// `allowed-cwds` as the environment gives it: a `:`-separated path list.
-pub fn split_path_list(list: &str) -> Vec<PathBuf> {
-    std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,7 +178,6 @@ mod tests {
         let dotdot = format!("{}/work/../..", root.path().display());
         assert!(matches!(roots.resolve_cwd(&dotdot), Err(WorkspaceError::OutsideRoots(_))));
         assert!(matches!(roots.resolve_cwd("work"), Err(WorkspaceError::NotAbsolute(_))));
-        assert_eq!(split_path_list("/a::/b"), vec![PathBuf::from("/a"), PathBuf::from("/b")]);
     }
 
     #[test]

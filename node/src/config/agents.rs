@@ -1,63 +1,13 @@
 //! The `agents:` list: each entry is a skill on the card and an agent that serves it.
 
+pub use crate::agents::{AgentConfig, AgentKind};
+
 use crate::agents::command::{CommandSettings, InputMode, OutputMode};
 use crate::agents::echo::EchoSettings;
 use crate::agents::openai::OpenAiSettings;
-use a2ad_protocol::{ids, AgentSkill, TaskState};
+use a2ad_protocol::{ids, TaskState};
 use serde::Deserialize;
 use std::time::Duration;
-
-/// One configured agent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentConfig {
-    /// The skill id; routing uses it (`message.metadata.skill`).
-    pub id: String,
-    pub name: String,
-    pub description: String,
-    pub tags: Vec<String>,
-    pub examples: Vec<String>,
-    pub input_modes: Vec<String>,
-    pub output_modes: Vec<String>,
-    pub kind: AgentKind,
-}
-
-/// What runs the agent, with its own settings.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AgentKind {
-    Echo(EchoSettings),
-    Command(CommandSettings),
-    OpenAi(OpenAiSettings),
-}
-
-impl AgentConfig {
-    /// The default node: one echo agent.
-    pub fn default_echo() -> Self {
-        AgentConfig {
-            id: "echo".into(),
-            name: "Echo".into(),
-            description: "Replies with the message it receives, as a message and as an artifact.".into(),
-            tags: vec!["echo".into(), "test".into()],
-            examples: vec!["Hello, agent!".into()],
-            input_modes: Vec::new(),
-            output_modes: Vec::new(),
-            kind: AgentKind::Echo(EchoSettings::default()),
-        }
-    }
-
-    /// The card's skill for this agent.
-    pub fn skill(&self) -> AgentSkill {
-        AgentSkill {
-            id: self.id.clone(),
-            name: self.name.clone(),
-            description: self.description.clone(),
-            tags: self.tags.clone(),
-            examples: self.examples.clone(),
-            input_modes: self.input_modes.clone(),
-            output_modes: self.output_modes.clone(),
-            security_requirements: Vec::new(),
-        }
-    }
-}
 
 /// The `agents:` list, checked: the default echo agent when absent; never empty; ids
 /// unique. Errors name the key.
@@ -305,5 +255,24 @@ impl AgentEntry {
             output_modes: self.output_modes,
             kind,
         })
+    }
+}
+
+impl super::Config {
+    /// What every agent of the node shares ([`crate::agents::AgentEnv`]), from the
+    /// `allowed-cwds`, `input-parts`, `thinking-exposure` and `artifacts` keys; the command
+    /// agents' programs run in `process_groups`.
+    pub fn agent_env(&self, process_groups: &crate::agents::process_groups::ProcessGroups) -> crate::agents::AgentEnv {
+        use crate::agents::{input, workspace};
+        crate::agents::AgentEnv {
+            roots: workspace::AllowedRoots::new(&self.allowed_cwds, &self.data_dir),
+            input: input::InputPolicy {
+                text_types: self.input_parts.text_types.clone(),
+                media_types: self.input_parts.media_types.clone(),
+            },
+            thinking_exposure: self.thinking_exposure,
+            artifacts: crate::artifacts::ArtifactStore::new(&self.data_dir, self.artifacts.inline_max),
+            process_groups: process_groups.clone(),
+        }
     }
 }

@@ -42,10 +42,25 @@ pub(super) fn allowed_cwds<'de, D: Deserializer<'de>>(deserializer: D) -> Result
     }
     let paths = match Form::deserialize(deserializer)? {
         Form::List(paths) => paths,
-        Form::Joined(joined) => crate::agents::workspace::split_path_list(&joined),
+        Form::Joined(joined) => split_path_list(&joined),
     };
     if let Some(relative) = paths.iter().find(|p| !p.is_absolute()) {
         return Err(serde::de::Error::custom(format!("`{}` is not an absolute path", relative.display())));
     }
     Ok(paths)
+}
+
+/// `allowed-cwds` as the environment gives it: a `:`-separated path list.
+pub fn split_path_list(list: &str) -> Vec<std::path::PathBuf> {
+    std::env::split_paths(list).filter(|p| !p.as_os_str().is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_path_list_skips_empty_entries() {
+        assert_eq!(super::split_path_list("/a::/b"), vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
 }

@@ -2,9 +2,11 @@
 //! sender, and starting the push stack (config store, queue, worker) from the config.
 
 pub mod sender;
+mod settings;
 pub mod url_guard;
 
-use crate::config::{PushConfig, PushQueueKind};
+pub use settings::{PushConfig, PushQueueKind};
+
 use a2ad_actors::push::{PushHooks, PushSettings, PushWorker};
 use a2ad_storage::{
     JobQueue, PushConfigStore, PushQueue, RedisQueue, RedisQueueOptions, SecretKey, SledStore, StoreError,

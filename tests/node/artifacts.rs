@@ -18,7 +18,7 @@ async fn app(script: &str, inline_max: Option<usize>) -> TestApp {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    a2ad::agents::input::sha256_hex(bytes)
+    a2ad::artifacts::sha256_hex(bytes)
 }
 
 /// The local file a `file://` part names, checked to be in the task's artifact dir.

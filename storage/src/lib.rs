@@ -2,13 +2,15 @@
 //!
 //! Where tasks and sessions live. [`TaskStore`] is the trait the rest of a2ad codes
 //! against; [`SledStore`] is the embedded default (a Redis store can implement the same
-//! trait later). Writes are cheap and go to the OS page cache; [`GroupCommit`] makes them
+//! trait later); [`MemoryStore`] keeps everything in memory, for tests and embedding.
+//! Writes are cheap and go to the OS page cache; [`GroupCommit`] makes them
 //! durable, batching every caller that is waiting into one `fsync`, so that "flushed
 //! before the response" costs one flush per batch rather than per request.
 
 mod error;
 mod group_commit;
 mod keyring;
+mod memory;
 mod model;
 mod page_token;
 mod push_configs;
@@ -20,6 +22,7 @@ pub mod wal;
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
+pub use memory::MemoryStore;
 pub use model::{
     ContextKey, LoggedEvent, Owner, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery, TaskRecord,
 };

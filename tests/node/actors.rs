@@ -1,4 +1,6 @@
-//! Context actors: one turn per context, parallel contexts, eviction, capacity.
+//! Context actors over the wire: parallel contexts, capacity, the session cache. The
+//! busy refusal and eviction with rebuild are tested without sockets, in
+//! `actors/tests/actors/` (with the rest of the actor core).
 
 use crate::support::{eventually, send_params, slow_echo, spawn_app, TestApp};
 use serde_json::{json, Value};
@@ -10,20 +12,6 @@ fn send_in_background(app: &TestApp, params: Value) -> actix_web::rt::task::Join
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
         client.post(url).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
     })
-}
-
-#[actix_web::test]
-async fn a_busy_context_refuses_a_second_message() {
-    let app = spawn_app(slow_echo(Duration::from_millis(30))).await;
-    let first = send_in_background(&app, send_params("0123456789", json!({"contextId": "busy"})));
-    let second = send_in_background(&app, send_params("0123456789", json!({"contextId": "busy"})));
-    let (first, second) = (first.await.unwrap(), second.await.unwrap());
-    let refused: Vec<&Value> = [&first, &second].into_iter().filter(|r| r.get("error").is_some()).collect();
-    assert_eq!(refused.len(), 1, "exactly one is refused: {first} / {second}");
-    assert_eq!(refused[0]["error"]["code"], -32004);
-    assert_eq!(refused[0]["error"]["message"], "Task is already working.");
-    let listed = app.ok("ListTasks", json!({"contextId": "busy"})).await;
-    assert_eq!(listed["totalSize"], 1, "the refused message created no task");
 }
 
 #[actix_web::test]
@@ -40,26 +28,6 @@ async fn fifty_contexts_run_in_parallel() {
     assert_eq!(listed["totalSize"], 50);
     let stats = app.probe.stats().await.unwrap();
     assert_eq!(stats.live_contexts, 50);
-}
-
-#[actix_web::test]
-async fn an_evicted_context_is_rebuilt_with_its_history() {
-    let app = spawn_app(|c| c.idle_timeout = Duration::from_millis(150)).await;
-    let first = app.send_text("remember me", json!({"contextId": "evict-me"})).await;
-    assert_eq!(first["status"]["message"]["metadata"]["echo"]["sessionMessages"], 0);
-    let evicted = eventually(200, || async {
-        let stats = app.probe.stats().await.unwrap();
-        stats.evicted_total >= 1 && stats.live_contexts == 0
-    })
-    .await;
-    assert!(evicted, "the idle context was evicted: {:?}", app.probe.stats().await);
-
-    let second = app.send_text("again", json!({"contextId": "evict-me"})).await;
-    assert_eq!(
-        second["status"]["message"]["metadata"]["echo"]["sessionMessages"], 2,
-        "the rebuilt actor saw the earlier user message and reply"
-    );
-    assert_eq!(app.probe.stats().await.unwrap().started_total, 2);
 }
 
 #[actix_web::test]

@@ -1,10 +1,13 @@
 //! The context actor's state and its session bookkeeping.
 
+use super::fanout::Fanout;
+use super::stream::snapshot;
 use crate::agent::TurnSignal;
 use crate::{Runtime, RuntimeError};
-use a2ad_protocol::{A2aError, Message, Task};
+use a2ad_protocol::{A2aError, Message, StreamResponse, Task};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskRecord};
 use actix::prelude::*;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -23,8 +26,8 @@ pub struct ContextActor {
     /// Boxed: most actors are idle, and an idle actor should be small.
     pub(super) turn: Option<Box<RunningTurn>>,
     /// Streams that follow an interrupted task of this context until its next turn
-    /// ([`super::watch`]).
-    pub(super) watchers: Vec<super::watch::Watcher>,
+    /// ([`super::watch`]), by task id.
+    pub(super) watchers: HashMap<String, Fanout>,
     pub(super) turns_started: u64,
     /// When the actor last started, ended or cancelled something; eviction waits for
     /// the idle timeout to pass since then.
@@ -39,7 +42,7 @@ pub(super) struct RunningTurn {
     pub join: tokio::task::JoinHandle<()>,
     pub waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
     /// Streams watching the turn.
-    pub subscribers: Vec<super::stream::Subscriber>,
+    pub subscribers: Fanout,
     /// Events emitted since the last write: the next progress write logs them.
     pub unsaved_events: Vec<LoggedEvent>,
     /// A progress write is scheduled.
@@ -55,6 +58,39 @@ pub(super) struct RunningTurn {
     pub snapshot_cache: Option<LoggedEvent>,
     /// This turn's place under the turn limits; released when the turn is dropped.
     pub _permit: crate::limits::TurnPermit,
+}
+
+impl RunningTurn {
+    /// Records a change of the running task as its next event: logged with the next
+    /// progress write and sent to every subscriber now.
+    pub(super) fn emit(&mut self, event: StreamResponse) {
+        self.release_snapshot();
+        self.record.last_event_seq += 1;
+        let logged = LoggedEvent::encode(self.record.last_event_seq, &event);
+        self.subscribers.publish(&logged);
+        self.unsaved_events.push(logged);
+    }
+
+    /// Sends the held-back task snapshot (see [`super::reply`]) to the subscribers, once:
+    /// the turn is a task after all.
+    pub(super) fn release_snapshot(&mut self) {
+        if let Some(held) = self.held_snapshot.take() {
+            self.subscribers.publish(&held);
+        }
+    }
+
+    /// The running task as a stream's first event, encoded once per event sequence
+    /// number: a thousand subscribers joining at once share one encoding.
+    pub(super) fn current_snapshot(&mut self) -> LoggedEvent {
+        match &self.snapshot_cache {
+            Some(cached) if cached.seq == self.record.last_event_seq => cached.clone(),
+            _ => {
+                let fresh = snapshot(&self.record, None);
+                self.snapshot_cache = Some(fresh.clone());
+                fresh
+            }
+        }
+    }
 }
 
 impl Actor for ContextActor {
@@ -82,7 +118,7 @@ impl ContextActor {
             session: None,
             pending: Vec::new(),
             turn: None,
-            watchers: Vec::new(),
+            watchers: HashMap::new(),
             turns_started: 0,
             last_active: Instant::now(),
         }
@@ -182,13 +218,13 @@ impl ContextActor {
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
             let followers = match &result {
                 Ok(_) => {
-                    super::stream::publish(&mut subscribers, &last, true);
-                    subscribers.retain(|s| s.follows_task);
+                    subscribers.publish_final(&last);
+                    subscribers.keep_followers();
                     subscribers
                 }
                 Err(error) => {
-                    super::stream::fail_all(subscribers, error);
-                    Vec::new()
+                    subscribers.fail(error);
+                    Fanout::default()
                 }
             };
             for waiter in waiters {

@@ -1,7 +1,8 @@
 //! The messages a context actor answers.
 
 use super::actor::ContextActor;
-use super::stream::status_event;
+use super::fanout::Subscriber;
+use super::stream::{first_events, status_event};
 use crate::messages::{
     CancelTask, ExpireTask, ForgetSession, Shutdown, StartTurn, Subscribe, Subscription, TryEvict, TurnTicket,
 };
@@ -126,5 +127,38 @@ impl Handler<Shutdown> for ContextActor {
             }
         }
         ctx.stop();
+    }
+}
+
+impl ContextActor {
+    /// Handles [`Subscribe`]: the first events (snapshot or replay), and live events if the
+    /// task is running here.
+    pub(super) fn subscribe(&mut self, msg: Subscribe) -> Result<Subscription, A2aError> {
+        let buffer = self.rt.settings.stream_buffer;
+        if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
+            if turn.record.owner != msg.owner {
+                return Err(RuntimeError::TaskNotFound(msg.task_id).into());
+            }
+            // Someone else watches the task now: it is kept, whatever the agent answers.
+            turn.reply_allowed = false;
+            turn.release_snapshot();
+            let initial = match msg.after {
+                None => vec![turn.current_snapshot()],
+                after => first_events(&self.rt, &turn.record, &turn.unsaved_events, after)?,
+            };
+            let (subscriber, subscription) = Subscriber::new(buffer, initial, true);
+            turn.subscribers.add(subscriber);
+            return Ok(subscription);
+        }
+        let record = self.stored_task(&msg.owner, &msg.task_id)?;
+        if record.state().is_terminal() {
+            return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
+        }
+        // Not running: an interrupted task. The stream says where it stands, then waits
+        // for the turn that answers it.
+        let initial = first_events(&self.rt, &record, &[], msg.after)?;
+        let (subscriber, subscription) = Subscriber::new(buffer, initial, true);
+        self.watch(msg.task_id, subscriber);
+        Ok(subscription)
     }
 }

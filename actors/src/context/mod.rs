@@ -3,11 +3,13 @@
 //! * [`actor`]: its state, and how a session is loaded and saved.
 //! * [`handlers`]: the messages it answers ([`crate::messages`]).
 //! * [`turn`]: how a turn runs and how agent events become task state.
-//! * [`stream`]: task events, the event log and subscribers.
+//! * [`stream`]: task events, the event log, and what a stream sees of them.
+//! * [`fanout`]: the live subscribers of a task, and how events reach them.
 //! * [`reply`]: a turn answered with a Message only, which leaves no task.
 //! * [`watch`]: subscribers that follow an interrupted task until its next turn.
 
 mod actor;
+mod fanout;
 mod handlers;
 mod reply;
 mod stream;

@@ -42,7 +42,6 @@
 //! send answers with that internal error; a stream gets the task and its FAILED status.
 
 use super::actor::{ContextActor, RunningTurn};
-use super::stream::publish;
 use crate::agent::mark_reply_only;
 use a2ad_protocol::{A2aError, Message, StreamResponse, Task, TaskState, TaskStatus};
 use a2ad_storage::{LoggedEvent, SessionRecord};
@@ -107,7 +106,7 @@ impl ContextActor {
         actix::spawn(async move {
             let result = commit.commit().await.map(|()| answer).map_err(A2aError::from);
             if result.is_ok() {
-                publish(&mut subscribers, &event, true);
+                subscribers.publish_final(&event);
             }
             drop(subscribers);
             answer_all(waiters, result);

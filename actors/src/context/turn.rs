@@ -6,7 +6,8 @@
 //! aborts the turn's task, which drops the agent future: the turn really stops.
 
 use super::actor::{ContextActor, RunningTurn};
-use super::stream::{snapshot, status_event, Subscriber};
+use super::fanout::{Fanout, Subscriber};
+use super::stream::{snapshot, status_event};
 use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
 use crate::messages::{StartTurn, Subscription, TurnTicket};
 use crate::RuntimeError;
@@ -80,14 +81,14 @@ impl ContextActor {
         let (done_tx, done) = oneshot::channel();
         let (subscribers, subscription, held_snapshot) = match msg.stream {
             true => self.open_stream(&record, reply_allowed),
-            false => (Vec::new(), None, None),
+            false => (Fanout::default(), None, None),
         };
         let task = record.task.clone();
         let mut subscribers = subscribers;
         if !new_task {
             // The streams that waited for this answer follow the turn from its first event.
             let mut followers = self.take_watchers(&task.id);
-            super::stream::publish(&mut followers, &first, false);
+            followers.publish(&first);
             subscribers.extend(followers);
         }
         self.turn = Some(Box::new(RunningTurn {
@@ -114,11 +115,11 @@ impl ContextActor {
         &self,
         record: &TaskRecord,
         reply_allowed: bool,
-    ) -> (Vec<Subscriber>, Option<Subscription>, Option<LoggedEvent>) {
+    ) -> (Fanout, Option<Subscription>, Option<LoggedEvent>) {
         let first = snapshot(record, None);
         let (initial, held) = if reply_allowed { (Vec::new(), Some(first)) } else { (vec![first], None) };
         let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial, false);
-        (vec![subscriber], Some(subscription), held)
+        (Fanout::of(subscriber), Some(subscription), held)
     }
 
     /// The task the turn works on, WORKING with the user's message, stored with the
@@ -337,7 +338,7 @@ impl ContextActor {
                 for waiter in std::mem::take(&mut turn.waiters) {
                     let _ = waiter.send(Err(error.clone()));
                 }
-                super::stream::fail_all(std::mem::take(&mut turn.subscribers), &error);
+                std::mem::take(&mut turn.subscribers).fail(&error);
                 Err(error)
             }
         }

@@ -13,16 +13,11 @@
 //! A context with watchers is not evicted: its actor holds their streams.
 
 use super::actor::ContextActor;
-use super::stream::{end_all, first_events, publish, Subscriber};
+use super::fanout::{Fanout, Subscriber};
+use super::stream::first_events;
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::LoggedEvent;
 use actix::prelude::*;
-
-/// A subscriber waiting for the next turn of an interrupted task.
-pub(super) struct Watcher {
-    task_id: String,
-    subscriber: Subscriber,
-}
 
 /// Gives a turn's followers back to their context once the interrupted end of that turn
 /// is durable (and was sent to them). `after` is the id of that end's event: anything the
@@ -32,28 +27,41 @@ pub(super) struct Watcher {
 pub(super) struct Rewatch {
     pub task_id: String,
     pub after: u64,
-    pub subscribers: Vec<Subscriber>,
+    pub subscribers: Fanout,
 }
 
 impl ContextActor {
     /// Keeps `subscriber` until the next turn of `task_id` (or its cancel or expiry).
     pub(super) fn watch(&mut self, task_id: String, subscriber: Subscriber) {
-        self.watchers.retain(|w| w.subscriber.is_open());
-        self.watchers.push(Watcher { task_id, subscriber });
+        self.watch_all(task_id, Fanout::of(subscriber));
+    }
+
+    /// Keeps every subscriber of `followers` until the next turn of `task_id`.
+    fn watch_all(&mut self, task_id: String, followers: Fanout) {
+        self.forget_closed_watchers();
+        if !followers.is_empty() {
+            self.watchers.entry(task_id).or_default().extend(followers);
+        }
     }
 
     /// Whether some stream still waits here (closed ones are forgotten first).
     pub(super) fn has_watchers(&mut self) -> bool {
-        self.watchers.retain(|w| w.subscriber.is_open());
+        self.forget_closed_watchers();
         !self.watchers.is_empty()
     }
 
+    fn forget_closed_watchers(&mut self) {
+        self.watchers.retain(|_, watchers| {
+            watchers.retain_open();
+            !watchers.is_empty()
+        });
+    }
+
     /// Removes and returns the watchers of `task_id`.
-    pub(super) fn take_watchers(&mut self, task_id: &str) -> Vec<Subscriber> {
-        let (taken, kept): (Vec<Watcher>, Vec<Watcher>) =
-            std::mem::take(&mut self.watchers).into_iter().partition(|w| w.task_id == task_id);
-        self.watchers = kept;
-        taken.into_iter().map(|w| w.subscriber).filter(Subscriber::is_open).collect()
+    pub(super) fn take_watchers(&mut self, task_id: &str) -> Fanout {
+        let mut taken = self.watchers.remove(task_id).unwrap_or_default();
+        taken.retain_open();
+        taken
     }
 
     /// The task's watchers get `last` (a terminal status: cancel or expiry) once it is
@@ -66,8 +74,8 @@ impl ContextActor {
         let commit = self.rt.commit.clone();
         actix::spawn(async move {
             match commit.commit().await {
-                Ok(()) => publish(&mut subscribers, &last, true),
-                Err(e) => super::stream::fail_all(subscribers, &A2aError::from(e)),
+                Ok(()) => subscribers.publish_final(&last),
+                Err(e) => subscribers.fail(&A2aError::from(e)),
             }
         });
     }
@@ -75,13 +83,13 @@ impl ContextActor {
     /// The node stops: every watcher's stream ends with an error naming its task, so that
     /// the client knows to subscribe again rather than take the end for the task's.
     pub(super) fn end_watchers_at_shutdown(&mut self) {
-        for watcher in std::mem::take(&mut self.watchers) {
+        for (task_id, watchers) in std::mem::take(&mut self.watchers) {
             let error = A2aError::new(
                 ErrorCode::ServerBusy,
-                format!("The node is shutting down; subscribe to task {} again to keep following it", watcher.task_id),
+                format!("The node is shutting down; subscribe to task {task_id} again to keep following it"),
             )
-            .with_meta("taskId", watcher.task_id);
-            end_all(vec![watcher.subscriber], &error);
+            .with_meta("taskId", task_id);
+            watchers.end(&error);
         }
     }
 }
@@ -108,19 +116,22 @@ impl Handler<Rewatch> for ContextActor {
         };
         let (events, state) = match caught_up {
             Ok(caught_up) => caught_up,
-            Err(e) => return end_all(subscribers, &A2aError::from(e)),
+            Err(e) => return subscribers.end(&A2aError::from(e)),
         };
         let terminal = state.is_terminal();
         let count = events.len();
         for (i, event) in events.iter().enumerate() {
-            publish(&mut subscribers, event, terminal && i + 1 == count);
+            match terminal && i + 1 == count {
+                true => subscribers.publish_final(event),
+                false => subscribers.publish(event),
+            }
         }
         if terminal {
             return; // Their streams end here, after the final event.
         }
         match self.turn.as_mut().filter(|t| t.record.task.id == task_id) {
             Some(turn) => turn.subscribers.extend(subscribers),
-            None => subscribers.into_iter().for_each(|s| self.watch(task_id.clone(), s)),
+            None => self.watch_all(task_id, subscribers),
         }
     }
 }

@@ -308,4 +308,4 @@ pub(crate) fn open_retrying(dir: &Path) -> SledStore {
 #[cfg(test)]
 mod counter_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,0 +1,147 @@
+//! The memory store answers every trait method as the sled store does: each test plays
+//! the same writes on both and compares every answer.
+
+use super::MemoryStore;
+use crate::sled_store::tests::record;
+use crate::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskQuery, TaskStore};
+use a2ad_protocol::{Message, StreamResponse, TaskState};
+
+/// A fresh sled store (in a temporary directory, kept alive by the caller) and a memory
+/// store, both keeping `retention` events per task.
+fn both(retention: usize) -> (tempfile::TempDir, Vec<Box<dyn TaskStore>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let sled = SledStore::open(dir.path()).unwrap().with_event_retention(retention);
+    let memory = MemoryStore::new().with_event_retention(retention);
+    (dir, vec![Box::new(sled), Box::new(memory)])
+}
+
+/// Runs `probe` on each store and asserts that they all answer alike.
+fn same<T: PartialEq + std::fmt::Debug>(stores: &[Box<dyn TaskStore>], probe: impl Fn(&dyn TaskStore) -> T) -> T {
+    let mut answers = stores.iter().map(|s| probe(s.as_ref()));
+    let first = answers.next().unwrap();
+    for other in answers {
+        assert_eq!(first, other, "the memory store answers as the sled store does");
+    }
+    first
+}
+
+fn query(owner: &Owner, page_size: usize) -> TaskQuery {
+    TaskQuery {
+        owner: owner.clone(),
+        context_id: None,
+        state: None,
+        status_after_millis: None,
+        page_size,
+        cursor: None,
+    }
+}
+
+/// Every page of `query`, as (ids, total, cursor) per page.
+fn all_pages(store: &dyn TaskStore, mut query: TaskQuery) -> Vec<(Vec<String>, usize, Option<crate::Cursor>)> {
+    let mut pages = Vec::new();
+    loop {
+        let page = store.list_tasks(&query).unwrap();
+        let ids = page.records.iter().map(|r| r.task.id.clone()).collect();
+        pages.push((ids, page.total, page.next_cursor.clone()));
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => return pages,
+        }
+    }
+}
+
+#[test]
+fn listing_pages_filters_totals_and_state_changes_agree() {
+    let (_dir, stores) = both(10);
+    let alice = Owner { tenant: "t".into(), principal: "alice".into() };
+    let bob = Owner { tenant: "t".into(), principal: "bob".into() };
+    let writes = [
+        (&alice, "a1", "c1", TaskState::Completed, 1000),
+        (&alice, "a2", "c2", TaskState::Working, 2000),
+        (&alice, "a3", "c1", TaskState::InputRequired, 2000),
+        (&alice, "a0", "c1", TaskState::Completed, 2000),
+        (&bob, "b1", "c1", TaskState::Completed, 4000),
+        (&alice, "a2", "c2", TaskState::Completed, 5000),
+        (&alice, "a4", "c2", TaskState::Submitted, 6000),
+    ];
+    for (owner, id, ctx, state, ms) in writes {
+        same(&stores, |s| s.put_task(&record(owner, id, ctx, state, ms), &[]).unwrap());
+    }
+    for page_size in [1, 2, 10] {
+        let mut queries = vec![query(&alice, page_size), query(&bob, page_size)];
+        let mut by_ctx = query(&alice, page_size);
+        by_ctx.context_id = Some("c1".into());
+        let mut by_state = query(&alice, page_size);
+        by_state.state = Some(TaskState::Completed);
+        let mut both_filters = by_ctx.clone();
+        both_filters.state = Some(TaskState::Completed);
+        let mut recent = query(&alice, page_size);
+        recent.status_after_millis = Some(2000);
+        queries.extend([by_ctx, by_state, both_filters, recent]);
+        for q in queries {
+            same(&stores, |s| all_pages(s, q.clone()));
+        }
+    }
+    let active = [TaskState::Submitted, TaskState::Working];
+    let ids = same(&stores, |s| s.tasks_in_states(&active).unwrap().into_iter().map(|r| r.task.id).collect::<Vec<_>>());
+    assert_eq!(ids, ["a4"]);
+    same(&stores, |s| {
+        let mut entries = Vec::new();
+        s.visit_tasks(&mut |e| entries.push((e.owner, e.task_id, e.status_millis, e.state))).unwrap();
+        entries.sort_by(|a, b| a.1.cmp(&b.1));
+        entries
+    });
+}
+
+fn event(seq: u64) -> LoggedEvent {
+    let task = record(&Owner::anonymous(), "t1", "c", TaskState::Working, 1000).task;
+    LoggedEvent::encode(seq, &StreamResponse::status_of(&task))
+}
+
+#[test]
+fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
+    let (_dir, stores) = both(3);
+    let owner = Owner::anonymous();
+    let working = record(&owner, "t1", "c", TaskState::Working, 1000);
+    same(&stores, |s| s.put_task(&working, &[event(1), event(2)]).unwrap());
+    let done = record(&owner, "t1", "c", TaskState::Completed, 2000);
+    let old = same(&stores, |s| s.put_task(&done, &[event(3), event(4), event(5)]).unwrap());
+    assert_eq!(old, Some(TaskState::Working));
+    let seqs = same(&stores, |s| s.events_after("t1", 0, usize::MAX).unwrap());
+    assert_eq!(seqs.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4, 5]);
+    same(&stores, |s| s.events_after("t1", 3, 1).unwrap());
+    same(&stores, |s| s.events_after("nope", 0, 10).unwrap());
+    same(&stores, |s| s.counts().unwrap());
+    let removed = same(&stores, |s| s.delete_task("t1").unwrap().map(|r| r.task.id));
+    assert_eq!(removed.as_deref(), Some("t1"));
+    same(&stores, |s| (s.delete_task("t1").unwrap(), s.events_after("t1", 0, 10).unwrap(), s.counts().unwrap()));
+}
+
+#[test]
+fn sessions_keep_their_last_messages_settle_atomically_and_are_forgotten_when_unused() {
+    let (_dir, stores) = both(10);
+    let owner = Owner::anonymous();
+    let key = ContextKey::new(owner.clone(), "ctx");
+    let msg = |i: u64| Message::agent_text(format!("m{i}"), "ctx", None, "x");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    for turn in 0..4 {
+        let appended = [msg(turn * 2), msg(turn * 2 + 1)];
+        session.append(&appended, 3);
+        same(&stores, |s| s.put_session(&session, &appended, 3).unwrap());
+    }
+    let loaded = same(&stores, |s| s.get_session(&key, 3).unwrap());
+    assert_eq!(loaded.map(|s| s.history), Some(session.history.clone()));
+    same(&stores, |s| s.get_session(&key, 2).unwrap());
+    same(&stores, |s| s.counts().unwrap());
+
+    same(&stores, |s| s.put_task(&record(&owner, "reply", "ctx", TaskState::Working, 1000), &[event(1)]).unwrap());
+    assert!(!same(&stores, |s| s.forget_session_if_unused(&key).unwrap()), "a task is left");
+    let reply = [msg(8)];
+    session.append(&reply, 3);
+    let settled = same(&stores, |s| s.settle_reply("reply", &session, &reply, 3).unwrap().map(|r| r.task.id));
+    assert_eq!(settled.as_deref(), Some("reply"));
+    same(&stores, |s| (s.get_task("reply").unwrap(), s.get_session(&key, 3).unwrap(), s.counts().unwrap()));
+    assert!(same(&stores, |s| s.forget_session_if_unused(&key).unwrap()));
+    same(&stores, |s| (s.forget_session_if_unused(&key).unwrap(), s.get_session(&key, 3).unwrap()));
+    same(&stores, |s| s.counts().unwrap());
+}

@@ -109,8 +109,7 @@ impl Default for Metrics {
 
 /// The name a method is counted under: one of the A2A methods, else `unknown`.
 pub fn method_label(method: &str) -> &'static str {
-    let known = crate::core::METHODS.iter().chain(crate::rpc::v03::METHODS).chain(crate::rpc::v01::METHODS);
-    known.into_iter().find(|m| **m == method).copied().unwrap_or("unknown")
+    a2ad_protocol::Method::known_name(method).unwrap_or("unknown")
 }
 
 /// The status a failed request is counted under: its ErrorInfo reason.

@@ -10,14 +10,17 @@
 //!   JSON-RPC code, HTTP status, gRPC status and `google.rpc.ErrorInfo` reason.
 //! * [`jsonrpc`] is the JSON-RPC 2.0 envelope.
 //! * [`ids`] validates client-supplied ids and mints server ids.
+//! * [`method`] names every method once, with its REST routes and its 0.3/0.1 names.
 
 pub mod dialect;
 pub mod error;
 pub mod ids;
 pub mod jcs;
 pub mod jsonrpc;
+pub mod method;
 pub mod timestamp;
 pub mod types;
 
 pub use error::{A2aError, ErrorCode};
+pub use method::Method;
 pub use types::*;

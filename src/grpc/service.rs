@@ -5,7 +5,7 @@ use crate::auth::RequestCredentials;
 use crate::core::{version, Call, Core, Reply};
 use a2a_pb::{proto, protojson};
 use a2ad_actors::messages::Subscription;
-use a2ad_protocol::A2aError;
+use a2ad_protocol::{A2aError, Method};
 use futures_util::stream::{BoxStream, StreamExt};
 use prost::Message;
 use serde::de::DeserializeOwned;
@@ -23,7 +23,7 @@ impl A2aGrpc {
     }
 
     /// Decodes `request` as the 1.0 `method` and runs it, counting it in the metrics.
-    async fn run<P, J>(&self, method: &str, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
+    async fn run<P, J>(&self, method: Method, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
     where
         P: Message,
         J: Message + Default + Serialize,
@@ -34,12 +34,11 @@ impl A2aGrpc {
             Ok(_) => "ok",
             Err(status) => status_reason(status),
         };
-        let method = crate::metrics::method_label(method);
-        self.core.metrics.record(crate::metrics::Binding::Grpc, method, outcome, started.elapsed());
+        self.core.metrics.record(crate::metrics::Binding::Grpc, method.name(), outcome, started.elapsed());
         result
     }
 
-    async fn decode_and_run<P, J>(&self, method: &str, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
+    async fn decode_and_run<P, J>(&self, method: Method, request: Request<P>) -> Result<(Reply, Vec<String>), Status>
     where
         P: Message,
         J: Message + Default + Serialize,
@@ -59,13 +58,13 @@ impl A2aGrpc {
         let params = to_json::<P, J>(request.get_ref())?;
         let value = request.metadata().get("last-event-id").map(|v| v.to_str().unwrap_or("?"));
         let last_event_id = crate::core::parse_last_event_id("last-event-id", value).map_err(to_status)?;
-        let call = Call::from_method(method, params, last_event_id).map_err(to_status)?;
+        let call = Call::decode(method, params, last_event_id).map_err(to_status)?;
         let reply = self.core.execute(&owner, call).await.map_err(to_status)?;
         Ok((reply, activated))
     }
 
     /// A unary RPC whose result is the twin `JR` of the prost response `PR`.
-    async fn unary<P, J, JR, PR>(&self, method: &str, request: Request<P>) -> Result<Response<PR>, Status>
+    async fn unary<P, J, JR, PR>(&self, method: Method, request: Request<P>) -> Result<Response<PR>, Status>
     where
         P: Message,
         J: Message + Default + Serialize,
@@ -83,7 +82,7 @@ impl A2aGrpc {
     }
 
     /// A server-streaming RPC.
-    async fn streaming<P, J>(&self, method: &str, request: Request<P>) -> Result<Response<EventStream>, Status>
+    async fn streaming<P, J>(&self, method: Method, request: Request<P>) -> Result<Response<EventStream>, Status>
     where
         P: Message,
         J: Message + Default + Serialize,
@@ -142,7 +141,8 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<proto::SendMessageResponse>, Status> {
-        self.unary::<_, protojson::SendMessageRequest, protojson::SendMessageResponse, _>("SendMessage", request).await
+        self.unary::<_, protojson::SendMessageRequest, protojson::SendMessageResponse, _>(Method::SendMessage, request)
+            .await
     }
 
     type SendStreamingMessageStream = EventStream;
@@ -151,22 +151,22 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<EventStream>, Status> {
-        self.streaming::<_, protojson::SendMessageRequest>("SendStreamingMessage", request).await
+        self.streaming::<_, protojson::SendMessageRequest>(Method::SendStreamingMessage, request).await
     }
 
     async fn get_task(&self, request: Request<proto::GetTaskRequest>) -> Result<Response<proto::Task>, Status> {
-        self.unary::<_, protojson::GetTaskRequest, protojson::Task, _>("GetTask", request).await
+        self.unary::<_, protojson::GetTaskRequest, protojson::Task, _>(Method::GetTask, request).await
     }
 
     async fn list_tasks(
         &self,
         request: Request<proto::ListTasksRequest>,
     ) -> Result<Response<proto::ListTasksResponse>, Status> {
-        self.unary::<_, protojson::ListTasksRequest, protojson::ListTasksResponse, _>("ListTasks", request).await
+        self.unary::<_, protojson::ListTasksRequest, protojson::ListTasksResponse, _>(Method::ListTasks, request).await
     }
 
     async fn cancel_task(&self, request: Request<proto::CancelTaskRequest>) -> Result<Response<proto::Task>, Status> {
-        self.unary::<_, protojson::CancelTaskRequest, protojson::Task, _>("CancelTask", request).await
+        self.unary::<_, protojson::CancelTaskRequest, protojson::Task, _>(Method::CancelTask, request).await
     }
 
     type SubscribeToTaskStream = EventStream;
@@ -175,7 +175,7 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         &self,
         request: Request<proto::SubscribeToTaskRequest>,
     ) -> Result<Response<EventStream>, Status> {
-        self.streaming::<_, protojson::SubscribeToTaskRequest>("SubscribeToTask", request).await
+        self.streaming::<_, protojson::SubscribeToTaskRequest>(Method::SubscribeToTask, request).await
     }
 
     async fn create_task_push_notification_config(
@@ -183,7 +183,7 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         request: Request<proto::TaskPushNotificationConfig>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         self.unary::<_, protojson::TaskPushNotificationConfig, protojson::TaskPushNotificationConfig, _>(
-            "CreateTaskPushNotificationConfig",
+            Method::CreateTaskPushNotificationConfig,
             request,
         )
         .await
@@ -194,7 +194,7 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         request: Request<proto::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         self.unary::<_, protojson::GetTaskPushNotificationConfigRequest, protojson::TaskPushNotificationConfig, _>(
-            "GetTaskPushNotificationConfig",
+            Method::GetTaskPushNotificationConfig,
             request,
         )
         .await
@@ -209,7 +209,7 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
             protojson::ListTaskPushNotificationConfigsRequest,
             protojson::ListTaskPushNotificationConfigsResponse,
             _,
-        >("ListTaskPushNotificationConfigs", request)
+        >(Method::ListTaskPushNotificationConfigs, request)
         .await
     }
 
@@ -218,7 +218,7 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         request: Request<proto::GetExtendedAgentCardRequest>,
     ) -> Result<Response<proto::AgentCard>, Status> {
         self.unary::<_, protojson::GetExtendedAgentCardRequest, protojson::AgentCard, _>(
-            "GetExtendedAgentCard",
+            Method::GetExtendedAgentCard,
             request,
         )
         .await
@@ -229,7 +229,10 @@ impl proto::a2a_service_server::A2aService for A2aGrpc {
         request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
         match self
-            .run::<_, protojson::DeleteTaskPushNotificationConfigRequest>("DeleteTaskPushNotificationConfig", request)
+            .run::<_, protojson::DeleteTaskPushNotificationConfigRequest>(
+                Method::DeleteTaskPushNotificationConfig,
+                request,
+            )
             .await?
         {
             (Reply::Result(_), activated) => Ok(with_extensions(Response::new(()), &activated)),

@@ -25,7 +25,7 @@ struct Served(Binding, &'static str);
 #[derive(Clone, Copy)]
 struct Failed(&'static str);
 
-/// Marks `req` as an A2A request of `binding` for `method` (a name from `METHODS`, or
+/// Marks `req` as an A2A request of `binding` for `method` (a name [`a2ad_protocol::Method`] knows, or
 /// `unknown`).
 pub fn served(req: &HttpRequest, binding: Binding, method: &'static str) {
     req.extensions_mut().insert(Served(binding, method));

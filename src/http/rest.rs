@@ -15,71 +15,22 @@ use super::{check_version, echo_extensions, observe, AppState};
 use crate::core::{Call, Reply, ReplyBody};
 use crate::metrics::Binding;
 use crate::rpc::{Envelope, RpcStream};
-use a2ad_protocol::jsonrpc::parse_params;
-use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_protocol::{A2aError, ErrorCode, Method};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{Map, Value};
 
-/// Which method a route serves, and where its ids come from.
-#[derive(Clone, Copy)]
-enum Route {
-    SendMessage,
-    SendStreamingMessage,
-    GetTask,
-    ListTasks,
-    CancelTask,
-    SubscribeToTask,
-    CreatePushConfig,
-    GetPushConfig,
-    ListPushConfigs,
-    DeletePushConfig,
-    GetExtendedAgentCard,
-}
-
-impl Route {
-    /// The A2A method the route serves.
-    fn method(self) -> &'static str {
-        match self {
-            Route::SendMessage => "SendMessage",
-            Route::SendStreamingMessage => "SendStreamingMessage",
-            Route::GetTask => "GetTask",
-            Route::ListTasks => "ListTasks",
-            Route::CancelTask => "CancelTask",
-            Route::SubscribeToTask => "SubscribeToTask",
-            Route::CreatePushConfig => "CreateTaskPushNotificationConfig",
-            Route::GetPushConfig => "GetTaskPushNotificationConfig",
-            Route::ListPushConfigs => "ListTaskPushNotificationConfigs",
-            Route::DeletePushConfig => "DeleteTaskPushNotificationConfig",
-            Route::GetExtendedAgentCard => "GetExtendedAgentCard",
-        }
-    }
-}
-
-/// `(method, path, route)`, in match order. `{id}` never holds `/` or `:`.
-const ROUTES: &[(&str, &str, Route)] = &[
-    ("POST", "/message:send", Route::SendMessage),
-    ("POST", "/message:stream", Route::SendStreamingMessage),
-    ("GET", "/tasks", Route::ListTasks),
-    ("POST", "/tasks/{id:[^/:]+}:cancel", Route::CancelTask),
-    ("GET", "/tasks/{id:[^/:]+}:subscribe", Route::SubscribeToTask),
-    ("POST", "/tasks/{id:[^/:]+}:subscribe", Route::SubscribeToTask),
-    ("GET", "/tasks/{id:[^/:]+}", Route::GetTask),
-    ("POST", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs", Route::CreatePushConfig),
-    ("GET", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs", Route::ListPushConfigs),
-    ("GET", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs/{id}", Route::GetPushConfig),
-    ("DELETE", "/tasks/{taskId:[^/:]+}/pushNotificationConfigs/{id}", Route::DeletePushConfig),
-    ("GET", "/extendedAgentCard", Route::GetExtendedAgentCard),
-];
-
 /// Mounts every route under `prefix`, then under `prefix/{tenant}`.
+/// The routes are [`Method::info`]'s `rest` paths.
 pub fn routes(cfg: &mut web::ServiceConfig, prefix: &str) {
+    let table: Vec<(&str, &str, Method)> =
+        Method::ALL.iter().flat_map(|m| m.info().rest.iter().map(move |(verb, path)| (*verb, *path, *m))).collect();
     for tenant in ["", "/{tenant}"] {
-        mount(cfg, &format!("{prefix}{tenant}"), ROUTES, handle);
+        mount(cfg, &format!("{prefix}{tenant}"), &table, handle);
     }
 }
 
-async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
-    observe::served(&req, Binding::Rest, route.method());
+async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Method) -> HttpResponse {
+    observe::served(&req, Binding::Rest, route.name());
     let (owner, activated) = match admit(&req, &state) {
         Ok(admitted) => admitted,
         Err(refused) => return *refused,
@@ -111,14 +62,14 @@ async fn answer(req: &HttpRequest, state: &AppState, owner: &a2ad_storage::Owner
 }
 
 /// Builds the request message from the path, the query and the body, then the call.
-async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Route) -> Result<Call, A2aError> {
+async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Method) -> Result<Call, A2aError> {
     check_version(req)?;
     let mut fields = match route {
-        Route::SendMessage
-        | Route::SendStreamingMessage
-        | Route::CancelTask
-        | Route::SubscribeToTask
-        | Route::CreatePushConfig => read_json_object(req, payload, state.rest_body_limit).await?,
+        Method::SendMessage
+        | Method::SendStreamingMessage
+        | Method::CancelTask
+        | Method::SubscribeToTask
+        | Method::CreateTaskPushNotificationConfig => read_json_object(req, payload, state.rest_body_limit).await?,
         _ => Map::new(),
     };
     query_fields(req.query_string(), &mut fields)?;
@@ -129,19 +80,7 @@ async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
     }
     let params = Value::Object(fields);
     let last_event_id = sse::last_event_id(req)?;
-    Ok(match route {
-        Route::SendMessage => Call::SendMessage(parse_params(params)?),
-        Route::SendStreamingMessage => Call::SendStreamingMessage(parse_params(params)?),
-        Route::GetTask => Call::GetTask(parse_params(params)?),
-        Route::ListTasks => Call::ListTasks(parse_params(params)?),
-        Route::CancelTask => Call::CancelTask(parse_params(params)?),
-        Route::SubscribeToTask => Call::SubscribeToTask(parse_params(params)?, last_event_id),
-        Route::CreatePushConfig => Call::CreatePushConfig(parse_params(params)?),
-        Route::GetPushConfig => Call::GetPushConfig(parse_params(params)?),
-        Route::ListPushConfigs => Call::ListPushConfigs(parse_params(params)?),
-        Route::DeletePushConfig => Call::DeletePushConfig(parse_params(params)?),
-        Route::GetExtendedAgentCard => Call::GetExtendedAgentCard,
-    })
+    Call::decode(route, params, last_event_id)
 }
 
 /// The body as a JSON object; an empty body is an empty object.

@@ -14,55 +14,23 @@ use crate::metrics::Binding;
 use crate::rpc::v03::{execute, V03Reply};
 use crate::rpc::{Envelope, RpcStream};
 use a2ad_protocol::dialect::v03_rest;
-use a2ad_protocol::A2aError;
+use a2ad_protocol::{A2aError, Method};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
-/// The 0.3 routes: `(HTTP method, path, route)`.
-#[derive(Clone, Copy, PartialEq)]
-enum Route {
-    Send,
-    Stream,
-    GetTask,
-    Cancel,
-    Subscribe,
-    SetConfig,
-    ListConfigs,
-    GetConfig,
-    DeleteConfig,
-    Card,
-}
-
-impl Route {
-    /// The 0.3 JSON-RPC method the route serves.
-    fn method(self) -> &'static str {
-        match self {
-            Route::Send => "message/send",
-            Route::Stream => "message/stream",
-            Route::GetTask => "tasks/get",
-            Route::Cancel => "tasks/cancel",
-            Route::Subscribe => "tasks/resubscribe",
-            Route::SetConfig => "tasks/pushNotificationConfig/set",
-            Route::ListConfigs => "tasks/pushNotificationConfig/list",
-            Route::GetConfig => "tasks/pushNotificationConfig/get",
-            Route::DeleteConfig => "tasks/pushNotificationConfig/delete",
-            Route::Card => "agent/getAuthenticatedExtendedCard",
-        }
-    }
-}
-
-const ROUTES: &[(&str, &str, Route)] = &[
-    ("POST", "/v1/message:send", Route::Send),
-    ("POST", "/v1/message:stream", Route::Stream),
-    ("POST", "/v1/tasks/{id:[^/:]+}:cancel", Route::Cancel),
-    ("GET", "/v1/tasks/{id:[^/:]+}:subscribe", Route::Subscribe),
-    ("POST", "/v1/tasks/{id:[^/:]+}:subscribe", Route::Subscribe),
-    ("GET", "/v1/tasks/{id:[^/:]+}", Route::GetTask),
-    ("POST", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs", Route::SetConfig),
-    ("GET", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs", Route::ListConfigs),
-    ("GET", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs/{configId}", Route::GetConfig),
-    ("DELETE", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs/{configId}", Route::DeleteConfig),
-    ("GET", "/v1/card", Route::Card),
+/// The 0.3 routes: `(HTTP method, path, method)`.
+const ROUTES: &[(&str, &str, Method)] = &[
+    ("POST", "/v1/message:send", Method::SendMessage),
+    ("POST", "/v1/message:stream", Method::SendStreamingMessage),
+    ("POST", "/v1/tasks/{id:[^/:]+}:cancel", Method::CancelTask),
+    ("GET", "/v1/tasks/{id:[^/:]+}:subscribe", Method::SubscribeToTask),
+    ("POST", "/v1/tasks/{id:[^/:]+}:subscribe", Method::SubscribeToTask),
+    ("GET", "/v1/tasks/{id:[^/:]+}", Method::GetTask),
+    ("POST", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs", Method::CreateTaskPushNotificationConfig),
+    ("GET", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs", Method::ListTaskPushNotificationConfigs),
+    ("GET", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs/{configId}", Method::GetTaskPushNotificationConfig),
+    ("DELETE", "/v1/tasks/{id:[^/:]+}/pushNotificationConfigs/{configId}", Method::DeleteTaskPushNotificationConfig),
+    ("GET", "/v1/card", Method::GetExtendedAgentCard),
 ];
 
 /// Mounts the `/v1/` routes.
@@ -70,8 +38,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     mount(cfg, "", ROUTES, handle);
 }
 
-async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Route) -> HttpResponse {
-    observe::served(&req, Binding::Rest, crate::metrics::method_label(route.method()));
+async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Method) -> HttpResponse {
+    observe::served(&req, Binding::Rest, route.info().v03.unwrap_or("unknown"));
     let (owner, activated) = match admit(&req, &state) {
         Ok(admitted) => admitted,
         Err(refused) => return *refused,
@@ -80,7 +48,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
         Ok(params) => params,
         Err(e) => return error_response(&v03_rest::error_to_proto(e)),
     };
-    let mut response = match execute(&state.core, &owner, route.method(), params).await {
+    let mut response = match execute(&state.core, &owner, route, params).await {
         Ok(V03Reply::Result(result)) => json_response(result_to_proto(route, result)),
         Ok(V03Reply::Stream(subscription)) => {
             sse::sse_response(&req, RpcStream::new(subscription, Envelope::RestV03), state.stream_keep_alive)
@@ -92,12 +60,16 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
 }
 
 /// The 0.3 JSON-RPC params a route means.
-async fn params(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Route) -> Result<Value, A2aError> {
+async fn params(req: &HttpRequest, payload: web::Payload, state: &AppState, route: Method) -> Result<Value, A2aError> {
     let id = req.match_info().get("id").unwrap_or_default().to_owned();
     Ok(match route {
-        Route::Send | Route::Stream => v03_rest::send_params(read_body(req, payload, state).await?)?,
-        Route::SetConfig => v03_rest::push_config_set_params(&id, read_body(req, payload, state).await?)?,
-        Route::GetTask => {
+        Method::SendMessage | Method::SendStreamingMessage => {
+            v03_rest::send_params(read_body(req, payload, state).await?)?
+        }
+        Method::CreateTaskPushNotificationConfig => {
+            v03_rest::push_config_set_params(&id, read_body(req, payload, state).await?)?
+        }
+        Method::GetTask => {
             let mut params = json!({"id": id});
             if let Some(n) = query_value(req, "historyLength") {
                 let n: i64 = n.parse().map_err(|_| A2aError::invalid_field("historyLength", "must be an integer"))?;
@@ -105,16 +77,16 @@ async fn params(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
             }
             params
         }
-        Route::GetConfig | Route::DeleteConfig => {
+        Method::GetTaskPushNotificationConfig | Method::DeleteTaskPushNotificationConfig => {
             json!({"id": id, "pushNotificationConfigId": req.match_info().get("configId").unwrap_or_default()})
         }
         // Resumes after `Last-Event-ID` like the 1.0 route (as `params.lastEventId`).
-        Route::Subscribe => match sse::last_event_id(req)? {
+        Method::SubscribeToTask => match sse::last_event_id(req)? {
             Some(last) => json!({"id": id, "lastEventId": last}),
             None => json!({"id": id}),
         },
-        Route::Cancel | Route::ListConfigs => json!({"id": id}),
-        Route::Card => json!({}),
+        Method::CancelTask | Method::ListTaskPushNotificationConfigs => json!({"id": id}),
+        Method::GetExtendedAgentCard | Method::ListTasks => json!({}),
     })
 }
 
@@ -129,18 +101,22 @@ async fn read_body(req: &HttpRequest, payload: web::Payload, state: &AppState) -
 }
 
 /// A 0.3 JSON-RPC result as the route's 0.3 ProtoJSON response.
-fn result_to_proto(route: Route, result: Value) -> Value {
+fn result_to_proto(route: Method, result: Value) -> Value {
     match route {
-        Route::Send => v03_rest::send_response(result),
-        Route::GetTask | Route::Cancel => v03_rest::task_to_proto(&result),
-        Route::SetConfig | Route::GetConfig => v03_rest::push_config_to_proto(&result),
-        Route::ListConfigs => {
+        Method::SendMessage => v03_rest::send_response(result),
+        Method::GetTask | Method::CancelTask => v03_rest::task_to_proto(&result),
+        Method::CreateTaskPushNotificationConfig | Method::GetTaskPushNotificationConfig => {
+            v03_rest::push_config_to_proto(&result)
+        }
+        Method::ListTaskPushNotificationConfigs => {
             let configs: Vec<Value> =
                 result.as_array().map(|a| a.iter().map(v03_rest::push_config_to_proto).collect()).unwrap_or_default();
             json!({"configs": configs})
         }
-        Route::DeleteConfig => json!({}),
-        Route::Card | Route::Stream | Route::Subscribe => result,
+        Method::DeleteTaskPushNotificationConfig => json!({}),
+        Method::GetExtendedAgentCard | Method::SendStreamingMessage | Method::SubscribeToTask | Method::ListTasks => {
+            result
+        }
     }
 }
 

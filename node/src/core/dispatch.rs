@@ -10,7 +10,7 @@ use a2ad_actors::messages::Subscription;
 use a2ad_protocol::jsonrpc::parse_params;
 use a2ad_protocol::{
     A2aError, AgentCard, CancelTaskRequest, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Method, SendMessageRequest,
     SendMessageResponse, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
 use a2ad_storage::Owner;
@@ -33,40 +33,31 @@ pub enum Call {
     GetExtendedAgentCard,
 }
 
-/// The 1.0 method names, as JSON-RPC and gRPC spell them.
-pub const METHODS: &[&str] = &[
-    "SendMessage",
-    "SendStreamingMessage",
-    "GetTask",
-    "ListTasks",
-    "CancelTask",
-    "SubscribeToTask",
-    "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig",
-    "GetExtendedAgentCard",
-];
-
 impl Call {
     /// Decodes a call from a 1.0 method name and its params (a JSON object).
     pub fn from_method(method: &str, params: Value, last_event_id: Option<u64>) -> Result<Call, A2aError> {
+        let Some(known) = Method::from_name(method) else {
+            let shown: String = method.chars().filter(|c| !c.is_control()).take(64).collect();
+            return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {shown}")));
+        };
+        Call::decode(known, params, last_event_id)
+    }
+
+    /// Decodes the params of `method` (a request message as ProtoJSON: JSON-RPC's
+    /// `params`, or what HTTP+JSON gathers from the path, query and body).
+    pub fn decode(method: Method, params: Value, last_event_id: Option<u64>) -> Result<Call, A2aError> {
         Ok(match method {
-            "SendMessage" => Call::SendMessage(parse_params(params)?),
-            "SendStreamingMessage" => Call::SendStreamingMessage(parse_params(params)?),
-            "GetTask" => Call::GetTask(parse_params(params)?),
-            "ListTasks" => Call::ListTasks(parse_params(params)?),
-            "CancelTask" => Call::CancelTask(parse_params(params)?),
-            "SubscribeToTask" => Call::SubscribeToTask(parse_params(params)?, last_event_id),
-            "CreateTaskPushNotificationConfig" => Call::CreatePushConfig(parse_params(params)?),
-            "GetTaskPushNotificationConfig" => Call::GetPushConfig(parse_params(params)?),
-            "ListTaskPushNotificationConfigs" => Call::ListPushConfigs(parse_params(params)?),
-            "DeleteTaskPushNotificationConfig" => Call::DeletePushConfig(parse_params(params)?),
-            "GetExtendedAgentCard" => Call::GetExtendedAgentCard,
-            other => {
-                let shown: String = other.chars().filter(|c| !c.is_control()).take(64).collect();
-                return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {shown}")));
-            }
+            Method::SendMessage => Call::SendMessage(parse_params(params)?),
+            Method::SendStreamingMessage => Call::SendStreamingMessage(parse_params(params)?),
+            Method::GetTask => Call::GetTask(parse_params(params)?),
+            Method::ListTasks => Call::ListTasks(parse_params(params)?),
+            Method::CancelTask => Call::CancelTask(parse_params(params)?),
+            Method::SubscribeToTask => Call::SubscribeToTask(parse_params(params)?, last_event_id),
+            Method::CreateTaskPushNotificationConfig => Call::CreatePushConfig(parse_params(params)?),
+            Method::GetTaskPushNotificationConfig => Call::GetPushConfig(parse_params(params)?),
+            Method::ListTaskPushNotificationConfigs => Call::ListPushConfigs(parse_params(params)?),
+            Method::DeleteTaskPushNotificationConfig => Call::DeletePushConfig(parse_params(params)?),
+            Method::GetExtendedAgentCard => Call::GetExtendedAgentCard,
         })
     }
 }

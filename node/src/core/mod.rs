@@ -24,7 +24,7 @@ use a2ad_storage::{ContextKey, Owner, TaskRecord};
 use actix::prelude::*;
 use std::sync::Arc;
 
-pub use dispatch::{Call, Reply, ReplyBody, METHODS};
+pub use dispatch::{Call, Reply, ReplyBody};
 pub use rate::RateLimiter;
 
 /// Shared by every request.

@@ -20,20 +20,18 @@ use a2ad_actors::messages::Subscription;
 use a2ad_protocol::dialect::v01;
 use a2ad_protocol::jsonrpc::JsonRpcRequest;
 use a2ad_protocol::{
-    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, SendMessageResponse, StreamResponse, Task,
+    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, Method, SendMessageResponse, StreamResponse, Task,
 };
 use a2ad_storage::Owner;
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
-pub use v01::METHODS;
-
 /// Whether a request is 0.1 by its method and version alone (before the caller is
 /// known): a 0.1-only method, or a shared one with `A2A-Version: 0.1`.
 pub fn says_v01(method: &str, version: Option<&str>) -> bool {
     let asks_v01 = version.map(str::trim).is_some_and(|v| v == "0.1" || v.starts_with("0.1."));
-    v01::METHODS.contains(&method) || (asks_v01 && v01::SHARED_METHODS.contains(&method))
+    Method::is_v01_only(method) || (asks_v01 && is_shared(method))
 }
 
 /// Whether a request is answered in the 0.1 dialect (see the module docs).
@@ -41,11 +39,17 @@ pub fn owns(core: &Core, owner: &Owner, method: &str, params: &Value, version: O
     if says_v01(method, version) {
         return true;
     }
-    if !v01::SHARED_METHODS.contains(&method) {
+    if !is_shared(method) {
         return false;
     }
     let task_id = params.get("id").and_then(Value::as_str);
     task_id.and_then(|id| core.owned_task(owner, id).ok()).is_some_and(|record| started_by_v01(&record.task))
+}
+
+/// A 0.1 name that 0.3 uses too (`tasks/get`, `tasks/cancel`), answered in 0.1 shape
+/// for 0.1 callers and tasks only.
+fn is_shared(method: &str) -> bool {
+    Method::from_v01(method).is_some() && !Method::is_v01_only(method)
 }
 
 fn started_by_v01(task: &Task) -> bool {

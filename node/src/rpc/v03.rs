@@ -12,16 +12,14 @@ use a2ad_actors::messages::Subscription;
 use a2ad_protocol::dialect::v03;
 use a2ad_protocol::jsonrpc::JsonRpcRequest;
 use a2ad_protocol::{
-    A2aError, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest, SubscribeToTaskRequest,
+    A2aError, ErrorCode, GetTaskRequest, ListTaskPushNotificationConfigsRequest, Method, SubscribeToTaskRequest,
 };
 use a2ad_storage::Owner;
 use serde_json::{json, Value};
 
-pub use v03::METHODS;
-
 /// Whether `method` is a 0.3 method name.
 pub fn is_method(method: &str) -> bool {
-    METHODS.contains(&method)
+    Method::from_v03(method).is_some()
 }
 
 /// Answers one 0.3 request.
@@ -32,11 +30,15 @@ pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcM
         Ok(activated) => activated,
         Err(e) => return error_answer(&id, method, e, vec![]),
     };
-    let params = match with_header_last_event_id(&method, rpc.params, meta) {
+    let Some(known) = Method::from_v03(&method) else {
+        let error = A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {method}"));
+        return error_answer(&id, method, error, activated);
+    };
+    let params = match with_header_last_event_id(known, rpc.params, meta) {
         Ok(params) => params,
         Err(e) => return error_answer(&id, method, e, activated),
     };
-    match execute(core, owner, &method, params).await {
+    match execute(core, owner, known, params).await {
         Ok(V03Reply::Result(result)) => {
             let bytes = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
                 .unwrap_or_else(|e| error_bytes(&id, &A2aError::internal(format!("encoding a 0.3 result: {e}"))));
@@ -54,8 +56,8 @@ pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcM
 
 /// `tasks/resubscribe` params with the transport's `Last-Event-ID` (an SSE client
 /// reconnecting to `POST /`) as `lastEventId`, unless the params name one themselves.
-fn with_header_last_event_id(method: &str, mut params: Value, meta: &RpcMeta) -> Result<Value, A2aError> {
-    if method != "tasks/resubscribe" {
+fn with_header_last_event_id(method: Method, mut params: Value, meta: &RpcMeta) -> Result<Value, A2aError> {
+    if method != Method::SubscribeToTask {
         return Ok(params);
     }
     let last = crate::core::parse_last_event_id("Last-Event-ID", meta.last_event_id.as_deref())?;
@@ -72,13 +74,13 @@ pub enum V03Reply {
 }
 
 /// Runs a 0.3 method with its 0.3 params (shared by JSON-RPC and the `/v1/` routes).
-pub async fn execute(core: &Core, owner: &Owner, method: &str, params: Value) -> Result<V03Reply, A2aError> {
+pub async fn execute(core: &Core, owner: &Owner, method: Method, params: Value) -> Result<V03Reply, A2aError> {
     let call = decode(method, params)?;
     match core.execute(owner, call).await {
         Ok(Reply::Result(body)) => Ok(V03Reply::Result(result_to_v03(*body))),
         Ok(Reply::Stream(subscription)) => Ok(V03Reply::Stream(subscription)),
         // 0.3 has its own code for a node without an extended card.
-        Err(e) if method == "agent/getAuthenticatedExtendedCard" && e.code == ErrorCode::UnsupportedOperation => {
+        Err(e) if method == Method::GetExtendedAgentCard && e.code == ErrorCode::UnsupportedOperation => {
             Err(A2aError::new(ErrorCode::ExtendedAgentCardNotConfigured, e.message))
         }
         Err(e) => Err(e),
@@ -99,34 +101,35 @@ fn last_event_id(params: &Value) -> Result<Option<u64>, A2aError> {
 }
 
 /// The 1.0 call a 0.3 request means.
-fn decode(method: &str, params: Value) -> Result<Call, A2aError> {
+fn decode(method: Method, params: Value) -> Result<Call, A2aError> {
     Ok(match method {
-        "message/send" => Call::SendMessage(v03::send_request(params)?),
-        "message/stream" => Call::SendStreamingMessage(v03::send_request(params)?),
-        "tasks/get" => {
+        Method::SendMessage => Call::SendMessage(v03::send_request(params)?),
+        Method::SendStreamingMessage => Call::SendStreamingMessage(v03::send_request(params)?),
+        Method::GetTask => {
             let GetTaskRequest { id, history_length, .. } = v03::get_task_request(params)?;
             Call::GetTask(GetTaskRequest { tenant: None, id, history_length })
         }
-        "tasks/cancel" => Call::CancelTask(a2ad_protocol::CancelTaskRequest {
+        Method::CancelTask => Call::CancelTask(a2ad_protocol::CancelTaskRequest {
             tenant: None,
             id: v03::task_id(&params)?,
             metadata: params.get("metadata").and_then(Value::as_object).cloned(),
         }),
-        "tasks/resubscribe" => Call::SubscribeToTask(
+        Method::SubscribeToTask => Call::SubscribeToTask(
             SubscribeToTaskRequest { tenant: None, id: v03::task_id(&params)?, last_event_id: last_event_id(&params)? },
             None,
         ),
-        "tasks/pushNotificationConfig/set" => Call::CreatePushConfig(v03::push_config_set(params)?),
-        "tasks/pushNotificationConfig/get" => Call::GetPushConfig(v03::push_config_ref(params)?),
-        "tasks/pushNotificationConfig/list" => Call::ListPushConfigs(ListTaskPushNotificationConfigsRequest {
+        Method::CreateTaskPushNotificationConfig => Call::CreatePushConfig(v03::push_config_set(params)?),
+        Method::GetTaskPushNotificationConfig => Call::GetPushConfig(v03::push_config_ref(params)?),
+        Method::ListTaskPushNotificationConfigs => Call::ListPushConfigs(ListTaskPushNotificationConfigsRequest {
             tenant: None,
             task_id: v03::task_id(&params)?,
             page_size: None,
             page_token: None,
         }),
-        "tasks/pushNotificationConfig/delete" => Call::DeletePushConfig(v03::push_config_ref(params)?),
-        "agent/getAuthenticatedExtendedCard" => Call::GetExtendedAgentCard,
-        other => return Err(A2aError::new(ErrorCode::MethodNotFound, format!("Method not found: {other}"))),
+        Method::DeleteTaskPushNotificationConfig => Call::DeletePushConfig(v03::push_config_ref(params)?),
+        Method::GetExtendedAgentCard => Call::GetExtendedAgentCard,
+        // 0.3 has no ListTasks (`Method::from_v03` never names it).
+        Method::ListTasks => return Err(A2aError::new(ErrorCode::MethodNotFound, "Method not found: ListTasks")),
     })
 }
 

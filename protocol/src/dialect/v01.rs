@@ -27,12 +27,6 @@ use crate::{
 };
 use serde_json::{json, Map, Value};
 
-/// The methods only 0.1 has; `tasks/get` and `tasks/cancel` are shared with 0.3.
-pub const METHODS: &[&str] = &["tasks/send", "tasks/sendSubscribe"];
-
-/// The shared method names, answered in 0.1 shape for 0.1 callers.
-pub const SHARED_METHODS: &[&str] = &["tasks/get", "tasks/cancel"];
-
 /// Marks the first message of a task started by a 0.1 `tasks/send` (in its metadata), so
 /// that the shared methods answer such a task in 0.1 shape.
 pub const ORIGIN_KEY: &str = "a2ad.dialect";

@@ -19,20 +19,6 @@ use crate::{
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-/// The 0.3 JSON-RPC method names.
-pub const METHODS: &[&str] = &[
-    "message/send",
-    "message/stream",
-    "tasks/get",
-    "tasks/cancel",
-    "tasks/resubscribe",
-    "tasks/pushNotificationConfig/set",
-    "tasks/pushNotificationConfig/get",
-    "tasks/pushNotificationConfig/list",
-    "tasks/pushNotificationConfig/delete",
-    "agent/getAuthenticatedExtendedCard",
-];
-
 /// The protocol version 0.3 cards announce.
 pub const PROTOCOL_VERSION: &str = "0.3.0";
 

@@ -228,7 +228,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Stdio(args) => {
             let config = args.load()?;
             init_logs(config.log_format, &config.log_level);
-            a2ad::transports::stdio::run(config).await?;
+            a2ad::startup::run_stdio(config).await?;
             Ok(())
         }
         Command::Push { command: PushCommand::Dead { command } } => {

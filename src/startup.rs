@@ -11,6 +11,7 @@ use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::push::{PushSetupError, PushStack};
 use crate::transports::redis_streams::RedisTransport;
+use crate::transports::stdio;
 use crate::transports::unix::SocketFile;
 use crate::transports::websocket::WsSettings;
 use a2ad_actors::limits::TurnLimits;
@@ -496,6 +497,32 @@ impl StatsProbe {
     pub async fn stats(&self) -> Option<SupervisorStats> {
         self.supervisor.send(GetStats).await.ok()
     }
+}
+
+/// `a2ad stdio`: runs a node on stdin and stdout until stdin ends (or a signal), then
+/// stops it cleanly (see [`crate::transports::stdio`]).
+pub async fn run_stdio(config: Config) -> Result<(), StartupError> {
+    let node = NodeCore::start(&config).await?;
+    if node.recovered_tasks() > 0 {
+        tracing::warn!(tasks = node.recovered_tasks(), "marked tasks that were running at the last stop as failed");
+    }
+    let owner = stdio::local_owner(&node.core);
+    let session = stdio::Session::start(Arc::clone(&node.core), owner, tokio::io::stdout());
+    tokio::select! {
+        read = session.read_all(tokio::io::stdin(), config.body_limit) => match read {
+            Ok(()) => tracing::info!("stdin closed: stopping"),
+            Err(e) => tracing::error!(error = %e, "cannot read stdin: stopping"),
+        },
+        () = wait_for_signal() => tracing::info!("signal: stopping"),
+    }
+    let finished = tokio::time::timeout(config.shutdown_grace, session.idle()).await.is_ok();
+    if !finished {
+        tracing::info!("requests still running after the grace period");
+    }
+    node.drain().await;
+    session.finish().await;
+    node.close().await;
+    Ok(())
 }
 
 #[cfg(test)]

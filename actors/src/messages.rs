@@ -1,6 +1,5 @@
 //! Every message the actors exchange, in one place.
 
-use crate::context::ContextActor;
 use a2ad_protocol::{A2aError, Message, Task, TaskPushNotificationConfig};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner};
 use actix::prelude::*;
@@ -119,13 +118,6 @@ pub struct TryEvict {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Shutdown;
-
-/// Finds or starts the actor of a context.
-#[derive(Message)]
-#[rtype(result = "Result<Addr<ContextActor>, A2aError>")]
-pub struct Route {
-    pub key: ContextKey,
-}
 
 /// The supervisor's counters.
 #[derive(Message)]

@@ -301,6 +301,20 @@ fn same_text(a: &str, b: &str) -> bool {
     squash(a) == squash(b)
 }
 
+/// A JSON-RPC error object or a `google.rpc.Status` as one line: the message, and the
+/// reason when the node gave one.
+pub fn error_text(error: &Value) -> String {
+    let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
+    let details = error.get("data").or_else(|| error.get("details")).and_then(Value::as_array);
+    let reason = details.and_then(|d| d.iter().find_map(|d| d.get("reason").and_then(Value::as_str)));
+    let text = match reason {
+        Some(reason) => format!("{message} ({reason})"),
+        None => message,
+    };
+    // Shown on a terminal: what the node wrote may carry no escape sequence.
+    for_terminal(&text, false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,7 +106,7 @@ pub fn stream_response(event: &RawEvent) -> Result<Value, ClientError> {
     let value: Value = serde_json::from_str(&event.data)
         .map_err(|_| ClientError::Transport("the node sent an event that is not JSON".into()))?;
     if let Some(error) = value.get("error") {
-        return Err(ClientError::Refused(super::transport::error_text(error)));
+        return Err(ClientError::Refused(super::render::error_text(error)));
     }
     if event.event.as_deref() == Some("error") {
         return Err(ClientError::Transport(format!("the stream ended with an error: {value}")));

@@ -78,7 +78,7 @@ impl Endpoint {
         let status = response.status();
         let body: Value = read_json(response).await?;
         if let Some(error) = body.get("error") {
-            return Err(ClientError::Refused(error_text(error)));
+            return Err(ClientError::Refused(super::render::error_text(error)));
         }
         if !status.is_success() {
             return Err(ClientError::Transport(format!("HTTP {status}")));
@@ -103,7 +103,7 @@ impl Endpoint {
         let status = response.status();
         let body: Value = read_json(response).await?;
         match body.get("error") {
-            Some(error) => Err(ClientError::Refused(error_text(error))),
+            Some(error) => Err(ClientError::Refused(super::render::error_text(error))),
             None => Err(ClientError::Transport(format!("HTTP {status}: the node did not answer with a stream"))),
         }
     }
@@ -212,20 +212,6 @@ fn origin(url: &str) -> Option<String> {
     reqwest::Url::parse(url).ok().map(|u| u.origin().ascii_serialization())
 }
 
-/// A JSON-RPC error object or a `google.rpc.Status` as one line: the message, and the
-/// reason when the node gave one.
-pub fn error_text(error: &Value) -> String {
-    let message = error.get("message").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| error.to_string());
-    let details = error.get("data").or_else(|| error.get("details")).and_then(Value::as_array);
-    let reason = details.and_then(|d| d.iter().find_map(|d| d.get("reason").and_then(Value::as_str)));
-    let text = match reason {
-        Some(reason) => format!("{message} ({reason})"),
-        None => message,
-    };
-    // Shown on a terminal: what the node wrote may carry no escape sequence.
-    super::render::for_terminal(&text, false)
-}
-
 /// Query parameters from request fields (strings, numbers and booleans as text).
 fn query(fields: &Map<String, Value>) -> Vec<(String, String)> {
     fields
@@ -302,8 +288,8 @@ mod tests {
     #[test]
     fn errors_read_as_one_line_with_the_reason() {
         let rpc = json!({"code": -32001, "message": "Task not found", "data": [{"reason": "TASK_NOT_FOUND"}]});
-        assert_eq!(error_text(&rpc), "Task not found (TASK_NOT_FOUND)");
-        assert_eq!(error_text(&json!({"message": "bad\u{1b}[31m\nnews"})), "bad [31m news");
+        assert_eq!(super::super::render::error_text(&rpc), "Task not found (TASK_NOT_FOUND)");
+        assert_eq!(super::super::render::error_text(&json!({"message": "bad\u{1b}[31m\nnews"})), "bad [31m news");
         assert_eq!(urlencode("a b/c"), "a%20b%2Fc");
     }
 }

@@ -17,11 +17,9 @@
 //! answered (waiting at most `shutdown-grace`), then running turns get the grace period and
 //! are ended honestly, streams get their final line, and the store is flushed.
 
-use crate::config::Config;
 use crate::core::Core;
 use crate::metrics::Binding;
 use crate::rpc::{self, RpcMeta, RpcOutcome};
-use crate::startup::{NodeCore, StartupError};
 use a2ad_protocol::jsonrpc::error_body;
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::Owner;
@@ -36,31 +34,6 @@ pub const MAX_IN_FLIGHT: usize = 64;
 
 /// Lines waiting for stdout.
 const OUTPUT_QUEUE: usize = 256;
-
-/// Runs a node on stdin and stdout until stdin ends, then stops it cleanly.
-pub async fn run(config: Config) -> Result<(), StartupError> {
-    let node = NodeCore::start(&config).await?;
-    if node.recovered_tasks() > 0 {
-        tracing::warn!(tasks = node.recovered_tasks(), "marked tasks that were running at the last stop as failed");
-    }
-    let owner = local_owner(&node.core);
-    let session = Session::start(Arc::clone(&node.core), owner, tokio::io::stdout());
-    tokio::select! {
-        read = session.read_all(tokio::io::stdin(), config.body_limit) => match read {
-            Ok(()) => tracing::info!("stdin closed: stopping"),
-            Err(e) => tracing::error!(error = %e, "cannot read stdin: stopping"),
-        },
-        () = crate::startup::wait_for_signal() => tracing::info!("signal: stopping"),
-    }
-    let finished = tokio::time::timeout(config.shutdown_grace, session.idle()).await.is_ok();
-    if !finished {
-        tracing::info!("requests still running after the grace period");
-    }
-    node.drain().await;
-    session.finish().await;
-    node.close().await;
-    Ok(())
-}
 
 /// The owner of requests read from stdin (see the module docs).
 pub fn local_owner(core: &Core) -> Owner {

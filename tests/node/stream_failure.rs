@@ -8,7 +8,8 @@
 use crate::support::echo_agent;
 use a2ad::config::Config;
 use a2ad_actors::limits::TurnLimits;
-use a2ad_actors::messages::{Route, StartTurn};
+use a2ad_actors::messages::StartTurn;
+use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ErrorCode, Message, Role, TaskState};

@@ -197,47 +197,6 @@ impl ContextActor {
         self.rt.persist(record, events)?;
         Ok(())
     }
-
-    /// Makes what was saved durable, then hands `task` to every waiter and the final
-    /// event to every subscriber. Their streams then end, but for the followers of a task
-    /// the turn left interrupted: those go back to the actor to wait for the next turn
-    /// ([`super::watch`]). If the commit fails, waiters get the error and every stream
-    /// ends with it (not silently).
-    pub(super) fn notify_when_durable(
-        &self,
-        turn: Box<RunningTurn>,
-        task: Task,
-        last: LoggedEvent,
-        ctx: &Context<Self>,
-    ) {
-        let commit = self.rt.commit.clone();
-        let home = (!task.status.state.is_terminal()).then(|| ctx.address());
-        let RunningTurn { waiters, mut subscribers, .. } = *turn;
-        actix::spawn(async move {
-            let task_id = task.id.clone();
-            let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
-            let followers = match &result {
-                Ok(_) => {
-                    subscribers.publish_final(&last);
-                    subscribers.keep_followers();
-                    subscribers
-                }
-                Err(error) => {
-                    subscribers.fail(error);
-                    Fanout::default()
-                }
-            };
-            for waiter in waiters {
-                let _ = waiter.send(result.clone());
-            }
-            if let (Some(home), false) = (home, followers.is_empty()) {
-                let rewatch = super::watch::Rewatch { task_id, after: last.seq, subscribers: followers };
-                if home.send(rewatch).await.is_err() {
-                    tracing::debug!("a context stopped before its task's followers came back");
-                }
-            }
-        });
-    }
 }
 
 /// `message.metadata.a2ad.cwd`, if the client named a working directory.

@@ -1,8 +1,9 @@
 //! The messages the supervisor answers.
 
 use super::actor::{LiveContext, Supervisor};
+use super::Route;
 use crate::context::ContextActor;
-use crate::messages::{Drain, ForgetSession, ForgetSessions, GetStats, Route, Shutdown, StopAll};
+use crate::messages::{Drain, ForgetSession, ForgetSessions, GetStats, Shutdown, StopAll};
 use crate::RuntimeError;
 use a2ad_protocol::A2aError;
 use actix::prelude::*;

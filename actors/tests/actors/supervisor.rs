@@ -1,7 +1,8 @@
 //! The supervisor: eviction and rebuild from the store, capacity, drain and shutdown.
 
 use crate::support::{done, send, settings, until, within, Node};
-use a2ad_actors::messages::{Drain, GetStats, Route, StopAll};
+use a2ad_actors::messages::{Drain, GetStats, StopAll};
+use a2ad_actors::supervisor::Route;
 use a2ad_actors::RuntimeSettings;
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{ContextKey, Owner};

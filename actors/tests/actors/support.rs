@@ -10,8 +10,9 @@
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, AgentRegistry, EventSink, TurnEnd, TurnInput};
 use a2ad_actors::context::ContextActor;
 use a2ad_actors::limits::TurnLimits;
-use a2ad_actors::messages::{Route, StartTurn, Subscribe, Subscription, TurnTicket};
+use a2ad_actors::messages::{StartTurn, Subscribe, Subscription, TurnTicket};
 use a2ad_actors::push::PushHooks;
+use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ids, A2aError, Message, Role, StreamResponse, Task, TaskState};

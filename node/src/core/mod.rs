@@ -16,7 +16,7 @@ mod subscribe;
 pub mod version;
 
 use a2ad_actors::context::ContextActor;
-use a2ad_actors::messages::Route;
+use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Task};

@@ -141,8 +141,12 @@ impl Renderer {
         if self.last_message.take().is_some_and(|m| m == text) {
             return; // The status message just printed, mirrored as an artifact.
         }
+        let append = update["append"].as_bool().unwrap_or(false);
+        if !append && !self.streamed.is_empty() && same_text(&text, &self.streamed) {
+            return; // Everything printed so far, again as one artifact (a text-mode program's output).
+        }
         let last_chunk = update["lastChunk"].as_bool().unwrap_or(false);
-        if !update["append"].as_bool().unwrap_or(false) && self.artifact_open {
+        if !append && self.artifact_open {
             self.out("\n");
         }
         self.out(&text);
@@ -338,6 +342,20 @@ mod tests {
         assert_eq!(r.streamed, "hello", "the final message repeated the artifact");
         assert_eq!(r.state.as_deref(), Some("TASK_STATE_COMPLETED"));
         assert_eq!(r.task_id.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn a_text_programs_whole_output_as_artifact_and_final_message_prints_once() {
+        let mut r = Renderer::new(false);
+        r.tty = false;
+        for line in ["one", "two"] {
+            let status = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_WORKING", "message": {"parts": [{"text": line}]}}}});
+            r.event(&status);
+        }
+        r.event(&json!({"artifactUpdate": {"taskId": "t", "artifact": {"parts": [{"text": "one\ntwo"}]}, "lastChunk": true}}));
+        let done = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "one\ntwo"}]}}}});
+        r.event(&done);
+        assert_eq!(r.streamed, "onetwo", "the lines once: not the artifact, not the final message");
     }
 
     #[test]

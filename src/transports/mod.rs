@@ -7,7 +7,7 @@
 //! * [`stdio`]: `a2ad stdio`, newline-delimited JSON-RPC on stdin and stdout.
 //! * [`redis_streams`]: requests read from a Redis stream by a consumer group.
 //!
-//! Each is off unless configured; README's "Transports" section is the user's view.
+//! Each is off unless configured; docs/bindings.md, "Transports", is the user's view.
 
 pub mod redis_streams;
 pub mod stdio;

@@ -8,7 +8,7 @@
 //! * Output (`output`): `text` makes each stdout line agent text (a WORKING status
 //!   message), and the whole output the final status message and the `output` artifact,
 //!   so that every client shows the answer; `jsonl` reads each line as an event (see
-//!   README, "The command agent"); a line that is not JSON is agent text.
+//!   docs/agents.md, "The command agent"); a line that is not JSON is agent text.
 //! * Exit 0 ends the turn in `end-state`, or in the state a `final` event named; any other
 //!   exit is FAILED with a short tail of stderr, with paths and configured secrets removed.
 //! * Cancelling sends SIGTERM to the process group, then SIGKILL after `cancel-grace` (the

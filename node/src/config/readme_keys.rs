@@ -1,11 +1,13 @@
-//! Keeps README's configuration reference honest: every key that a config struct accepts
-//! (the kebab-case fields of each `deny_unknown_fields` struct in `src/config/` and
-//! `src/auth/config.rs`) is named in README.md, the top-level ones as a row of the
-//! reference table, and every `ENV_KEYS` entry is listed as its `A2AD_*` variable.
+//! Keeps the configuration reference (docs/configuration.md) honest: every key that a
+//! config struct accepts (the kebab-case fields of each `deny_unknown_fields` struct in
+//! `node/src/config/` and `node/src/auth/config.rs`) is named on the page, the top-level
+//! ones as a row of the reference table, and every `ENV_KEYS` entry is listed as its
+//! `A2AD_*` variable; and the other way round, the reference table and the variable list
+//! name nothing the config does not accept.
 
 use super::ENV_KEYS;
 
-const README: &str = include_str!("../../../README.md");
+const README: &str = include_str!("../../../docs/configuration.md");
 
 /// The sources that define config keys, by file name.
 const SOURCES: &[(&str, &str)] = &[
@@ -56,7 +58,7 @@ fn keyed_structs(source: &str) -> Vec<(String, Vec<String>)> {
 
 /// The README's configuration reference table rows (the first cell of each row).
 fn table_keys() -> String {
-    let start = README.find("## Configuration").expect("README has a Configuration section");
+    let start = README.find("# Configuration").expect("the page has a Configuration title");
     let section = &README[start..];
     section.lines().filter(|l| l.starts_with("| `")).map(|l| l.split(" | ").next().unwrap_or("")).collect()
 }
@@ -101,7 +103,7 @@ fn every_nested_key_is_named_in_the_readme() {
 
 #[test]
 fn every_env_key_is_listed_as_its_variable() {
-    let start = README.find("## Configuration").expect("README has a Configuration section");
+    let start = README.find("# Configuration").expect("the page has a Configuration title");
     let intro = &README[start..start + README[start..].find("| key |").expect("the reference table")];
     let missing: Vec<String> = ENV_KEYS
         .iter()
@@ -109,4 +111,37 @@ fn every_env_key_is_listed_as_its_variable() {
         .filter(|var| !intro.contains(&format!("`{var}`")))
         .collect();
     assert!(missing.is_empty(), "A2AD_* variables missing from README's Configuration intro: {missing:?}");
+}
+
+#[test]
+fn the_reference_table_and_the_variable_list_name_no_stale_key() {
+    let structs: Vec<(String, Vec<String>)> = SOURCES.iter().flat_map(|(_, source)| keyed_structs(source)).collect();
+    let top: Vec<&String> =
+        structs.iter().filter(|(name, _)| name == "ConfigFile" || name == "PushKeys").flat_map(|(_, k)| k).collect();
+    let nested: Vec<&String> = structs.iter().flat_map(|(_, k)| k).collect();
+    let start = README.find("# Configuration").expect("the page has a Configuration title");
+    let table = &README[start + README[start..].find("| key |").expect("the reference table")..];
+    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    let mut stale = Vec::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let cell = row.split(" | ").next().unwrap_or("");
+        for name in cell.split('`').skip(1).step_by(2) {
+            let mut path = name.split('.');
+            let head = path.next().unwrap_or("");
+            let known = top.iter().any(|k| k.as_str() == head)
+                && path.all(|part| part.starts_with('<') || nested.iter().any(|k| k.as_str() == part));
+            if !known {
+                stale.push(name.to_string());
+            }
+        }
+    }
+    let intro = &README[start..start + README[start..].find("| key |").expect("the reference table")];
+    let vars: Vec<String> =
+        ENV_KEYS.iter().map(|key| format!("A2AD_{}", key.to_uppercase().replace(['-', '.'], "_"))).collect();
+    for word in intro.split('`').skip(1).step_by(2).filter(|w| w.starts_with("A2AD_")) {
+        if word != "A2AD_<KEY>" && !vars.iter().any(|v| v == word) {
+            stale.push(word.to_string());
+        }
+    }
+    assert!(stale.is_empty(), "the configuration reference names keys the config does not accept: {stale:?}");
 }

@@ -5,7 +5,7 @@ use crate::agents::process_groups::ProcessGroups;
 use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
 use crate::config::Config;
-use crate::core::{Core, RateLimiter};
+use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
@@ -135,7 +135,7 @@ fn node_card(
         let url = crate::transports::websocket::public_url(public_url);
         card.supported_interfaces.push(crate::card::interface(url, crate::transports::websocket::BINDING_URI));
     }
-    let (schemes, requirements) = core.auth.security_schemes();
+    let (schemes, requirements) = core.auth().security_schemes();
     (card.security_schemes, card.security_requirements) = (a2ad_protocol::SecuritySchemes::new(schemes), requirements);
     card.capabilities.extended_agent_card = Some(config.extended_card);
     card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
@@ -148,7 +148,7 @@ fn node_card(
         let mut extended = crate::extended_card::extended_card(&card, config);
         crate::card::sign_with_config(&mut extended, &config.card)
             .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
-        let _ = core.extended_card.set(extended);
+        core.set_extended_card(extended);
     }
     // Signed last, so the signatures cover the finished card; the ETag covers them too.
     crate::card::sign_with_config(&mut card, &config.card)
@@ -271,18 +271,17 @@ impl NodeCore {
         store.flush().map_err(store_error)?;
         let push_worker = push.as_ref().map(PushStack::start_worker);
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
-        let core = Arc::new(Core {
+        let core = Arc::new(Core::new(CoreParts {
             rt,
             supervisor: supervisor.clone(),
             push_policy: push.map(|p| p.policy),
             auth,
             rate: RateLimiter::new(config.limits.rate_per_second, config.limits.rate_burst),
             extensions: crate::card::node_extensions(config),
-            extended_card: std::sync::OnceLock::new(),
             metrics,
             dialect_01: config.dialect_01.clone(),
             streaming: config.streaming,
-        });
+        }));
         let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());
         let shutdown_grace = config.shutdown_grace;

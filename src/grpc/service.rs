@@ -34,7 +34,7 @@ impl A2aGrpc {
             Ok(_) => "ok",
             Err(status) => status_reason(status),
         };
-        self.core.metrics.record(crate::metrics::Binding::Grpc, method.name(), outcome, started.elapsed());
+        self.core.metrics().record(crate::metrics::Binding::Grpc, method.name(), outcome, started.elapsed());
         result
     }
 
@@ -89,7 +89,7 @@ impl A2aGrpc {
     {
         match self.run::<P, J>(method, request).await? {
             (Reply::Stream(subscription), activated) => {
-                let open = self.core.metrics.open_stream();
+                let open = self.core.metrics().open_stream();
                 Ok(with_extensions(Response::new(event_stream(subscription, open)), &activated))
             }
             (Reply::Result(_), _) => Err(to_status(A2aError::internal("a streaming method answered once"))),

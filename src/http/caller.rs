@@ -20,7 +20,7 @@ pub fn caller(req: &HttpRequest, core: &Core) -> Result<Owner, Box<HttpResponse>
         tracing::info!(reason = %e, "request refused: not authenticated");
         Box::new(
             HttpResponse::Unauthorized()
-                .insert_header((header::WWW_AUTHENTICATE, core.auth.www_authenticate()))
+                .insert_header((header::WWW_AUTHENTICATE, core.auth().www_authenticate()))
                 .content_type("application/json")
                 .body(r#"{"error":"Unauthorized"}"#),
         )

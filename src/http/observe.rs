@@ -70,7 +70,7 @@ pub async fn observe(
                 None => "UNKNOWN",
             };
             if let Some(state) = res.request().app_data::<web::Data<AppState>>() {
-                state.core.metrics.record(binding, method, outcome, elapsed);
+                state.core.metrics().record(binding, method, outcome, elapsed);
             }
             tracing::info!(
                 binding = binding.label(),
@@ -103,8 +103,8 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         }
     }
     let core = &state.core;
-    let live_contexts = core.supervisor.send(a2ad_actors::messages::GetStats).await.map(|s| s.live_contexts);
-    let rt = std::sync::Arc::clone(&core.rt);
+    let live_contexts = core.supervisor().send(a2ad_actors::messages::GetStats).await.map(|s| s.live_contexts);
+    let rt = std::sync::Arc::clone(&core.runtime());
     // The queue and the store may block on I/O.
     let (push_queue_depth, store_size_bytes) = web::block(move || {
         let depth = rt.push.as_ref().map(|p| p.queue.depth().unwrap_or(0));
@@ -114,9 +114,9 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     .unwrap_or((None, None));
     let gauges = Gauges {
         live_contexts: live_contexts.unwrap_or(0),
-        running_turns: core.rt.turn_limits.running(),
+        running_turns: core.runtime().turn_limits.running(),
         push_queue_depth,
         store_size_bytes,
     };
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(core.metrics.render(&gauges))
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(core.metrics().render(&gauges))
 }

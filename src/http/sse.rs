@@ -16,7 +16,7 @@ use std::time::Duration;
 /// The SSE response for a subscription.
 pub fn sse_response(req: &HttpRequest, stream: RpcStream, keep_alive: Duration) -> HttpResponse {
     // Counted as open until the body stream is dropped (client gone or stream ended).
-    let open = req.app_data::<actix_web::web::Data<super::AppState>>().map(|s| s.core.metrics.open_stream());
+    let open = req.app_data::<actix_web::web::Data<super::AppState>>().map(|s| s.core.metrics().open_stream());
     let events = stream.frames().map(move |frame| {
         let _open = &open;
         let mut data = Data::new(frame.data);

@@ -27,7 +27,7 @@ fn status_of(answer: &RpcAnswer) -> &'static str {
 /// Counts one answered request in the metrics, as the HTTP middleware does for HTTP.
 fn record(core: &Core, binding: Binding, method: Option<&str>, status: &'static str, started: Instant) {
     let method = method.map_or("unknown", crate::metrics::method_label);
-    core.metrics.record(binding, method, status, started.elapsed());
+    core.metrics().record(binding, method, status, started.elapsed());
 }
 
 /// Counts an answer that went out as it is.

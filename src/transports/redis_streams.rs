@@ -361,7 +361,7 @@ async fn respond(
     match answer.outcome {
         RpcOutcome::Single(body) => write_single(shared, &request, &body).await,
         RpcOutcome::Stream(stream) => {
-            let _open = core.metrics.open_stream();
+            let _open = core.metrics().open_stream();
             let mut frames = stream.frames();
             while let Some(frame) = frames.next().await {
                 let seq = frame.seq.map(|s| s.to_string());

@@ -37,7 +37,7 @@ const OUTPUT_QUEUE: usize = 256;
 
 /// The owner of requests read from stdin (see the module docs).
 pub fn local_owner(core: &Core) -> Owner {
-    if !core.auth.enabled() {
+    if !core.auth().enabled() {
         return Owner::anonymous();
     }
     // SAFETY: getuid has no preconditions and cannot fail.
@@ -112,7 +112,7 @@ async fn answer(
             let _ = lines.send(String::from_utf8_lossy(&body).into_owned()).await;
         }
         RpcOutcome::Stream(stream) => {
-            let _open = core.metrics.open_stream();
+            let _open = core.metrics().open_stream();
             let mut frames = stream.frames();
             while let Some(frame) = frames.next().await {
                 if lines.send(super::message_text(frame)).await.is_err() {

@@ -240,7 +240,7 @@ async fn answer(conn: Arc<Conn>, owner: Owner, meta: RpcMeta, request: Bytes, _p
         }
         RpcOutcome::Stream(stream) => {
             super::record(&conn.core, Binding::WebSocket, method.as_deref(), status, started);
-            let _open = conn.core.metrics.open_stream();
+            let _open = conn.core.metrics().open_stream();
             let mut frames = stream.frames();
             loop {
                 let frame = tokio::select! {

@@ -27,8 +27,32 @@ use std::sync::Arc;
 pub use dispatch::{Call, Reply, ReplyBody};
 pub use rate::RateLimiter;
 
-/// Shared by every request.
+/// Shared by every request. Its fields are private: the bindings and the background
+/// work reach the node through the methods below, so what a binding may touch is said here.
 pub struct Core {
+    rt: Arc<Runtime>,
+    supervisor: Addr<Supervisor>,
+    /// The webhook URL policy, when push notifications are on.
+    push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
+    /// Who is calling. With nothing configured, everyone is the anonymous owner.
+    auth: crate::auth::Authenticator,
+    /// Requests per second per principal, when limited.
+    rate: Option<rate::RateLimiter>,
+    /// Extensions the node supports (and may require).
+    extensions: Vec<crate::config::ExtensionConfig>,
+    /// The extended card, set once the public card is built (when `extended-card` is on).
+    extended_card: std::sync::OnceLock<a2ad_protocol::AgentCard>,
+    /// The node's metrics (`GET /metrics`).
+    metrics: Arc<crate::metrics::Metrics>,
+    /// How the 0.1 dialect behaves (`dialect-01:`).
+    dialect_01: crate::config::Dialect01Config,
+    /// Streams are served (`streaming`); off, the streaming calls are refused in
+    /// [`Core::execute`], whatever binding or dialect they came by.
+    streaming: bool,
+}
+
+/// What a [`Core`] is made of, as start-up assembles it.
+pub struct CoreParts {
     pub rt: Arc<Runtime>,
     pub supervisor: Addr<Supervisor>,
     /// The webhook URL policy, when push notifications are on.
@@ -39,8 +63,6 @@ pub struct Core {
     pub rate: Option<rate::RateLimiter>,
     /// Extensions the node supports (and may require).
     pub extensions: Vec<crate::config::ExtensionConfig>,
-    /// The extended card, set once the public card is built (when `extended-card` is on).
-    pub extended_card: std::sync::OnceLock<a2ad_protocol::AgentCard>,
     /// The node's metrics (`GET /metrics`).
     pub metrics: Arc<crate::metrics::Metrics>,
     /// How the 0.1 dialect behaves (`dialect-01:`).
@@ -48,6 +70,54 @@ pub struct Core {
     /// Streams are served (`streaming`); off, the streaming calls are refused in
     /// [`Core::execute`], whatever binding or dialect they came by.
     pub streaming: bool,
+}
+
+impl Core {
+    pub fn new(parts: CoreParts) -> Core {
+        let CoreParts { rt, supervisor, push_policy, auth, rate, extensions, metrics, dialect_01, streaming } = parts;
+        Core {
+            rt,
+            supervisor,
+            push_policy,
+            auth,
+            rate,
+            extensions,
+            extended_card: std::sync::OnceLock::new(),
+            metrics,
+            dialect_01,
+            streaming,
+        }
+    }
+
+    /// The actor runtime: the store, group commit, agents and settings.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    /// The supervisor of the context actors.
+    pub fn supervisor(&self) -> &Addr<Supervisor> {
+        &self.supervisor
+    }
+
+    /// The authenticator (for the bindings' challenges and the card's schemes).
+    pub fn auth(&self) -> &crate::auth::Authenticator {
+        &self.auth
+    }
+
+    /// The node's metrics.
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
+    }
+
+    /// How the 0.1 dialect behaves.
+    pub fn dialect_01(&self) -> &crate::config::Dialect01Config {
+        &self.dialect_01
+    }
+
+    /// Sets the extended card once the public card is built (the first call wins).
+    pub fn set_extended_card(&self, card: a2ad_protocol::AgentCard) {
+        let _ = self.extended_card.set(card);
+    }
 }
 
 impl Core {

@@ -72,7 +72,7 @@ impl Sweeper {
 
     /// Removes the artifact directories a crash left without their task (once, at start).
     async fn remove_orphans(&self) {
-        let rt = Arc::clone(&self.core.rt);
+        let rt = Arc::clone(&self.core.runtime());
         let swept = blocking(move || Ok(super::remove_orphan_artifact_dirs(rt.store.as_ref(), &rt.data_dir)?)).await;
         match swept {
             Ok(0) => {}
@@ -83,7 +83,7 @@ impl Sweeper {
 
     /// One sweep: plan, expire, remove, forget emptied sessions, commit.
     async fn sweep(&self) -> Result<SweepReport, SweepError> {
-        let store = Arc::clone(&self.core.rt.store);
+        let store = Arc::clone(&self.core.runtime().store);
         let config = self.config.clone();
         let plan = blocking(move || {
             let mut planner = Planner::new(&config, chrono::Utc::now().timestamp_millis());
@@ -99,16 +99,16 @@ impl Sweeper {
         report.removed = removed;
         if !contexts.is_empty() {
             let keys = contexts.into_iter().collect();
-            report.sessions_removed = self.core.supervisor.send(ForgetSessions { keys }).await.unwrap_or(0);
+            report.sessions_removed = self.core.supervisor().send(ForgetSessions { keys }).await.unwrap_or(0);
         }
-        self.core.rt.commit.commit().await?;
-        self.core.metrics.retention_swept(report.removed, report.expired);
+        self.core.runtime().commit.commit().await?;
+        self.core.metrics().retention_swept(report.removed, report.expired);
         Ok(report)
     }
 
     /// Cancels one unanswered interrupted task through its context's actor.
     async fn expire(&self, owner: a2ad_storage::Owner, task_id: String, status_millis: i64) -> bool {
-        let store = Arc::clone(&self.core.rt.store);
+        let store = Arc::clone(&self.core.runtime().store);
         let id = task_id.clone();
         let Ok(Some(record)) = blocking(move || Ok(store.get_task(&id)?)).await else { return false };
         let timeout = self.config.for_tenant(&owner.tenant).interrupted_timeout.unwrap_or_default();
@@ -130,7 +130,7 @@ impl Sweeper {
         if ids.is_empty() {
             return Ok((0, HashSet::new()));
         }
-        let rt = Arc::clone(&self.core.rt);
+        let rt = Arc::clone(&self.core.runtime());
         blocking(move || {
             let mut contexts = HashSet::new();
             let mut removed = 0;

@@ -112,7 +112,7 @@ pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, _meta: &Rpc
     let method = rpc.method.clone();
     let envelope = || super::Envelope::V01 {
         id: id.clone(),
-        window: core.dialect_01.heartbeat_window,
+        window: core.dialect_01().heartbeat_window,
         owner: owner_fields(owner),
     };
     let outcome = match execute(core, owner, &method, rpc.params).await {

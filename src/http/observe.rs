@@ -104,7 +104,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     }
     let core = &state.core;
     let live_contexts = core.supervisor().send(a2ad_actors::messages::GetStats).await.map(|s| s.live_contexts);
-    let rt = std::sync::Arc::clone(&core.runtime());
+    let rt = std::sync::Arc::clone(core.runtime());
     // The queue and the store may block on I/O.
     let (push_queue_depth, store_size_bytes) = web::block(move || {
         let depth = rt.push.as_ref().map(|p| p.queue.depth().unwrap_or(0));

@@ -72,7 +72,7 @@ impl Sweeper {
 
     /// Removes the artifact directories a crash left without their task (once, at start).
     async fn remove_orphans(&self) {
-        let rt = Arc::clone(&self.core.runtime());
+        let rt = Arc::clone(self.core.runtime());
         let swept = blocking(move || Ok(super::remove_orphan_artifact_dirs(rt.store.as_ref(), &rt.data_dir)?)).await;
         match swept {
             Ok(0) => {}
@@ -130,7 +130,7 @@ impl Sweeper {
         if ids.is_empty() {
             return Ok((0, HashSet::new()));
         }
-        let rt = Arc::clone(&self.core.runtime());
+        let rt = Arc::clone(self.core.runtime());
         blocking(move || {
             let mut contexts = HashSet::new();
             let mut removed = 0;

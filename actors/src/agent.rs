@@ -73,27 +73,6 @@ impl TurnEnd {
     }
 }
 
-/// Marks a task whose turn was a Message-only reply (`metadata.a2ad.replyOnly`), so that
-/// a blocking send answers with the message instead of the task. Only the in-memory copy
-/// handed to the waiting send is marked: the stored task is removed.
-pub fn mark_reply_only(task: &mut a2ad_protocol::Task) {
-    let metadata = task.metadata.get_or_insert_with(Metadata::new);
-    let a2ad = metadata.entry("a2ad").or_insert_with(|| serde_json::json!({}));
-    if let Some(a2ad) = a2ad.as_object_mut() {
-        a2ad.insert("replyOnly".into(), serde_json::Value::Bool(true));
-    }
-}
-
-/// The reply of a task marked by [`mark_reply_only`].
-pub fn reply_only_message(task: &a2ad_protocol::Task) -> Option<&Message> {
-    let marked = task.metadata.as_ref().and_then(|m| m.get("a2ad")).and_then(|a| a.get("replyOnly"));
-    if marked == Some(&serde_json::Value::Bool(true)) {
-        task.status.message.as_ref()
-    } else {
-        None
-    }
-}
-
 /// A failure inside an agent. Its text reaches the client, so agents keep it free of
 /// paths and secrets.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -36,11 +36,20 @@ pub struct TurnTicket {
     /// The task as stored when the turn started. Not yet durable: callers that answer
     /// the client first await `Runtime::commit`.
     pub task: Task,
-    /// Resolves with the task once the turn ends (terminal or interrupted) and that end
-    /// is durable.
-    pub done: oneshot::Receiver<Result<Task, A2aError>>,
+    /// Resolves once the turn ends (terminal or interrupted) and that end is durable.
+    pub done: oneshot::Receiver<Result<TurnOutcome, A2aError>>,
     /// With `stream`: the task first, then the turn's events until it ends.
     pub subscription: Option<Subscription>,
+}
+
+/// How a turn ended, for whoever waits for it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// The task, as its end was stored.
+    Task(Task),
+    /// A Message-only reply: the agent answered with this message, and no task is kept
+    /// (see the context actor's `reply` module).
+    Reply(Message),
 }
 
 /// Subscribes to a task's events: the current task (or, with `after`, a replay of the

@@ -3,8 +3,9 @@
 use super::fanout::Fanout;
 use super::stream::snapshot;
 use crate::agent::TurnSignal;
+use crate::messages::TurnOutcome;
 use crate::{Runtime, RuntimeError};
-use a2ad_protocol::{A2aError, Message, StreamResponse, Task};
+use a2ad_protocol::{A2aError, Message, StreamResponse};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskRecord};
 use actix::prelude::*;
 use std::collections::HashMap;
@@ -40,7 +41,7 @@ pub(super) struct RunningTurn {
     pub record: TaskRecord,
     pub cancel: CancellationToken,
     pub join: tokio::task::JoinHandle<()>,
-    pub waiters: Vec<oneshot::Sender<Result<Task, A2aError>>>,
+    pub waiters: Vec<oneshot::Sender<Result<TurnOutcome, A2aError>>>,
     /// Streams watching the turn.
     pub subscribers: Fanout,
     /// Events emitted since the last write: the next progress write logs them.

@@ -42,8 +42,8 @@
 //! send answers with that internal error; a stream gets the task and its FAILED status.
 
 use super::actor::{ContextActor, RunningTurn};
-use crate::agent::mark_reply_only;
-use a2ad_protocol::{A2aError, Message, StreamResponse, Task, TaskState, TaskStatus};
+use crate::messages::TurnOutcome;
+use a2ad_protocol::{A2aError, Message, StreamResponse, TaskState};
 use a2ad_storage::{LoggedEvent, SessionRecord};
 use actix::prelude::*;
 use std::sync::Arc;
@@ -97,9 +97,7 @@ impl ContextActor {
         self.pending.clear();
         self.schedule_hibernation(ctx);
         reply.task_id = None;
-        let mut answer = turn.record.task.clone();
-        answer.status = TaskStatus::now(TaskState::Completed, Some(reply.clone()));
-        mark_reply_only(&mut answer);
+        let answer = TurnOutcome::Reply(reply.clone());
         let event = LoggedEvent::encode(turn.record.last_event_seq + 1, &StreamResponse::Message(reply));
         let commit = self.rt.commit.clone();
         let RunningTurn { waiters, mut subscribers, .. } = *turn;
@@ -139,7 +137,10 @@ impl ContextActor {
 }
 
 /// Hands every waiter of the turn its answer.
-fn answer_all(waiters: Vec<tokio::sync::oneshot::Sender<Result<Task, A2aError>>>, result: Result<Task, A2aError>) {
+fn answer_all(
+    waiters: Vec<tokio::sync::oneshot::Sender<Result<TurnOutcome, A2aError>>>,
+    result: Result<TurnOutcome, A2aError>,
+) {
     for waiter in waiters {
         let _ = waiter.send(result.clone());
     }

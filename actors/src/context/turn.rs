@@ -9,7 +9,7 @@ use super::actor::{ContextActor, RunningTurn};
 use super::fanout::{Fanout, Subscriber};
 use super::stream::{snapshot, status_event};
 use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
-use crate::messages::{StartTurn, Subscription, TurnTicket};
+use crate::messages::{StartTurn, Subscription, TurnOutcome, TurnTicket};
 use crate::RuntimeError;
 use a2ad_protocol::{
     ids, A2aError, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -403,8 +403,9 @@ impl ContextActor {
                     Fanout::default()
                 }
             };
+            let outcome = result.map(TurnOutcome::Task);
             for waiter in waiters {
-                let _ = waiter.send(result.clone());
+                let _ = waiter.send(outcome.clone());
             }
             if let (Some(home), false) = (home, followers.is_empty()) {
                 let rewatch = super::watch::Rewatch { task_id, after: last.seq, subscribers: followers };

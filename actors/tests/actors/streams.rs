@@ -1,8 +1,9 @@
 //! Fan-out of a running turn's events: several subscribers, a slow one, resumption, and
 //! a Message-only reply.
 
-use crate::support::{done, send, settings, streamed, Events, Node};
-use a2ad_actors::agent::{reply_only_message, TurnEnd};
+use crate::support::{done, outcome, send, settings, streamed, Events, Node};
+use a2ad_actors::agent::TurnEnd;
+use a2ad_actors::messages::TurnOutcome;
 use a2ad_actors::RuntimeSettings;
 use a2ad_protocol::{Message, TaskState};
 use a2ad_storage::{ContextKey, Owner, TaskStore};
@@ -85,8 +86,12 @@ async fn a_message_only_reply_is_one_message_event_and_leaves_only_the_session()
         .await
         .end_with(Ok(TurnEnd { reply_only: true, ..TurnEnd::new(TaskState::Completed, Some(reply)) }));
     assert_eq!(events.rest().await, ["2 message"], "the held task snapshot is never sent");
-    let answered = done(ticket).await.unwrap();
-    assert_eq!(reply_only_message(&answered).map(Message::text).as_deref(), Some("hello back"));
+    let answered = outcome(ticket).await.unwrap();
+    let reply = match &answered {
+        TurnOutcome::Reply(reply) => Some(reply.text()),
+        TurnOutcome::Task(_) => None,
+    };
+    assert_eq!(reply.as_deref(), Some("hello back"));
     assert!(node.store.get_task(&id).unwrap().is_none(), "the reply's task is gone");
     let session = node.store.get_session(&ContextKey::new(Owner::anonymous(), "ctx"), 10).unwrap().unwrap();
     let kept: Vec<(String, Option<String>)> = session.history.iter().map(|m| (m.text(), m.task_id.clone())).collect();

@@ -10,7 +10,7 @@
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, AgentRegistry, EventSink, TurnEnd, TurnInput};
 use a2ad_actors::context::ContextActor;
 use a2ad_actors::limits::TurnLimits;
-use a2ad_actors::messages::{StartTurn, Subscribe, Subscription, TurnTicket};
+use a2ad_actors::messages::{StartTurn, Subscribe, Subscription, TurnOutcome, TurnTicket};
 use a2ad_actors::push::PushHooks;
 use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
@@ -233,9 +233,17 @@ pub fn streamed(turn: StartTurn) -> StartTurn {
     StartTurn { stream: true, ..turn }
 }
 
+/// How a finished turn resolves (once its end is durable).
+pub async fn outcome(ticket: TurnTicket) -> Result<TurnOutcome, A2aError> {
+    within("the turn's end", ticket.done).await.expect("the turn answers its waiter")
+}
+
 /// The task a finished turn resolves with (once its end is durable).
 pub async fn done(ticket: TurnTicket) -> Result<Task, A2aError> {
-    within("the turn's end", ticket.done).await.expect("the turn answers its waiter")
+    outcome(ticket).await.map(|outcome| match outcome {
+        TurnOutcome::Task(task) => task,
+        TurnOutcome::Reply(reply) => panic!("a Message-only reply, not a task: {reply:?}"),
+    })
 }
 
 /// A subscription read one item at a time, as `seq kind STATE` lines.

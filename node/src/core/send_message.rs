@@ -13,7 +13,7 @@
 //! with the agent's message alone when the agent made it a Message-only reply.
 
 use super::{check_history_length, present, Core};
-use a2ad_actors::messages::{StartTurn, Subscription};
+use a2ad_actors::messages::{StartTurn, Subscription, TurnOutcome};
 use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse};
 use a2ad_storage::{ContextKey, Owner};
 
@@ -27,11 +27,10 @@ impl Core {
         } else {
             // The end of the turn is made durable before `done` resolves, and that flush
             // covers the creation written before it: one flush serves both.
-            let task = ticket.done.await.map_err(|_| A2aError::internal("The turn ended without a result"))??;
-            if let Some(reply) = a2ad_actors::agent::reply_only_message(&task) {
-                return Ok(SendMessageResponse::Message(reply.clone()));
+            match ticket.done.await.map_err(|_| A2aError::internal("The turn ended without a result"))?? {
+                TurnOutcome::Task(task) => task,
+                TurnOutcome::Reply(reply) => return Ok(SendMessageResponse::Message(reply)),
             }
-            task
         };
         Ok(SendMessageResponse::Task(present(task, config.history_length)))
     }

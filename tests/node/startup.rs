@@ -1,7 +1,8 @@
 //! Start-up failures of the real binary: one line naming the config key and the cause,
 //! a non-zero exit, no panic or backtrace (with `RUST_BACKTRACE=1`), nothing left behind.
+//! And the HTTP listener's accepted connections have `TCP_NODELAY`.
 
-use crate::support::NodeProcess;
+use crate::support::{spawn_app, NodeProcess};
 use serde_json::json;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -122,4 +123,44 @@ fn a_failure_after_the_core_started_is_no_panic_and_removes_the_new_data_dir() {
     let line = the_one_line(serve(cwd.path(), &args));
     assert!(line.starts_with(&format!("a2ad: redis-transport.url: cannot connect to redis://{unused}/")), "{line}");
     assert!(!cwd.path().join("a2ad-data").exists(), "the data dir this start created is gone");
+}
+
+/// The server side of an HTTP connection has Nagle off. Observed from outside the
+/// server code: the node runs in this process, so the accepted socket is one of this
+/// process's file descriptors, found by its two addresses and asked for TCP_NODELAY.
+#[actix_web::test]
+async fn accepted_http_connections_have_tcp_nodelay() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app(|_| {}).await;
+    let server: std::net::SocketAddr = app.url.trim_start_matches("http://").parse().unwrap();
+    let mut client = tokio::net::TcpStream::connect(server).await.unwrap();
+    let request = "GET /.well-known/agent-card.json HTTP/1.1\r\nhost: a2ad\r\n\r\n";
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    client.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "the connection was accepted and served");
+    let accepted = server_side_nodelay(client.local_addr().unwrap(), server).expect("the accepted socket is found");
+    assert!(accepted, "TCP_NODELAY is set on the accepted connection");
+}
+
+/// TCP_NODELAY of this process's socket whose local address is `server` and whose peer
+/// is `peer`: each fd is duplicated (a socket another test closes meanwhile is skipped).
+fn server_side_nodelay(peer: std::net::SocketAddr, server: std::net::SocketAddr) -> Option<bool> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let fds = std::fs::read_dir("/proc/self/fd").ok()?;
+    for fd in fds.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+        // SAFETY: F_DUPFD_CLOEXEC only reads `fd`; a new descriptor (or -1) comes back.
+        let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if copy < 0 {
+            continue;
+        }
+        // SAFETY: `copy` was just returned by fcntl and is owned by nothing else.
+        let socket = socket2::Socket::from(unsafe { OwnedFd::from_raw_fd(copy) });
+        let addrs =
+            (socket.local_addr().ok().and_then(|a| a.as_socket()), socket.peer_addr().ok().and_then(|a| a.as_socket()));
+        if addrs == (Some(server), Some(peer)) {
+            return socket.tcp_nodelay().ok();
+        }
+    }
+    None
 }

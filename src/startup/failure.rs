@@ -1,23 +1,10 @@
-//! Start-up failures in the operator's words: the config key, the value and the cause on
-//! one line (`listen 127.0.0.1:8080: address in use`), and nothing left behind.
+//! Start-up failures in the operator's words (the store's causes; the OS's are
+//! [`crate::os_error`]), and nothing left behind.
 
+use crate::os_error::io_cause;
 use a2ad_storage::StoreError;
-use std::io::{self, ErrorKind};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-
-/// The cause of a failed bind, create or open: the cases an operator can act on by name,
-/// the rest as the operating system words it.
-pub(crate) fn io_cause(e: &io::Error) -> String {
-    // By errno where the std kind is newer than the supported Rust (read-only, not a dir).
-    match (e.kind(), e.raw_os_error()) {
-        (_, Some(libc::EROFS)) => "read-only file system".into(),
-        (_, Some(libc::ENOTDIR)) | (ErrorKind::AlreadyExists, _) => "a file is in the way (not a directory)".into(),
-        (ErrorKind::AddrInUse, _) => "address in use".into(),
-        (ErrorKind::AddrNotAvailable, _) => "address not available on this machine".into(),
-        (ErrorKind::PermissionDenied, _) => "permission denied".into(),
-        _ => e.to_string(),
-    }
-}
 
 /// The cause of a store that would not open: held by another node, or the OS's reason
 /// (read-only, permission) when the engine failed on a file, or the engine's message.
@@ -59,34 +46,6 @@ impl NewDirs {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The causes an operator acts on are named from the kind or code the OS reports.
-    #[test]
-    fn io_errors_are_named_by_their_kind() {
-        let os = io::Error::from_raw_os_error;
-        assert_eq!(io_cause(&os(libc::EADDRINUSE)), "address in use");
-        assert_eq!(io_cause(&os(libc::EADDRNOTAVAIL)), "address not available on this machine");
-        assert_eq!(io_cause(&os(libc::EACCES)), "permission denied");
-        assert_eq!(io_cause(&os(libc::EPERM)), "permission denied");
-        assert_eq!(io_cause(&os(libc::EROFS)), "read-only file system");
-        assert_eq!(io_cause(&os(libc::EEXIST)), "a file is in the way (not a directory)");
-        assert_eq!(io_cause(&os(libc::ENOTDIR)), "a file is in the way (not a directory)");
-        assert_eq!(io_cause(&os(libc::ENOSPC)), os(libc::ENOSPC).to_string(), "the rest as the OS says it");
-    }
-
-    /// A real bind on a taken port and a real create under a file give those kinds.
-    #[test]
-    fn real_failures_are_classified() {
-        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let again = std::net::TcpListener::bind(taken.local_addr().unwrap()).unwrap_err();
-        assert_eq!(io_cause(&again), "address in use");
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("file");
-        std::fs::write(&file, "x").unwrap();
-        assert_eq!(io_cause(&std::fs::create_dir_all(&file).unwrap_err()), "a file is in the way (not a directory)");
-        let under = std::fs::create_dir_all(file.join("data")).unwrap_err();
-        assert_eq!(io_cause(&under), "a file is in the way (not a directory)");
-    }
 
     #[test]
     fn a_store_error_without_an_os_code_keeps_its_message() {

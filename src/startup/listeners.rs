@@ -2,11 +2,11 @@
 //! socket path stops start-up before the data dir is created or a thread is started, so
 //! there is nothing to undo.
 
-use super::failure::io_cause;
 use super::StartupError;
 use crate::config::Config;
 use crate::core::Core;
 use crate::grpc::GrpcServer;
+use crate::os_error::io_cause;
 use crate::transports::unix::SocketFile;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;

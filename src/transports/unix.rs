@@ -6,7 +6,7 @@
 //! still answers (another node) or a file that is not a socket stops start-up with an
 //! error naming `listen-unix`. A clean shutdown removes the file, if it is still ours.
 
-use crate::startup::io_cause;
+use crate::os_error::io_cause;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};

@@ -18,6 +18,7 @@ pub mod admin;
 pub mod client;
 pub mod grpc;
 pub mod http;
+mod os_error;
 pub mod startup;
 pub mod transports;
 

@@ -228,7 +228,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Stdio(args) => {
             let config = args.load()?;
             init_logs(config.log_format, &config.log_level);
-            a2ad::startup::run_stdio(config).await?;
+            a2ad::startup::run_stdio(config).await.map_err(one_line)?;
             Ok(())
         }
         Command::Push { command: PushCommand::Dead { command } } => {
@@ -252,6 +252,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Call(args) => exit_with(a2ad::client::call::run(args).await),
         Command::Tasks { command } => exit_with(a2ad::client::tasks::run(command).await),
     }
+}
+
+/// A start-up error's message holds its cause: printed alone it is one line (`{:#}` would
+/// add the chain of causes the message already names).
+fn one_line(e: a2ad::startup::StartupError) -> anyhow::Error {
+    anyhow::Error::msg(e.to_string())
 }
 
 /// Ends a client command with its exit code; an error is one line on stderr.
@@ -322,7 +328,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config::load(args.config.as_deref(), &args.overrides()).context("invalid configuration")?;
     init_logs(config.log_format, &config.log_level);
     let data_dir = config.data_dir.display().to_string();
-    let app = Application::build(config).await?;
+    let app = Application::build(config).await.map_err(one_line)?;
     if app.recovered_tasks() > 0 {
         tracing::warn!(tasks = app.recovered_tasks(), "marked tasks that were running at the last stop as failed");
     }

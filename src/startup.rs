@@ -1,5 +1,8 @@
 //! Building and running a node.
 
+mod failure;
+mod listeners;
+
 use crate::agents::build_registry;
 use crate::agents::process_groups::ProcessGroups;
 use crate::auth::Authenticator;
@@ -9,6 +12,7 @@ use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
+use crate::os_error::io_cause;
 use crate::push::{PushSetupError, PushStack};
 use crate::transports::redis_streams::RedisTransport;
 use crate::transports::stdio;
@@ -22,21 +26,27 @@ use a2ad_actors::{recovery, Runtime, RuntimeSettings};
 use a2ad_storage::{GroupCommit, SledStore, StoreError, TaskStore};
 use actix::prelude::*;
 use actix_web::{dev::Server, web, App, HttpServer};
-use std::net::TcpListener;
-use std::os::unix::net::UnixListener;
+use failure::{store_cause, NewDirs};
+use listeners::Listeners;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Why a node could not start. Shown to the operator, so paths are fine here.
+/// Why a node could not start. Shown to the operator, so paths are fine here. Each
+/// message holds its cause (the causes are not chained as `source`s, which `{:#}` would
+/// print a second time): one line, naming the config key.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("cannot create the data dir {path}: {source}")]
-    DataDir { path: String, source: std::io::Error },
-    #[error("cannot open the task store in {path}: {source} (is another a2ad using it?)")]
-    Store { path: String, source: StoreError },
-    #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: String, source: std::io::Error },
+    /// The data dir cannot be created or its store opened: `data-dir PATH: locked by
+    /// another process` (or `read-only file system`, `permission denied`, ...).
+    #[error("data-dir {path}: {cause}")]
+    DataDir { path: String, cause: String },
+    /// The store failed after it opened (recovery, the first flush).
+    #[error("data-dir {path}: the task store failed: {cause}")]
+    Store { path: String, cause: StoreError },
+    /// `listen` or `grpc-listen` cannot be bound: `listen 127.0.0.1:8080: address in use`.
+    #[error("{key} {addr}: {cause}")]
+    Bind { key: &'static str, addr: String, cause: String },
     #[error(transparent)]
     Push(#[from] PushSetupError),
     #[error("invalid authentication config: {0}")]
@@ -92,11 +102,10 @@ struct Served {
 
 /// Creates the data dir and opens the sled store in it.
 fn open_store(config: &Config) -> Result<SledStore, StartupError> {
-    let shown = config.data_dir.display().to_string();
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|source| StartupError::DataDir { path: shown.clone(), source })?;
+    let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
     Ok(SledStore::open(&config.data_dir)
-        .map_err(|source| StartupError::Store { path: shown, source })?
+        .map_err(|e| failed(store_cause(&e)))?
         .with_event_retention(config.event_retention))
 }
 
@@ -156,33 +165,19 @@ fn node_card(
     Ok(CardDocument::new(card))
 }
 
-/// Binds HTTP (and gRPC, and the Unix socket) and builds the card.
+/// Builds the card, then serves HTTP (and gRPC, and the Unix socket) on the bound
+/// listeners: a card that cannot be signed stops start-up before any server runs.
 fn serve(
     config: &Config,
     core: Arc<Core>,
     workers: usize,
     closing: &CancellationToken,
-    unix: Option<(UnixListener, SocketFile)>,
+    listeners: Listeners,
 ) -> Result<Served, StartupError> {
-    let listener = TcpListener::bind(config.listen)
-        .map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
-    let local =
-        listener.local_addr().map_err(|source| StartupError::Bind { addr: config.listen.to_string(), source })?;
+    let Listeners { http: listener, http_addr: local, grpc: grpc_listener, unix } = listeners;
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
-    let grpc = match config.grpc_listen {
-        Some(addr) => Some(
-            GrpcServer::start(
-                Arc::clone(&core),
-                addr,
-                workers,
-                config.limits.grpc_message_limit.unwrap_or(config.body_limit),
-            )
-            .map_err(|source| StartupError::Bind { addr: addr.to_string(), source })?,
-        ),
-        None => None,
-    };
     let grpc_address =
-        grpc.as_ref().map(|g| config.grpc_public_address.clone().unwrap_or_else(|| g.addr().to_string()));
+        grpc_listener.as_ref().map(|(_, addr)| config.grpc_public_address.clone().unwrap_or_else(|| addr.to_string()));
     let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref())?);
     let state = web::Data::new(AppState {
         core,
@@ -192,6 +187,7 @@ fn serve(
         stream_keep_alive: config.stream_keep_alive,
         metrics_token: config.metrics_token.clone(),
     });
+    let grpc = grpc_listener.map(|bound| listeners::serve_grpc(config, &state.core, workers, bound)).transpose()?;
     let rest_prefix = config.rest_prefix.clone();
     let websocket = config.websocket.then(|| WsSettings {
         queue: config.websocket_queue,
@@ -214,12 +210,19 @@ fn serve(
     .workers(workers)
     .shutdown_timeout(config.shutdown_grace.as_secs() + 5)
     .disable_signals()
+    // Every small SSE write goes out at once instead of waiting for the client's delayed
+    // ACK (Nagle: ~40 ms per stream). TCP only: a Unix socket has no Nagle.
+    .tcp_nodelay(true)
     .listen(listener)
-    .map_err(|source| StartupError::Bind { addr: local.to_string(), source })?;
+    .map_err(|e| StartupError::Bind { key: "listen", addr: local.to_string(), cause: io_cause(&e) })?;
     let mut unix_socket = None;
     if let Some((listener, file)) = unix {
         let addr = file.path().display().to_string();
-        server = server.listen_uds(listener).map_err(|source| StartupError::Bind { addr, source })?;
+        server = server.listen_uds(listener).map_err(|e| StartupError::Bind {
+            key: "listen-unix",
+            addr,
+            cause: io_cause(&e),
+        })?;
         unix_socket = Some(file);
     }
     Ok(Served { server: server.run(), local, public_url, grpc, unix_socket })
@@ -230,7 +233,7 @@ impl NodeCore {
     /// worker). Must run inside an actix system.
     pub async fn start(config: &Config) -> Result<Self, StartupError> {
         let shown = config.data_dir.display().to_string();
-        let store_error = |source| StartupError::Store { path: shown.clone(), source };
+        let store_error = |cause| StartupError::Store { path: shown.clone(), cause };
         let auth = Authenticator::new(&config.auth, |name| std::env::var(name).ok())
             .map_err(|e| StartupError::Auth(e.to_string()))?;
         if config.extended_card && !auth.enabled() {
@@ -337,36 +340,55 @@ impl NodeCore {
 }
 
 impl Application {
-    /// Opens the store, fails interrupted turns, starts the actors and binds the server.
-    /// Must run inside an actix system.
+    /// Binds the listeners, opens the store, fails interrupted turns, starts the actors
+    /// and serves. Must run inside an actix system. A failure leaves nothing behind: no
+    /// socket file, no data dir this start created, no actor or server running.
     pub async fn build(config: Config) -> Result<Self, StartupError> {
-        // The socket path is checked first: a wrong one stops start-up before the store opens.
-        let unix = match &config.listen_unix {
-            Some(path) => Some(crate::transports::unix::bind(path, config.listen_unix_mode)?),
-            None => None,
+        let listeners = Listeners::bind(&config)?;
+        let unix_file = listeners.unix.as_ref().map(|(_, file)| file.path().to_owned());
+        let new_dirs = NewDirs::before_creating(&config.data_dir);
+        let started = match NodeCore::start(&config).await {
+            Ok(node) => Self::assemble(&config, node, listeners).await,
+            Err(e) => Err(e),
         };
-        let unix_file = unix.as_ref().map(|(_, file)| file.path().to_owned());
-        let started = Self::assemble(&config, unix).await;
-        if let (Err(_), Some(path)) = (&started, unix_file) {
-            let _ = std::fs::remove_file(path);
+        if started.is_err() {
+            if let Some(path) = unix_file {
+                let _ = std::fs::remove_file(path);
+            }
+            new_dirs.remove();
         }
         started
     }
 
-    /// Starts the core, binds the servers and starts the Redis transport.
-    async fn assemble(config: &Config, unix: Option<(UnixListener, SocketFile)>) -> Result<Self, StartupError> {
-        let node = NodeCore::start(config).await?;
-        let closing = CancellationToken::new();
-        let Served { server, local, public_url, grpc, unix_socket } =
-            serve(config, Arc::clone(&node.core), node.workers, &closing, unix)?;
+    /// Starts the Redis transport and the servers around a started core; on a failure the
+    /// core is closed again (its actors stopped inside the runtime, the store flushed).
+    async fn assemble(config: &Config, node: NodeCore, listeners: Listeners) -> Result<Self, StartupError> {
         let redis = match &config.redis_transport {
             Some(settings) => {
                 let (core, settings) = (Arc::clone(&node.core), settings.clone());
-                Some(RedisTransport::start(core, settings, config.body_limit).await?)
+                match RedisTransport::start(core, settings, config.body_limit).await {
+                    Ok(redis) => Some(redis),
+                    Err(e) => {
+                        node.close().await;
+                        return Err(e.into());
+                    }
+                }
             }
             None => None,
         };
-        Ok(Application { server, local, public_url, node, grpc, unix_socket, redis, closing })
+        let closing = CancellationToken::new();
+        match serve(config, Arc::clone(&node.core), node.workers, &closing, listeners) {
+            Ok(Served { server, local, public_url, grpc, unix_socket }) => {
+                Ok(Application { server, local, public_url, node, grpc, unix_socket, redis, closing })
+            }
+            Err(e) => {
+                if let Some(redis) = redis {
+                    redis.stop().await;
+                }
+                node.close().await;
+                Err(e)
+            }
+        }
     }
 
     pub fn port(&self) -> u16 {

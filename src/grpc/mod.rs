@@ -24,15 +24,15 @@ pub struct GrpcServer {
 }
 
 impl GrpcServer {
-    /// Binds `listen` and serves on a thread of its own with `threads` runtime workers,
-    /// refusing messages over `message_limit` bytes.
+    /// Serves on `listener` (bound by start-up with the other listeners, so that a taken
+    /// port stops start-up before anything runs) on a thread of its own with `threads`
+    /// runtime workers, refusing messages over `message_limit` bytes.
     pub fn start(
         core: Arc<Core>,
-        listen: SocketAddr,
+        listener: std::net::TcpListener,
         threads: usize,
         message_limit: usize,
     ) -> std::io::Result<GrpcServer> {
-        let listener = std::net::TcpListener::bind(listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -6,6 +6,7 @@
 //! still answers (another node) or a file that is not a socket stops start-up with an
 //! error naming `listen-unix`. A clean shutdown removes the file, if it is still ours.
 
+use crate::os_error::io_cause;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -17,10 +18,11 @@ pub enum UnixSocketError {
     NotASocket { path: String },
     #[error("listen-unix: another process is listening on {path}")]
     InUse { path: String },
-    #[error("listen-unix: cannot bind {path}: {source}")]
-    Bind { path: String, source: std::io::Error },
-    #[error("listen-unix-mode: cannot set the mode of {path}: {source}")]
-    Mode { path: String, source: std::io::Error },
+    /// The cause is in the message, not chained (it would be printed twice at start-up).
+    #[error("listen-unix {path}: {cause}")]
+    Bind { path: String, cause: String },
+    #[error("listen-unix-mode: cannot set the mode of {path}: {cause}")]
+    Mode { path: String, cause: String },
 }
 
 /// The bound socket file; [`SocketFile::remove`] deletes it at a clean shutdown.
@@ -57,14 +59,14 @@ pub fn bind(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), UnixSo
             if UnixStream::connect(path).is_ok() {
                 return Err(UnixSocketError::InUse { path: shown() });
             }
-            std::fs::remove_file(path).map_err(|source| UnixSocketError::Bind { path: shown(), source })?;
+            std::fs::remove_file(path).map_err(|e| UnixSocketError::Bind { path: shown(), cause: io_cause(&e) })?;
             tracing::warn!(path = %shown(), "replaced a stale unix socket file (a node that did not stop cleanly)");
         }
         Ok(_) => return Err(UnixSocketError::NotASocket { path: shown() }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => return Err(UnixSocketError::Bind { path: shown(), source }),
+        Err(e) => return Err(UnixSocketError::Bind { path: shown(), cause: io_cause(&e) }),
     }
-    let bind_error = |source| UnixSocketError::Bind { path: shown(), source };
+    let bind_error = |e: std::io::Error| UnixSocketError::Bind { path: shown(), cause: io_cause(&e) };
     let socket = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).map_err(bind_error)?;
     socket.bind(&socket2::SockAddr::unix(path).map_err(bind_error)?).map_err(bind_error)?;
     let file = std::fs::symlink_metadata(path)
@@ -72,9 +74,9 @@ pub fn bind(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), UnixSo
         .map_err(bind_error)?;
     // The mode is set before the socket listens: until then no one can connect, whatever
     // the mode the umask gave the file at the bind.
-    if let Err(source) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
         file.remove();
-        return Err(UnixSocketError::Mode { path: shown(), source });
+        return Err(UnixSocketError::Mode { path: shown(), cause: io_cause(&e) });
     }
     if let Err(source) = socket.listen(1024) {
         file.remove();

@@ -7,6 +7,10 @@ use a2ad_protocol::A2aError;
 pub enum StoreError {
     #[error("storage engine error: {0}")]
     Engine(#[from] sled::Error),
+    /// The store's directory is held by another process (sled's exclusive lock on its
+    /// files): most often a second node started on the same data dir.
+    #[error("locked by another process")]
+    Locked,
     #[error("a stored record is unreadable: {0}")]
     Corrupt(String),
     #[error("the store is shutting down")]
@@ -22,6 +26,17 @@ pub enum StoreError {
     /// caller tell an outage it can wait out from a bad setting.
     #[error("{message}")]
     Redis { kind: RedisFailure, message: String },
+}
+
+impl StoreError {
+    /// The operating system's error under an engine failure, when there is one: start-up
+    /// tells a read-only disk or a permission problem from a damaged store by its kind.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            StoreError::Engine(sled::Error::Io(e)) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// What kind of Redis failure a [`StoreError::Redis`] is.

@@ -38,6 +38,7 @@ mod reply_only;
 mod retention;
 mod retention_tenants;
 mod signing;
+mod startup;
 mod stdio;
 mod stream_failure;
 mod streaming;

@@ -58,6 +58,24 @@ pub struct SledStore {
     counter_locks: counters::CounterLocks,
 }
 
+/// sled reports a lock held by another process as an I/O error without an OS error code,
+/// only a message: its lock (on the `db` file) is tried once more to name that case.
+fn locked_or_engine(dir: &Path, error: sled::Error) -> StoreError {
+    let no_os_code = matches!(&error, sled::Error::Io(e) if e.raw_os_error().is_none());
+    match no_os_code && lock_is_held(&dir.join("db")) {
+        true => StoreError::Locked,
+        false => error.into(),
+    }
+}
+
+/// Whether another open file holds the exclusive lock sled takes on `file`. A lock got
+/// here is released at once, when the file closes.
+fn lock_is_held(file: &Path) -> bool {
+    use fs2::FileExt;
+    let contended = fs2::lock_contended_error().raw_os_error();
+    std::fs::File::open(file).is_ok_and(|f| f.try_lock_exclusive().is_err_and(|e| e.raw_os_error() == contended))
+}
+
 /// How many events a task's log keeps unless configured otherwise.
 pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
@@ -71,7 +89,8 @@ impl SledStore {
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(128 * 1024 * 1024)
             .flush_every_ms(Some(1000))
-            .open()?;
+            .open()
+            .map_err(|e| locked_or_engine(dir, e))?;
         let tasks = db.open_tree("tasks")?;
         if counters::rebuild_if_missing(&tasks)? {
             tracing::info!("task counters built from the indexes");

@@ -281,3 +281,15 @@ fn settle_reply_writes_the_session_and_removes_the_task_together() {
     assert_eq!(store.get_session(&key, limit).unwrap().unwrap().message_count, 4);
     assert_eq!(store.counts().unwrap().session_messages, 3, "history is trimmed to the limit as by put_session");
 }
+
+/// A second open of a store that is open elsewhere says so, instead of sled's message.
+#[test]
+fn a_store_open_elsewhere_is_reported_as_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = SledStore::open(dir.path()).unwrap();
+    let second = SledStore::open(dir.path()).err().expect("the second open fails");
+    assert!(matches!(second, StoreError::Locked), "{second:?}");
+    assert_eq!(second.to_string(), "locked by another process");
+    drop(first);
+    SledStore::open(dir.path()).expect("the lock goes with the first store");
+}

@@ -1,0 +1,62 @@
+//! Every listener of `a2ad serve`, bound before the node starts: a taken port or a wrong
+//! socket path stops start-up before the data dir is created or a thread is started, so
+//! there is nothing to undo.
+
+use super::StartupError;
+use crate::config::Config;
+use crate::core::Core;
+use crate::grpc::GrpcServer;
+use crate::os_error::io_cause;
+use crate::transports::unix::SocketFile;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::sync::Arc;
+
+/// The bound sockets, not yet served.
+pub(super) struct Listeners {
+    pub http: TcpListener,
+    /// The HTTP address bound (the port when `listen` asked for port 0).
+    pub http_addr: SocketAddr,
+    pub grpc: Option<(TcpListener, SocketAddr)>,
+    pub unix: Option<(UnixListener, SocketFile)>,
+}
+
+impl Listeners {
+    /// Binds `listen`, `grpc-listen` and `listen-unix`, in that order; a failure names the
+    /// key, the address and the cause.
+    pub(super) fn bind(config: &Config) -> Result<Listeners, StartupError> {
+        let (http, http_addr) = bind_tcp("listen", config.listen)?;
+        let grpc = config.grpc_listen.map(|addr| bind_tcp("grpc-listen", addr)).transpose()?;
+        // Last: a socket file is the one thing a failure after it would have to remove.
+        let unix = match &config.listen_unix {
+            Some(path) => Some(crate::transports::unix::bind(path, config.listen_unix_mode)?),
+            None => None,
+        };
+        Ok(Listeners { http, http_addr, grpc, unix })
+    }
+}
+
+/// Binds a TCP listener for the config key `key`. Nagle is turned off per accepted
+/// connection by the server that takes the listener (HTTP: `tcp_nodelay`, gRPC: tonic's
+/// `with_nodelay`).
+fn bind_tcp(key: &'static str, addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartupError> {
+    let error = |e: std::io::Error| StartupError::Bind { key, addr: addr.to_string(), cause: io_cause(&e) };
+    let listener = TcpListener::bind(addr).map_err(error)?;
+    let local = listener.local_addr().map_err(error)?;
+    Ok((listener, local))
+}
+
+/// Starts the gRPC server on its bound listener (`grpc-listen`).
+pub(super) fn serve_grpc(
+    config: &Config,
+    core: &Arc<Core>,
+    workers: usize,
+    (listener, addr): (TcpListener, SocketAddr),
+) -> Result<GrpcServer, StartupError> {
+    let limit = config.limits.grpc_message_limit.unwrap_or(config.body_limit);
+    GrpcServer::start(Arc::clone(core), listener, workers, limit).map_err(|e| StartupError::Bind {
+        key: "grpc-listen",
+        addr: addr.to_string(),
+        cause: io_cause(&e),
+    })
+}

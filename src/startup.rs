@@ -72,6 +72,9 @@ pub struct Application {
     redis: Option<RedisTransport>,
     /// Cancelled when the node stops: closes the WebSocket connections.
     closing: CancellationToken,
+    /// SIGTERM and SIGINT, caught from the moment the node is built: a signal sent as
+    /// soon as the "listening" line is out is a clean stop, not the default exit.
+    signals: ShutdownSignals,
 }
 
 /// The node without listeners: the store, the actors and the [`Core`] every transport
@@ -378,9 +381,17 @@ impl Application {
         };
         let closing = CancellationToken::new();
         match serve(config, Arc::clone(&node.core), node.workers, &closing, listeners) {
-            Ok(Served { server, local, public_url, grpc, unix_socket }) => {
-                Ok(Application { server, local, public_url, node, grpc, unix_socket, redis, closing })
-            }
+            Ok(Served { server, local, public_url, grpc, unix_socket }) => Ok(Application {
+                server,
+                local,
+                public_url,
+                node,
+                grpc,
+                unix_socket,
+                redis,
+                closing,
+                signals: ShutdownSignals::register(),
+            }),
             Err(e) => {
                 if let Some(redis) = redis {
                     redis.stop().await;
@@ -439,6 +450,7 @@ impl Application {
         let closing = self.closing.clone();
         let redis_stop = self.redis.as_ref().map(RedisTransport::stop_token);
         let stop_background = self.node.stop_background.clone();
+        let signals = std::mem::replace(&mut self.signals, ShutdownSignals(None));
         // Set when a signal arrives, and once the turns are drained: with no connection
         // open, the HTTP server stops at once, and the close below must not cut the
         // running turns' grace period short.
@@ -448,7 +460,7 @@ impl Application {
         // period, then end the rest honestly (FAILED, saying why), which sends every open
         // stream its final event so that the HTTP server can finish draining.
         actix_web::rt::spawn(async move {
-            wait_for_signal().await;
+            signals.wait().await;
             signal_seen.cancel();
             tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
             stop_background.cancel();
@@ -496,15 +508,26 @@ fn remove_orphan_push_configs(rt: &Runtime) {
 
 /// Resolves on SIGTERM or SIGINT.
 pub(crate) async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
+    ShutdownSignals::register().wait().await
+}
+
+/// SIGTERM and SIGINT, registered when made (from then on neither ends the process by
+/// default) and awaited later.
+struct ShutdownSignals(Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>);
+
+impl ShutdownSignals {
+    fn register() -> ShutdownSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        ShutdownSignals(signal(SignalKind::terminate()).ok().zip(signal(SignalKind::interrupt()).ok()))
+    }
+
+    /// Resolves on the first of the two (never, if they could not be registered).
+    async fn wait(self) {
+        let Some((mut term, mut int)) = self.0 else { return std::future::pending().await };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-        _ => std::future::pending::<()>().await,
     }
 }
 

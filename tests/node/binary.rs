@@ -307,3 +307,14 @@ async fn start_up_removes_push_configs_whose_task_is_gone() {
     assert_eq!(configs.task_ids().unwrap(), [kept.as_str()], "only the orphan went");
     assert_eq!(configs.list(&kept).unwrap()[0].config.token.as_deref(), Some("tok-1"));
 }
+
+#[actix_web::test]
+async fn a_sigterm_right_after_the_listening_line_is_a_clean_stop() {
+    // The signal handlers are in place before the line that says the node listens, so a
+    // supervisor that stops the node at once gets a clean exit, not the default SIGTERM death.
+    for _ in 0..3 {
+        let cwd = tempfile::tempdir().unwrap();
+        let node = NodeProcess::start(cwd.path(), &[]);
+        assert!(node.terminate().success(), "caught and handled");
+    }
+}

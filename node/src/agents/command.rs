@@ -34,31 +34,37 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// How the program gets its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum InputMode {
     Text,
     Json,
 }
 
 /// How the program's stdout is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum OutputMode {
     Text,
     Jsonl,
 }
 
 /// A command agent's settings (its config block).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct CommandSettings {
     pub argv: Vec<String>,
     pub input: InputMode,
     pub output: OutputMode,
+    #[serde(serialize_with = "super::settings::show_end_state")]
     pub end_state: TaskState,
     pub env: BTreeMap<String, String>,
     pub env_allow: Vec<String>,
     pub cwd: Option<PathBuf>,
+    #[serde(serialize_with = "crate::config::units::show_duration")]
     pub timeout: Duration,
     pub max_output: usize,
+    #[serde(serialize_with = "crate::config::units::show_duration")]
     pub cancel_grace: Duration,
 }
 

@@ -23,7 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// An openai agent's settings (its config block).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct OpenAiSettings {
     /// Up to and including the version path: `https://api.openai.com/v1`.
     pub base_url: String,
@@ -34,6 +35,7 @@ pub struct OpenAiSettings {
     /// Extra request fields (`temperature`, `max_tokens`, ...), sent as given.
     pub options: Map<String, Value>,
     /// The longest a turn may take, streaming included.
+    #[serde(serialize_with = "crate::config::units::show_duration")]
     pub timeout: Duration,
 }
 

@@ -9,27 +9,38 @@ use a2ad_protocol::{ids, TaskState};
 use serde::Deserialize;
 use std::time::Duration;
 
-/// The `agents:` list, checked: the default echo agent when absent; never empty; ids
-/// unique. Errors name the key.
-pub(super) fn build_all(entries: Option<Vec<AgentEntry>>) -> Result<Vec<AgentConfig>, super::ConfigError> {
+/// The `agents:` list as written (`None`: the key is absent), read into the agents'
+/// own settings. Errors name the key (`agents[0].kind`).
+pub(super) fn read_all(written: Option<serde_yaml_ng::Value>) -> Result<Vec<AgentConfig>, super::ConfigError> {
+    /// The list under its key, so that a bad entry's path starts with `agents`.
+    #[derive(Deserialize)]
+    struct Written {
+        agents: Option<Vec<AgentEntry>>,
+    }
+    let Some(written) = written else { return Ok(vec![AgentConfig::default_echo()]) };
+    let mut wrapper = serde_yaml_ng::Mapping::new();
+    wrapper.insert("agents".into(), written);
+    let Written { agents } = super::deserialize_named(serde_yaml_ng::Value::Mapping(wrapper))?;
+    let Some(entries) = agents else { return Ok(vec![AgentConfig::default_echo()]) };
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| entry.into_config(i).map_err(|(key, message)| super::ConfigError::Invalid { key, message }))
+        .collect()
+}
+
+/// The list checked in place: never empty, ids unique.
+pub(super) fn check_all(agents: &[AgentConfig]) -> Result<(), super::ConfigError> {
     let invalid = |key: String, message: String| super::ConfigError::Invalid { key, message };
-    let agents = match entries {
-        None => vec![AgentConfig::default_echo()],
-        Some(entries) if entries.is_empty() => {
-            return Err(invalid("agents".into(), "at least one agent is required".into()));
-        }
-        Some(entries) => entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, entry)| entry.into_config(i).map_err(|(key, message)| invalid(key, message)))
-            .collect::<Result<Vec<_>, _>>()?,
-    };
+    if agents.is_empty() {
+        return Err(invalid("agents".into(), "at least one agent is required".into()));
+    }
     for (i, agent) in agents.iter().enumerate() {
         if agents[..i].iter().any(|earlier| earlier.id == agent.id) {
             return Err(invalid(format!("agents[{i}].id"), format!("`{}` is used twice", agent.id)));
         }
     }
-    Ok(agents)
+    Ok(())
 }
 
 /// An entry as written in YAML.

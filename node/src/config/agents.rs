@@ -28,6 +28,19 @@ pub(super) fn read_all(written: Option<serde_yaml_ng::Value>) -> Result<Vec<Agen
         .collect()
 }
 
+/// `deserialize_with` for `agents`, when a [`super::Config`] is deserialized directly
+/// ([`super::Config::load`] takes the key out and reads it with [`read_all`], whose
+/// errors name the entry's key).
+pub(super) fn entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<AgentConfig>, D::Error> {
+    Vec::<AgentEntry>::deserialize(d)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            entry.into_config(i).map_err(|(key, message)| serde::de::Error::custom(format!("{key}: {message}")))
+        })
+        .collect()
+}
+
 /// The list checked in place: never empty, ids unique.
 pub(super) fn check_all(agents: &[AgentConfig]) -> Result<(), super::ConfigError> {
     let invalid = |key: String, message: String| super::ConfigError::Invalid { key, message };

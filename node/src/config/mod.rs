@@ -102,7 +102,7 @@ pub struct Config {
     pub redis_transport: Option<RedisTransportConfig>,
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
-    #[serde(skip_deserializing)]
+    #[serde(deserialize_with = "agents::entries")]
     pub agents: Vec<AgentConfig>,
     /// Where workspaces and `file://` parts may lie; empty means the defaults (the
     /// node's working directory and the system temp dir).

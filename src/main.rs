@@ -338,3 +338,41 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     app.run_until_stopped().await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flag is a config key by name (`--public-url` sets `public-url`), applied as the
+    /// `A2AD_*` variables are: each must name a key the config has.
+    #[test]
+    fn every_serve_flag_is_a_config_key() {
+        let command = <ServeArgs as Args>::augment_args(clap::Command::new("serve"));
+        let flags: Vec<&str> =
+            command.get_arguments().filter_map(|a| a.get_long()).filter(|l| *l != "config").collect();
+        assert!(flags.len() >= 7, "{flags:?}");
+        for flag in flags {
+            assert!(Config::keys().iter().any(|k| k == flag), "--{flag} is not a config key");
+        }
+        let args = ServeArgs::with_every_flag_set();
+        for (key, _) in args.overrides().iter().filter(|(_, v)| v == "flag") {
+            assert!(Config::keys().contains(key), "{key}");
+        }
+    }
+
+    impl ServeArgs {
+        fn with_every_flag_set() -> Self {
+            let flag = || Some("flag".to_owned());
+            ServeArgs {
+                config: None,
+                listen: flag(),
+                public_url: flag(),
+                data_dir: Some("flag".into()),
+                idle_timeout: flag(),
+                body_limit: flag(),
+                workers: flag(),
+                grpc_listen: flag(),
+            }
+        }
+    }
+}

@@ -34,32 +34,71 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// How the program gets its input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum InputMode {
+    #[default]
     Text,
     Json,
 }
 
 /// How the program's stdout is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum OutputMode {
+    #[default]
     Text,
     Jsonl,
 }
 
-/// A command agent's settings (its config block).
-#[derive(Debug, Clone, PartialEq)]
+/// A command agent's settings (its config block, `agents[i].command`, read as is; the
+/// config checks `argv` and makes a relative program path absolute).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct CommandSettings {
     pub argv: Vec<String>,
+    #[serde(default)]
     pub input: InputMode,
+    #[serde(default)]
     pub output: OutputMode,
+    #[serde(
+        default = "super::settings::completed",
+        deserialize_with = "super::settings::end_state",
+        serialize_with = "super::settings::show_end_state"
+    )]
     pub end_state: TaskState,
+    #[serde(default)]
     pub env: BTreeMap<String, String>,
+    #[serde(default = "default_env_allow")]
     pub env_allow: Vec<String>,
+    #[serde(default)]
     pub cwd: Option<PathBuf>,
+    #[serde(
+        default = "super::settings::default_timeout",
+        deserialize_with = "crate::config::units::duration",
+        serialize_with = "crate::config::units::show_duration"
+    )]
     pub timeout: Duration,
+    #[serde(default = "default_max_output", deserialize_with = "crate::config::units::byte_size")]
     pub max_output: usize,
+    #[serde(
+        default = "default_grace",
+        deserialize_with = "crate::config::units::duration",
+        serialize_with = "crate::config::units::show_duration"
+    )]
     pub cancel_grace: Duration,
+}
+
+fn default_env_allow() -> Vec<String> {
+    vec!["PATH".into(), "LANG".into()]
+}
+
+fn default_max_output() -> usize {
+    16 * 1024 * 1024
+}
+
+fn default_grace() -> Duration {
+    Duration::from_secs(5)
 }
 
 /// The command agent.

@@ -23,17 +23,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// An openai agent's settings (its config block).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct OpenAiSettings {
     /// Up to and including the version path: `https://api.openai.com/v1`.
     pub base_url: String,
     pub model: String,
     /// The environment variable holding the API key, read at each turn; none sends no key.
+    #[serde(default)]
     pub api_key_env: Option<String>,
+    #[serde(default)]
     pub system_prompt: Option<String>,
     /// Extra request fields (`temperature`, `max_tokens`, ...), sent as given.
+    #[serde(default)]
     pub options: Map<String, Value>,
     /// The longest a turn may take, streaming included.
+    #[serde(
+        default = "super::settings::default_timeout",
+        deserialize_with = "crate::config::units::duration",
+        serialize_with = "crate::config::units::show_duration"
+    )]
     pub timeout: Duration,
 }
 

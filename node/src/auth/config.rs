@@ -19,7 +19,7 @@
 //! ```
 
 use ring::digest;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// Sets one bearer token (tenant `default`, principal `token`).
@@ -33,7 +33,7 @@ pub const ENV_PRINCIPAL: &str = "token";
 
 /// The whole `auth:` block. Empty (the default) means authentication is off, unless one of
 /// the environment variables sets a credential.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct AuthConfig {
     pub bearer_tokens: Vec<BearerTokenConfig>,
@@ -45,7 +45,7 @@ pub struct AuthConfig {
 
 /// A static bearer token: exactly one of `token-sha256` (hex) or `token` (plaintext, hashed
 /// at once).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct BearerTokenConfig {
     pub token_sha256: Option<Redacted<String>>,
@@ -56,7 +56,7 @@ pub struct BearerTokenConfig {
 
 /// An HTTP Basic user. `password-hash` is `pbkdf2-sha256$<iterations>$<b64 salt>$<b64 hash>`
 /// (see [`super::hash_password`]); plaintext passwords are not accepted.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct BasicUserConfig {
     pub user: String,
@@ -66,7 +66,7 @@ pub struct BasicUserConfig {
 }
 
 /// An API key sent in `X-Api-Key`: exactly one of `key-sha256` or `key`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ApiKeyConfig {
     pub key_sha256: Option<Redacted<String>>,
@@ -78,7 +78,7 @@ pub struct ApiKeyConfig {
 /// An integrator key: `X-Api-Key` plus `X-Platform-User-Id`, whose value becomes the
 /// principal. The integrator is trusted with every principal of its tenant, so that tenant
 /// may not be used by any other static credential.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct IntegratorKeyConfig {
     pub key_sha256: Option<Redacted<String>>,
@@ -87,7 +87,7 @@ pub struct IntegratorKeyConfig {
 }
 
 /// HS256 JWTs in `Authorization: Bearer`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct JwtConfig {
     /// One or more secrets (key rotation). A token's `kid` picks the secret with that
@@ -131,7 +131,7 @@ impl JwtConfig {
 
 /// One HMAC secret: exactly one of `secret` (at least 32 bytes) or `secret-env` (the name
 /// of an environment variable that holds it).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct JwtSecretConfig {
     #[serde(default)]
@@ -158,7 +158,7 @@ fn default_true() -> bool {
     true
 }
 
-/// A value that `Debug` never shows.
+/// A value that `Debug` never shows, nor serializing (which writes `<redacted>`).
 #[derive(Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(transparent)]
 pub struct Redacted<T>(pub T);
@@ -178,6 +178,12 @@ impl<T> From<T> for Redacted<T> {
 impl From<&str> for Redacted<String> {
     fn from(value: &str) -> Self {
         Redacted(value.to_owned())
+    }
+}
+
+impl<T> Serialize for Redacted<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("<redacted>")
     }
 }
 
@@ -219,6 +225,13 @@ impl HashedSecret {
 impl fmt::Debug for HashedSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<sha256 redacted>")
+    }
+}
+
+/// Only the fact that there is a digest is written, never the digest.
+impl Serialize for HashedSecret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("<sha256 redacted>")
     }
 }
 

@@ -2,37 +2,62 @@
 
 pub use crate::agents::{AgentConfig, AgentKind};
 
-use crate::agents::command::{CommandSettings, InputMode, OutputMode};
+use crate::agents::command::CommandSettings;
 use crate::agents::echo::EchoSettings;
 use crate::agents::openai::OpenAiSettings;
-use a2ad_protocol::{ids, TaskState};
+use a2ad_protocol::ids;
 use serde::Deserialize;
-use std::time::Duration;
 
-/// The `agents:` list, checked: the default echo agent when absent; never empty; ids
-/// unique. Errors name the key.
-pub(super) fn build_all(entries: Option<Vec<AgentEntry>>) -> Result<Vec<AgentConfig>, super::ConfigError> {
+/// The `agents:` list as written (`None`: the key is absent), read into the agents'
+/// own settings. Errors name the key (`agents[0].kind`).
+pub(super) fn read_all(written: Option<serde_yaml_ng::Value>) -> Result<Vec<AgentConfig>, super::ConfigError> {
+    /// The list under its key, so that a bad entry's path starts with `agents`.
+    #[derive(Deserialize)]
+    struct Written {
+        agents: Option<Vec<AgentEntry>>,
+    }
+    let Some(written) = written else { return Ok(vec![AgentConfig::default_echo()]) };
+    let mut wrapper = serde_yaml_ng::Mapping::new();
+    wrapper.insert("agents".into(), written);
+    let Written { agents } = super::deserialize_named(serde_yaml_ng::Value::Mapping(wrapper))?;
+    let Some(entries) = agents else { return Ok(vec![AgentConfig::default_echo()]) };
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| entry.into_config(i).map_err(|(key, message)| super::ConfigError::Invalid { key, message }))
+        .collect()
+}
+
+/// `deserialize_with` for `agents`, when a [`super::Config`] is deserialized directly
+/// ([`super::Config::load`] takes the key out and reads it with [`read_all`], whose
+/// errors name the entry's key).
+pub(super) fn entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<AgentConfig>, D::Error> {
+    Vec::<AgentEntry>::deserialize(d)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            entry.into_config(i).map_err(|(key, message)| serde::de::Error::custom(format!("{key}: {message}")))
+        })
+        .collect()
+}
+
+/// The list checked in place: never empty, ids unique.
+pub(super) fn check_all(agents: &[AgentConfig]) -> Result<(), super::ConfigError> {
     let invalid = |key: String, message: String| super::ConfigError::Invalid { key, message };
-    let agents = match entries {
-        None => vec![AgentConfig::default_echo()],
-        Some(entries) if entries.is_empty() => {
-            return Err(invalid("agents".into(), "at least one agent is required".into()));
-        }
-        Some(entries) => entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, entry)| entry.into_config(i).map_err(|(key, message)| invalid(key, message)))
-            .collect::<Result<Vec<_>, _>>()?,
-    };
+    if agents.is_empty() {
+        return Err(invalid("agents".into(), "at least one agent is required".into()));
+    }
     for (i, agent) in agents.iter().enumerate() {
         if agents[..i].iter().any(|earlier| earlier.id == agent.id) {
             return Err(invalid(format!("agents[{i}].id"), format!("`{}` is used twice", agent.id)));
         }
     }
-    Ok(agents)
+    Ok(())
 }
 
-/// An entry as written in YAML.
+/// An entry as written: the skill fields, `kind`, and the settings block named by the
+/// kind, in the agents' own settings types. [`AgentConfig`] holds the block as
+/// [`AgentKind`], an enum, which serde cannot read from a tag beside a block named by it.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub(super) struct AgentEntry {
@@ -50,172 +75,44 @@ pub(super) struct AgentEntry {
     output_modes: Vec<String>,
     kind: String,
     /// Settings of an `echo` agent.
-    echo: Option<EchoEntry>,
+    echo: Option<EchoSettings>,
     /// Settings of a `command` agent.
-    command: Option<CommandEntry>,
+    command: Option<CommandSettings>,
     /// Settings of an `openai` agent.
-    openai: Option<OpenAiEntry>,
+    openai: Option<OpenAiSettings>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct OpenAiEntry {
-    base_url: String,
-    model: String,
-    #[serde(default)]
-    api_key_env: Option<String>,
-    #[serde(default)]
-    system_prompt: Option<String>,
-    #[serde(default)]
-    options: serde_json::Map<String, serde_json::Value>,
-    #[serde(default = "default_timeout", deserialize_with = "super::units::duration")]
-    timeout: Duration,
-}
-
-impl OpenAiEntry {
-    fn into_settings(self, key: impl Fn(&str) -> String) -> Result<OpenAiSettings, (String, String)> {
-        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err((key("openai.base-url"), "must be an http:// or https:// URL".into()));
-        }
-        if self.model.is_empty() {
-            return Err((key("openai.model"), "must name a model".into()));
-        }
-        for reserved in ["model", "messages", "stream", "stream_options"] {
-            if self.options.contains_key(reserved) {
-                return Err((key("openai.options"), format!("`{reserved}` is set by the node")));
-            }
-        }
-        Ok(OpenAiSettings {
-            base_url: self.base_url,
-            model: self.model,
-            api_key_env: self.api_key_env,
-            system_prompt: self.system_prompt,
-            options: self.options,
-            timeout: self.timeout,
-        })
+/// The checks of an openai block that serde's types cannot express.
+fn check_openai(settings: &OpenAiSettings, key: impl Fn(&str) -> String) -> Result<(), (String, String)> {
+    if !(settings.base_url.starts_with("http://") || settings.base_url.starts_with("https://")) {
+        return Err((key("openai.base-url"), "must be an http:// or https:// URL".into()));
     }
+    if settings.model.is_empty() {
+        return Err((key("openai.model"), "must name a model".into()));
+    }
+    for reserved in ["model", "messages", "stream", "stream_options"] {
+        if settings.options.contains_key(reserved) {
+            return Err((key("openai.options"), format!("`{reserved}` is set by the node")));
+        }
+    }
+    Ok(())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct CommandEntry {
-    argv: Vec<String>,
-    #[serde(default)]
-    input: CommandInput,
-    #[serde(default)]
-    output: CommandOutput,
-    #[serde(default)]
-    end_state: CommandEndState,
-    #[serde(default)]
-    env: std::collections::BTreeMap<String, String>,
-    #[serde(default = "default_env_allow")]
-    env_allow: Vec<String>,
-    #[serde(default)]
-    cwd: Option<std::path::PathBuf>,
-    #[serde(default = "default_timeout", deserialize_with = "super::units::duration")]
-    timeout: Duration,
-    #[serde(default = "default_max_output", deserialize_with = "super::units::byte_size")]
-    max_output: usize,
-    #[serde(default = "default_grace", deserialize_with = "super::units::duration")]
-    cancel_grace: Duration,
-}
-
-fn default_env_allow() -> Vec<String> {
-    vec!["PATH".into(), "LANG".into()]
-}
-
-fn default_timeout() -> Duration {
-    Duration::from_secs(600)
-}
-
-fn default_max_output() -> usize {
-    16 * 1024 * 1024
-}
-
-fn default_grace() -> Duration {
-    Duration::from_secs(5)
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum CommandInput {
-    #[default]
-    Text,
-    Json,
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum CommandOutput {
-    #[default]
-    Text,
-    Jsonl,
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum CommandEndState {
-    #[default]
-    Completed,
-    InputRequired,
-}
-
-impl CommandEntry {
-    fn into_settings(self, key: impl Fn(&str) -> String) -> Result<CommandSettings, (String, String)> {
-        let mut argv = self.argv;
-        match argv.first_mut() {
-            Some(program) if !program.is_empty() => {
-                // A relative path (`examples/agents/x.sh`) means the node's working
-                // directory, not the turn's workspace the program is started in.
-                if program.contains('/') && !program.starts_with('/') {
-                    if let Ok(absolute) = std::path::absolute(&*program) {
-                        *program = absolute.to_string_lossy().into_owned();
-                    }
+/// A command block needs a program; a relative path (`examples/agents/x.sh`) means the
+/// node's working directory, not the turn's workspace the program is started in, so it
+/// is made absolute here.
+fn check_command(settings: &mut CommandSettings, key: impl Fn(&str) -> String) -> Result<(), (String, String)> {
+    match settings.argv.first_mut() {
+        Some(program) if !program.is_empty() => {
+            if program.contains('/') && !program.starts_with('/') {
+                if let Ok(absolute) = std::path::absolute(&*program) {
+                    *program = absolute.to_string_lossy().into_owned();
                 }
             }
-            _ => return Err((key("command.argv"), "must name the program to run".into())),
+            Ok(())
         }
-        Ok(CommandSettings {
-            argv,
-            input: match self.input {
-                CommandInput::Text => InputMode::Text,
-                CommandInput::Json => InputMode::Json,
-            },
-            output: match self.output {
-                CommandOutput::Text => OutputMode::Text,
-                CommandOutput::Jsonl => OutputMode::Jsonl,
-            },
-            end_state: match self.end_state {
-                CommandEndState::Completed => TaskState::Completed,
-                CommandEndState::InputRequired => TaskState::InputRequired,
-            },
-            env: self.env,
-            env_allow: self.env_allow,
-            cwd: self.cwd,
-            timeout: self.timeout,
-            max_output: self.max_output,
-            cancel_grace: self.cancel_grace,
-        })
+        _ => Err((key("command.argv"), "must name the program to run".into())),
     }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-struct EchoEntry {
-    #[serde(default)]
-    end_state: EchoEndState,
-    #[serde(default)]
-    chunk_size: usize,
-    #[serde(default, deserialize_with = "super::units::duration")]
-    chunk_delay: Duration,
-}
-
-#[derive(Debug, Default, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum EchoEndState {
-    #[default]
-    Completed,
-    InputRequired,
 }
 
 impl AgentEntry {
@@ -225,23 +122,18 @@ impl AgentEntry {
         ids::validate_id("id", &self.id)
             .map_err(|_| (key("id"), "must be 1-128 characters of A-Z a-z 0-9 _ . : -".into()))?;
         let kind = match self.kind.as_str() {
-            "echo" => {
-                let e = self.echo.unwrap_or_default();
-                let end_state = match e.end_state {
-                    EchoEndState::Completed => TaskState::Completed,
-                    EchoEndState::InputRequired => TaskState::InputRequired,
-                };
-                AgentKind::Echo(EchoSettings { end_state, chunk_size: e.chunk_size, chunk_delay: e.chunk_delay })
-            }
+            "echo" => AgentKind::Echo(self.echo.unwrap_or_default()),
             "command" => {
-                let entry =
+                let mut settings =
                     self.command.ok_or_else(|| (key("command"), "a command agent needs a command block".into()))?;
-                AgentKind::Command(entry.into_settings(key)?)
+                check_command(&mut settings, key)?;
+                AgentKind::Command(settings)
             }
             "openai" => {
-                let entry =
+                let settings =
                     self.openai.ok_or_else(|| (key("openai"), "an openai agent needs an openai block".into()))?;
-                AgentKind::OpenAi(entry.into_settings(key)?)
+                check_openai(&settings, key)?;
+                AgentKind::OpenAi(settings)
             }
             other => return Err((key("kind"), format!("unknown agent kind `{other}` (known: echo, command, openai)"))),
         };

@@ -2,10 +2,10 @@
 //! whether it also carries the 0.3 fields.
 
 use super::opaque_secret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What the card says about the node.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct CardConfig {
     pub name: String,
@@ -45,8 +45,8 @@ impl Default for CardConfig {
 /// `secret-env` (the name of an environment variable that holds it, read when the config is
 /// loaded, so an unset variable stops start-up). The secret is at least 32 bytes (RFC 7518
 /// §3.2) and never appears in `Debug` or in an error.
-#[derive(Clone, PartialEq, Deserialize)]
-#[serde(try_from = "CardSigningKeyEntry")]
+#[derive(Clone, PartialEq, Deserialize, Serialize)]
+#[serde(try_from = "CardSigningKeyEntry", rename_all = "kebab-case")]
 pub struct CardSigningKey {
     pub kid: String,
     /// Where the secret came from, when it was not written in the file.
@@ -132,7 +132,7 @@ fn card_signing_keys<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Resul
 }
 
 /// `card.provider`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ProviderConfig {
     pub organization: String,

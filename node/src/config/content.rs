@@ -1,11 +1,11 @@
 //! Keys about what agents take in and give out: `allowed-cwds`, `input-parts`,
 //! `artifacts` and `thinking-exposure`.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::path::PathBuf;
 
 /// `artifacts:`: where and how agent artifacts are kept.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct ArtifactsConfig {
     /// Text artifacts up to this size stay inline in the event; larger ones (and every
@@ -22,7 +22,7 @@ impl Default for ArtifactsConfig {
 }
 
 /// `input-parts:`: media types beyond the built-in ones.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct InputPartsConfig {
     /// More text-like types that go into the prompt as text (`text/csv`, ...).

@@ -1,11 +1,11 @@
 //! Limits, extensions and the extended card: the parts of the config that decide what a
 //! caller may do beyond authentication.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Per-principal request rate, and how many turns may run at once.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Limits {
     /// Requests per second per principal (token bucket); 0 turns the limit off.
@@ -36,7 +36,7 @@ impl Default for Limits {
 }
 
 /// An A2A extension the node announces in its card.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ExtensionConfig {
     pub uri: String,

@@ -8,22 +8,22 @@ mod agents;
 mod card;
 mod content;
 mod dialects;
+mod keys;
 mod limits;
-mod push;
 pub mod retention;
 mod transports;
 pub mod units;
 
+pub use crate::push::{PushConfig, PushQueueKind};
 pub use agents::{AgentConfig, AgentKind};
 pub use card::{CardConfig, CardSigningKey, ProviderConfig, MIN_CARD_SECRET_LEN};
 pub use content::{ArtifactsConfig, InputPartsConfig};
 pub use dialects::Dialect01Config;
 pub use limits::{ExtensionConfig, Limits};
-pub use push::{PushConfig, PushQueueKind};
 pub use retention::{RetentionConfig, TenantLimits};
 pub use transports::{RedisTransportConfig, DEFAULT_UNIX_MODE, DEFAULT_WEBSOCKET_QUEUE};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -32,46 +32,16 @@ use std::time::Duration;
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
 pub const DEFAULT_REST_PREFIX: &str = "/a2a";
 
-/// Keys that an `A2AD_<KEY>` environment variable may set (`A2AD_DATA_DIR` sets
-/// `data-dir`; a nested key is dotted, `A2AD_CARD_COMPAT_V03` sets `card.compat-v03`).
-/// Other `A2AD_*` variables belong to other features and are left alone.
-pub const ENV_KEYS: &[&str] = &[
-    "listen",
-    "public-url",
-    "data-dir",
-    "idle-timeout",
-    "body-limit",
-    "max-contexts",
-    "workers",
-    "session-history-limit",
-    "stream-keep-alive",
-    "stream-buffer",
-    "event-retention",
-    "rest-prefix",
-    "shutdown-grace",
-    "grpc-listen",
-    "grpc-public-address",
-    "websocket",
-    "websocket-queue",
-    "websocket-send-timeout",
-    "listen-unix",
-    "listen-unix-mode",
-    "redis-transport",
-    "push-notifications",
-    "push-queue",
-    "push-redis-url",
-    "push-consumer-name",
-    "metrics-token",
-    "log-format",
-    "log-level",
-    "allowed-cwds",
-    "thinking-exposure",
-    "streaming",
-    "card.compat-v03",
-];
-
-/// Everything a node needs to start.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything a node needs to start, declared once: the file's keys are these fields
+/// (kebab-case), their defaults are [`Config::default`], the `A2AD_*` variables are its
+/// keys (see `keys.rs`), and [`Config::validate`] checks it in place.
+///
+/// Two keys are not read by the derive: the `push-*` keys belong to [`PushConfig`]
+/// (serde cannot flatten a struct that refuses unknown keys), and `agents` is read entry
+/// by entry (`agents.rs`) so that a bad entry is named `agents[1].kind`. Both are
+/// written by the derive, so the key set is whole.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Config {
     /// Where the HTTP server listens (port 0 picks a free port).
     pub listen: SocketAddr,
@@ -80,8 +50,10 @@ pub struct Config {
     /// Where the sled store lives.
     pub data_dir: PathBuf,
     /// A context with no turn is evicted from memory after this long.
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub idle_timeout: Duration,
     /// The largest request body accepted.
+    #[serde(deserialize_with = "units::byte_size")]
     pub body_limit: usize,
     /// The most context actors alive at once.
     pub max_contexts: usize,
@@ -90,6 +62,7 @@ pub struct Config {
     /// The most messages a context keeps in its session.
     pub session_history_limit: usize,
     /// An SSE comment goes out on a stream idle for this long.
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub stream_keep_alive: Duration,
     /// Events a stream subscriber may fall behind before it is dropped.
     pub stream_buffer: usize,
@@ -98,6 +71,7 @@ pub struct Config {
     /// Where the HTTP+JSON binding is mounted (`""` for the root).
     pub rest_prefix: String,
     /// On SIGTERM/SIGINT, how long running turns may go on before they are ended.
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub shutdown_grace: Duration,
     /// Rate and concurrency limits (the `limits:` block).
     pub limits: Limits,
@@ -117,18 +91,22 @@ pub struct Config {
     pub websocket_queue: usize,
     /// How long an answer waits for room in a full WebSocket queue before the client is
     /// closed as too slow.
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub websocket_send_timeout: Duration,
     /// Also serve every HTTP route on this Unix domain socket.
     pub listen_unix: Option<PathBuf>,
     /// The permission bits the socket file gets after it is bound.
+    #[serde(deserialize_with = "transports::unix_mode", serialize_with = "transports::show_unix_mode")]
     pub listen_unix_mode: u32,
     /// JSON-RPC over Redis Streams (the `redis-transport:` block); `None` turns it off.
     pub redis_transport: Option<RedisTransportConfig>,
     pub card: CardConfig,
     /// The agents, the first being the default; never empty.
+    #[serde(deserialize_with = "agents::entries")]
     pub agents: Vec<AgentConfig>,
     /// Where workspaces and `file://` parts may lie; empty means the defaults (the
     /// node's working directory and the system temp dir).
+    #[serde(deserialize_with = "content::allowed_cwds")]
     pub allowed_cwds: Vec<PathBuf>,
     /// Extra input media types (`input-parts:`).
     pub input_parts: InputPartsConfig,
@@ -140,12 +118,15 @@ pub struct Config {
     /// the card says `capabilities.streaming: false` and they are UnsupportedOperation.
     pub streaming: bool,
     /// Push notifications (the `push-*` keys).
+    #[serde(skip_deserializing, flatten)]
     pub push: PushConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
     pub auth: crate::auth::AuthConfig,
     /// The bearer token `GET /metrics` asks for; `None` leaves it open.
+    #[serde(deserialize_with = "metrics_token")]
     pub metrics_token: Option<crate::auth::Redacted<String>>,
     /// The 0.1 dialect (the `dialect-01:` block).
+    #[serde(rename = "dialect-01")]
     pub dialect_01: Dialect01Config,
     /// How logs are written.
     pub log_format: LogFormat,
@@ -154,7 +135,7 @@ pub struct Config {
 }
 
 /// `log-format`: human-readable lines or one JSON object per line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LogFormat {
     #[default]
@@ -174,58 +155,6 @@ fn opaque_secret<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// The file as written.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-struct ConfigFile {
-    listen: SocketAddr,
-    public_url: Option<String>,
-    data_dir: PathBuf,
-    #[serde(deserialize_with = "units::duration")]
-    idle_timeout: Duration,
-    #[serde(deserialize_with = "units::byte_size")]
-    body_limit: usize,
-    max_contexts: usize,
-    workers: usize,
-    session_history_limit: usize,
-    #[serde(deserialize_with = "units::duration")]
-    stream_keep_alive: Duration,
-    stream_buffer: usize,
-    event_retention: usize,
-    rest_prefix: String,
-    #[serde(deserialize_with = "units::duration")]
-    shutdown_grace: Duration,
-    limits: Limits,
-    retention: RetentionConfig,
-    extensions: Vec<ExtensionConfig>,
-    extended_card: bool,
-    grpc_listen: Option<SocketAddr>,
-    grpc_public_address: Option<String>,
-    websocket: bool,
-    websocket_queue: usize,
-    #[serde(deserialize_with = "units::duration")]
-    websocket_send_timeout: Duration,
-    listen_unix: Option<PathBuf>,
-    #[serde(deserialize_with = "transports::unix_mode")]
-    listen_unix_mode: u32,
-    redis_transport: Option<RedisTransportConfig>,
-    card: CardConfig,
-    agents: Option<Vec<agents::AgentEntry>>,
-    #[serde(deserialize_with = "content::allowed_cwds")]
-    allowed_cwds: Vec<PathBuf>,
-    input_parts: InputPartsConfig,
-    artifacts: ArtifactsConfig,
-    thinking_exposure: bool,
-    streaming: bool,
-    auth: crate::auth::AuthConfig,
-    #[serde(deserialize_with = "metrics_token")]
-    metrics_token: Option<crate::auth::Redacted<String>>,
-    #[serde(rename = "dialect-01")]
-    dialect_01: Dialect01Config,
-    log_format: LogFormat,
-    log_level: String,
-}
-
 /// `metrics-token`: a string (never echoed in an error); empty means none.
 fn metrics_token<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
@@ -233,9 +162,10 @@ fn metrics_token<'de, D: serde::Deserializer<'de>>(
     Ok(opaque_secret(deserializer)?.filter(|t| !t.expose().is_empty()))
 }
 
-impl Default for ConfigFile {
+/// The defaults, once: what a key that is not set means.
+impl Default for Config {
     fn default() -> Self {
-        ConfigFile {
+        Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: None,
             data_dir: PathBuf::from("a2ad-data"),
@@ -262,12 +192,13 @@ impl Default for ConfigFile {
             listen_unix_mode: DEFAULT_UNIX_MODE,
             redis_transport: None,
             card: CardConfig::default(),
-            agents: None,
+            agents: vec![AgentConfig::default_echo()],
             allowed_cwds: Vec::new(),
             input_parts: InputPartsConfig::default(),
             artifacts: ArtifactsConfig::default(),
             thinking_exposure: false,
             streaming: true,
+            push: PushConfig::default(),
             auth: crate::auth::AuthConfig::default(),
             metrics_token: None,
             dialect_01: Dialect01Config::default(),
@@ -297,10 +228,11 @@ impl ConfigError {
 impl Config {
     /// The defaults: the echo agent on sled in `./a2ad-data`.
     pub fn default_node() -> Self {
-        Self::from_value(Value::Mapping(Mapping::new())).expect("the defaults are valid")
+        Config::default()
     }
 
-    /// Reads `path` (if any), then applies `overrides` (key, raw value) in order.
+    /// Reads `path` (if any), then applies `overrides` (key, raw value) in order: each
+    /// is merged into the file's mapping by key before anything is deserialized.
     pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
         let mut root = match path {
             None => Value::Mapping(Mapping::new()),
@@ -313,117 +245,39 @@ impl Config {
             return Err(ConfigError::invalid(".", "the config file must be a mapping of keys to values"));
         };
         for (key, raw) in overrides {
-            let value = match key.as_str() {
-                UNIX_MODE_KEY => transports::scalar_as_written(raw).map(Value::String),
-                _ => serde_yaml_ng::from_str::<Value>(raw).ok(),
-            };
-            insert_override(map, key, value.unwrap_or_else(|| Value::String(raw.clone())));
+            keys::insert_override(map, key, keys::override_value(key, raw));
         }
         Self::from_value(root)
     }
 
-    /// The `(key, value)` overrides found in `A2AD_*` environment variables.
-    pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
-        let mut found: Vec<(String, String)> = vars
-            .filter_map(|(name, value)| {
-                let key = name.strip_prefix("A2AD_")?.to_ascii_lowercase().replace('_', "-");
-                let key = ENV_KEYS.iter().find(|k| k.replace('.', "-") == key)?;
-                Some(((*key).to_owned(), value))
-            })
-            .collect();
-        found.sort();
-        found
-    }
-
-    /// The `push-*` keys are read into their own struct (serde cannot flatten a struct
-    /// that refuses unknown keys), the rest into [`ConfigFile`].
+    /// Deserializes the mapping, then checks it in place.
     fn from_value(root: Value) -> Result<Self, ConfigError> {
-        let Value::Mapping(all) = root else {
+        let Value::Mapping(mut all) = root else {
             return Err(ConfigError::invalid(".", "the config file must be a mapping of keys to values"));
         };
+        let agents = all.remove("agents");
         let (push, rest): (Mapping, Mapping) =
             all.into_iter().partition(|(k, _)| k.as_str().is_some_and(|k| k.starts_with("push-")));
-        let file: ConfigFile = deserialize_named(Value::Mapping(rest))?;
-        let push: push::PushKeys = deserialize_named(Value::Mapping(push))?;
-        file.validate(push.check()?)
+        let mut config: Config = deserialize_named(Value::Mapping(rest))?;
+        config.push = deserialize_named(Value::Mapping(push))?;
+        config.agents = agents::read_all(agents)?;
+        config.validate()?;
+        Ok(config)
     }
-}
 
-/// Sets `key` in the file's mapping; a dotted key (`card.compat-v03`) sets that key of the
-/// nested block, adding the block when the file has none. A block that is not a mapping
-/// is left as written, so the file's own error is the one reported.
-fn insert_override(map: &mut Mapping, key: &str, value: Value) {
-    match key.split_once('.') {
-        None => {
-            map.insert(Value::String(key.to_owned()), value);
-        }
-        Some((block, rest)) => {
-            let entry = map.entry(Value::String(block.to_owned())).or_insert_with(|| Value::Mapping(Mapping::new()));
-            if entry.is_null() {
-                *entry = Value::Mapping(Mapping::new());
-            }
-            if let Value::Mapping(nested) = entry {
-                insert_override(nested, rest, value);
-            }
-        }
-    }
-}
-
-/// Deserializes, naming the key at fault.
-fn deserialize_named<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let key = e.path().to_string();
-        ConfigError::Invalid { key, message: e.into_inner().to_string() }
-    })
-}
-
-impl ConfigFile {
-    fn validate(self, push: PushConfig) -> Result<Config, ConfigError> {
+    /// The checks that serde's types cannot express, made on the config as read; the
+    /// one value that is normalized (`public-url` loses a trailing `/`) is changed in
+    /// place.
+    pub fn validate(&mut self) -> Result<(), ConfigError> {
+        self.push.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
         self.check_values()?;
-        let agents = agents::build_all(self.agents)?;
-        Ok(Config {
-            listen: self.listen,
-            public_url: self.public_url.map(|u| u.trim_end_matches('/').to_owned()),
-            data_dir: self.data_dir,
-            idle_timeout: self.idle_timeout,
-            body_limit: self.body_limit,
-            max_contexts: self.max_contexts,
-            workers: self.workers,
-            session_history_limit: self.session_history_limit,
-            stream_keep_alive: self.stream_keep_alive,
-            stream_buffer: self.stream_buffer,
-            event_retention: self.event_retention,
-            rest_prefix: self.rest_prefix,
-            shutdown_grace: self.shutdown_grace,
-            limits: self.limits,
-            retention: self.retention,
-            extensions: self.extensions,
-            extended_card: self.extended_card,
-            grpc_listen: self.grpc_listen,
-            grpc_public_address: self.grpc_public_address,
-            websocket: self.websocket,
-            websocket_queue: self.websocket_queue,
-            websocket_send_timeout: self.websocket_send_timeout,
-            listen_unix: self.listen_unix,
-            listen_unix_mode: self.listen_unix_mode,
-            redis_transport: self.redis_transport,
-            card: self.card,
-            agents,
-            allowed_cwds: self.allowed_cwds,
-            input_parts: self.input_parts,
-            artifacts: self.artifacts,
-            thinking_exposure: self.thinking_exposure,
-            streaming: self.streaming,
-            push,
-            auth: self.auth,
-            metrics_token: self.metrics_token,
-            dialect_01: self.dialect_01,
-            log_format: self.log_format,
-            log_level: self.log_level,
-        })
+        if let Some(url) = &mut self.public_url {
+            url.truncate(url.trim_end_matches('/').len());
+        }
+        self.check_transports()?;
+        agents::check_all(&self.agents)
     }
 
-    /// The checks that serde's types cannot express.
     fn check_values(&self) -> Result<(), ConfigError> {
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log_level) {
             return Err(ConfigError::invalid("log-level", format!("not a log filter: {e}")));
@@ -454,13 +308,7 @@ impl ConfigFile {
         if self.retention.sweep_interval.is_zero() {
             return Err(ConfigError::invalid("retention.sweep-interval", "must be more than zero"));
         }
-        let prefix_ok = self.rest_prefix.is_empty()
-            || (self.rest_prefix.starts_with('/')
-                && !self.rest_prefix.ends_with('/')
-                && self.rest_prefix[1..].split('/').all(|seg| {
-                    !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-                }));
-        if !prefix_ok {
+        if !rest_prefix_ok(&self.rest_prefix) {
             return Err(ConfigError::invalid(
                 "rest-prefix",
                 "must be empty or a path like /a2a (letters, digits, - _ .)",
@@ -472,7 +320,7 @@ impl ConfigFile {
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
         }
-        self.check_transports()
+        Ok(())
     }
 
     fn check_transports(&self) -> Result<(), ConfigError> {
@@ -492,6 +340,24 @@ impl ConfigFile {
     }
 }
 
+/// `rest-prefix`: empty, or `/`-separated segments of letters, digits, `-`, `_`, `.`.
+fn rest_prefix_ok(prefix: &str) -> bool {
+    prefix.is_empty()
+        || (prefix.starts_with('/')
+            && !prefix.ends_with('/')
+            && prefix[1..]
+                .split('/')
+                .all(|seg| !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))))
+}
+
+/// Deserializes, naming the key at fault.
+fn deserialize_named<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::Invalid { key, message: e.into_inner().to_string() }
+    })
+}
+
 fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
@@ -504,7 +370,7 @@ fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
 }
 
 /// The key whose value is read as written (see [`transports::unix_mode`]).
-const UNIX_MODE_KEY: &str = "listen-unix-mode";
+pub(crate) const UNIX_MODE_KEY: &str = "listen-unix-mode";
 
 #[cfg(test)]
 mod readme_keys;

@@ -13,26 +13,26 @@
 //! ```
 
 use super::units::{self, Scalar};
-use serde::{de, Deserialize, Deserializer};
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The whole block.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct RetentionConfig {
     /// Terminal tasks whose last status is older than this are removed; `None` keeps them.
-    #[serde(deserialize_with = "age")]
+    #[serde(deserialize_with = "age", serialize_with = "show_age")]
     pub max_age: Option<Duration>,
     /// At most this many terminal tasks per tenant (the newest are kept); `None`: no limit.
-    #[serde(deserialize_with = "count")]
+    #[serde(deserialize_with = "count", serialize_with = "show_count")]
     pub max_tasks: Option<usize>,
     /// An input-required or auth-required task without an answer for this long is
     /// CANCELED (then kept like any terminal task); `None`: interrupted tasks wait forever.
-    #[serde(deserialize_with = "age")]
+    #[serde(deserialize_with = "age", serialize_with = "show_age")]
     pub interrupted_timeout: Option<Duration>,
     /// How often the sweeper runs.
-    #[serde(deserialize_with = "units::duration")]
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub sweep_interval: Duration,
     /// Per-tenant overrides of the three limits above.
     pub tenants: BTreeMap<String, TenantRetention>,
@@ -51,14 +51,29 @@ impl Default for RetentionConfig {
 }
 
 /// One tenant's overrides; an absent key takes the block's value.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct TenantRetention {
-    #[serde(default, deserialize_with = "some_age")]
+    #[serde(
+        default,
+        deserialize_with = "some_age",
+        serialize_with = "show_some_age",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_age: Option<Option<Duration>>,
-    #[serde(default, deserialize_with = "some_count")]
+    #[serde(
+        default,
+        deserialize_with = "some_count",
+        serialize_with = "show_some_count",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_tasks: Option<Option<usize>>,
-    #[serde(default, deserialize_with = "some_age")]
+    #[serde(
+        default,
+        deserialize_with = "some_age",
+        serialize_with = "show_some_age",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub interrupted_timeout: Option<Option<Duration>>,
 }
 
@@ -114,6 +129,37 @@ fn some_age<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<Duration>>,
 
 fn some_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<usize>>, D::Error> {
     count(d).map(Some)
+}
+
+/// `serialize_with` for [`age`]: `never` for no limit.
+fn show_age<S: Serializer>(age: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match age {
+        Some(age) => units::show_duration(age, s),
+        None => s.serialize_str("never"),
+    }
+}
+
+/// `serialize_with` for [`count`]: `never` for no limit.
+fn show_count<S: Serializer>(count: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    match count {
+        Some(count) => s.serialize_u64(*count as u64),
+        None => s.serialize_str("never"),
+    }
+}
+
+/// A tenant's override; an absent one (the block's value) is null.
+fn show_some_age<S: Serializer>(age: &Option<Option<Duration>>, s: S) -> Result<S::Ok, S::Error> {
+    match age {
+        Some(age) => show_age(age, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn show_some_count<S: Serializer>(count: &Option<Option<usize>>, s: S) -> Result<S::Ok, S::Error> {
+    match count {
+        Some(count) => show_count(count, s),
+        None => s.serialize_none(),
+    }
 }
 
 #[cfg(test)]

@@ -211,3 +211,35 @@ fn streaming_and_card_compat_v03_default_and_are_set_by_file_or_environment() {
     let e = load_text("", &[("card.compat-v03", "maybe")]).unwrap_err().to_string();
     assert!(e.contains("card.compat-v03"), "{e}");
 }
+
+#[test]
+fn the_keys_come_from_the_struct_and_each_has_its_own_variable() {
+    let keys = Config::keys();
+    for key in ["listen", "data-dir", "push-queue", "push-lease-timeout-ms", "card.compat-v03", "dialect-01", "agents"]
+    {
+        assert!(keys.iter().any(|k| k == key), "{key} in {keys:?}");
+    }
+    let mut variables: Vec<String> = keys.iter().map(|k| keys::variable_suffix(k)).collect();
+    variables.sort();
+    let before = variables.len();
+    variables.dedup();
+    assert_eq!(before, variables.len(), "two keys would share an A2AD_* variable");
+}
+
+#[test]
+fn the_defaults_serialize_to_a_file_that_reads_back_as_the_defaults() {
+    let yaml = serde_yaml_ng::to_string(&Config::default()).unwrap();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(yaml.as_bytes()).unwrap();
+    assert_eq!(Config::load(Some(file.path()), &[]).unwrap(), Config::default(), "{yaml}");
+}
+
+#[test]
+fn secrets_never_serialize() {
+    let mut config = Config::default();
+    config.metrics_token = Some("hunter2-metrics".into());
+    config.card.signing_keys = vec![CardSigningKey::new("k", "hunter2-card-signing-key-0123456789").unwrap()];
+    let yaml = serde_yaml_ng::to_string(&config).unwrap();
+    assert!(!yaml.contains("hunter2"), "{yaml}");
+    assert!(yaml.contains("<redacted>"), "{yaml}");
+}

@@ -3,7 +3,7 @@
 //!
 //! Each transport is off unless configured (see README, "Transports").
 
-use serde::{de, Deserialize, Deserializer};
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::time::Duration;
 
 /// What `websocket-queue` is unless set: frames a WebSocket client may fall behind.
@@ -39,6 +39,11 @@ pub fn unix_mode<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     }
 }
 
+/// `serialize_with` for [`unix_mode`]: `0o660`, which it reads back.
+pub fn show_unix_mode<S: Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{mode:#o}"))
+}
+
 /// The `listen-unix-mode` value of a YAML document as written (`0o660`, not the 432 YAML
 /// makes of it), when the document is a mapping that has the key with a scalar value.
 pub fn unix_mode_as_written(yaml: &str) -> Option<String> {
@@ -56,7 +61,7 @@ pub fn scalar_as_written(yaml: &str) -> Option<String> {
 }
 
 /// `redis-transport:`: JSON-RPC requests read from a Redis stream by a consumer group.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RedisTransportConfig {
     /// `redis://host:port/db`.
@@ -74,7 +79,11 @@ pub struct RedisTransportConfig {
     #[serde(default = "default_block_ms")]
     pub block_ms: u64,
     /// Entries pending this long on any consumer (a dead one) are claimed by this node.
-    #[serde(default = "default_claim_idle", deserialize_with = "crate::config::units::duration")]
+    #[serde(
+        default = "default_claim_idle",
+        deserialize_with = "crate::config::units::duration",
+        serialize_with = "crate::config::units::show_duration"
+    )]
     pub claim_idle: Duration,
     /// Requests this node handles at once from the stream.
     #[serde(default = "default_max_in_flight")]

@@ -1,7 +1,10 @@
 //! Human units in the config: durations (`250ms`, `30s`, `5m`, `2h`, or plain seconds)
 //! and byte sizes (`512KiB`, `1MiB`, `1MB`, or plain bytes).
+//!
+//! Each reader has a writer (`show_*`) so that the config serializes to values it reads
+//! back: the key set of the config is taken from its serialized defaults.
 
-use serde::{de, Deserialize, Deserializer};
+use serde::{de, Deserialize, Deserializer, Serializer};
 use std::time::Duration;
 
 /// Parses a duration such as `250ms`, `1.5s`, `5m`, `2h`, `1d` or `30` (seconds).
@@ -72,6 +75,38 @@ pub fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
     }
 }
 
+/// `serialize_with` for durations: `250ms`, `30s`, or fractional seconds below a millisecond.
+pub fn show_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&duration_text(*d))
+}
+
+/// A duration as [`parse_duration`] reads it back.
+pub fn duration_text(d: Duration) -> String {
+    match (d.subsec_nanos(), d.subsec_nanos() % 1_000_000) {
+        (0, _) => format!("{}s", d.as_secs()),
+        (_, 0) => format!("{}ms", d.as_millis()),
+        _ => format!("{}s", d.as_secs_f64()),
+    }
+}
+
+/// `serialize_with` for an optional duration (`None` is null).
+pub fn show_optional_duration<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => show_duration(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A duration written as whole milliseconds (`push-lease-timeout-ms`).
+pub fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    u64::deserialize(d).map(Duration::from_millis)
+}
+
+/// `serialize_with` for [`millis`].
+pub fn show_millis<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +122,12 @@ mod tests {
         assert_eq!(parse_byte_size("64k").unwrap(), 64_000);
         assert!(parse_byte_size("1.5MiB").is_err());
         assert!(parse_byte_size("99999999999999GiB").is_err());
+    }
+
+    #[test]
+    fn durations_are_written_as_they_are_read() {
+        for d in [Duration::from_secs(300), Duration::from_millis(250), Duration::from_micros(1500), Duration::ZERO] {
+            assert_eq!(parse_duration(&duration_text(d)).unwrap(), d, "{}", duration_text(d));
+        }
     }
 }

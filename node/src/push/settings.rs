@@ -1,10 +1,12 @@
-//! The push settings the node runs with (the `push-*` keys, parsed by the config).
+//! The push settings the node runs with: the top-level `push-*` keys of the config, read
+//! straight into [`PushConfig`] (each field is renamed to its key).
 
-use serde::Deserialize;
+use crate::config::units;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Which durable queue holds push jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PushQueueKind {
     /// A queue in the node's own sled data dir (the default).
@@ -13,28 +15,95 @@ pub enum PushQueueKind {
     RedisStreams,
 }
 
-/// Every push setting, as the node uses them.
-#[derive(Debug, Clone, PartialEq)]
+/// Every push setting, as the node uses them. The keys sit at the top level of the
+/// config file (`push-queue: redis-streams`), so each field names its key; the config
+/// hands this struct the `push-*` keys alone.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct PushConfig {
     /// Turns on the capability, the four config methods and delivery.
+    #[serde(rename = "push-notifications")]
     pub enabled: bool,
+    #[serde(rename = "push-queue")]
     pub queue: PushQueueKind,
     /// CIDRs, IPs or host names (`*.example.com`) that webhooks may reach although they
     /// are private (trusted internal receivers).
+    #[serde(rename = "push-allow")]
     pub allow: Vec<String>,
     /// Deliver only terminal and interrupted states.
+    #[serde(rename = "push-terminal-only")]
     pub terminal_only: bool,
+    #[serde(rename = "push-timeout", deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub timeout: Duration,
+    #[serde(rename = "push-max-attempts")]
     pub max_attempts: u32,
+    #[serde(rename = "push-max-age", deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub max_age: Duration,
+    #[serde(rename = "push-retry-base", deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub retry_base: Duration,
+    #[serde(rename = "push-retry-max", deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub retry_max: Duration,
+    #[serde(rename = "push-concurrency")]
     pub concurrency: usize,
+    #[serde(rename = "push-redis-url")]
     pub redis_url: Option<String>,
+    #[serde(rename = "push-stream")]
     pub stream: String,
+    #[serde(rename = "push-retry-key")]
     pub retry_key: String,
+    #[serde(rename = "push-dead-stream")]
     pub dead_stream: String,
+    #[serde(rename = "push-consumer-group")]
     pub consumer_group: String,
+    #[serde(rename = "push-consumer-name")]
     pub consumer_name: Option<String>,
+    #[serde(
+        rename = "push-lease-timeout-ms",
+        deserialize_with = "units::millis",
+        serialize_with = "units::show_millis"
+    )]
     pub lease_timeout: Duration,
+}
+
+impl Default for PushConfig {
+    fn default() -> Self {
+        PushConfig {
+            enabled: false,
+            queue: PushQueueKind::LocalFile,
+            allow: Vec::new(),
+            terminal_only: false,
+            timeout: Duration::from_secs(10),
+            max_attempts: 8,
+            max_age: Duration::from_secs(3600),
+            retry_base: Duration::from_secs(1),
+            retry_max: Duration::from_secs(300),
+            concurrency: 32,
+            redis_url: None,
+            stream: "a2ad:push".into(),
+            retry_key: "a2ad:push:retry".into(),
+            dead_stream: "a2ad:push:dead".into(),
+            consumer_group: "a2ad".into(),
+            consumer_name: None,
+            lease_timeout: Duration::from_millis(30_000),
+        }
+    }
+}
+
+impl PushConfig {
+    /// The checks serde's types cannot express; the error names the key.
+    pub(crate) fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.max_attempts == 0 {
+            return Err(("push-max-attempts", "must be at least 1".into()));
+        }
+        if self.concurrency == 0 {
+            return Err(("push-concurrency", "must be at least 1".into()));
+        }
+        if self.queue == PushQueueKind::RedisStreams && self.redis_url.is_none() {
+            return Err(("push-redis-url", "is required with push-queue: redis-streams".into()));
+        }
+        if let Err(e) = super::url_guard::UrlPolicy::new(&self.allow) {
+            return Err(("push-allow", e));
+        }
+        Ok(())
+    }
 }

@@ -35,12 +35,13 @@ pub fn open_store(config: &Config) -> Result<SledStore, AdminError> {
 }
 
 /// A store that will not open: "the node is still running" when another process holds
-/// sled's lock (sled's own message is a Rust Debug dump), else the store's error.
+/// its lock ([`a2ad_storage::StoreError::Locked`]), else the store's error.
 fn store_error(config: &Config, error: a2ad_storage::StoreError) -> AdminError {
-    let text = error.to_string();
-    let reason = match text.contains("could not acquire lock") {
-        true => "another process holds it (is the node still running? stop it first)".to_owned(),
-        false => text,
+    let reason = match error {
+        a2ad_storage::StoreError::Locked => {
+            "another process holds it (is the node still running? stop it first)".to_owned()
+        }
+        other => other.to_string(),
     };
     AdminError::Store(config.data_dir.display().to_string(), reason)
 }

@@ -314,6 +314,16 @@ impl TaskStore for MeteredStore {
         self.metrics.move_task(before, record.task.status.state);
         Ok(before)
     }
+    fn put_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<a2ad_storage::PushJob>,
+    ) -> Result<a2ad_storage::StepOutcome, StoreError> {
+        let outcome = self.inner.put_step(record, events, jobs)?;
+        self.metrics.move_task(outcome.previous, record.task.status.state);
+        Ok(outcome)
+    }
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)
     }

@@ -2,12 +2,15 @@
 //!
 //! Where tasks and sessions live. [`TaskStore`] is the trait the rest of a2ad codes
 //! against; [`SledStore`] is the embedded default (a Redis store can implement the same
-//! trait later). Writes are cheap and go to the OS page cache; [`GroupCommit`] makes them
-//! durable, batching every caller that is waiting into one `fsync`, so that "flushed
-//! before the response" costs one flush per batch rather than per request.
+//! trait later). [`WalStore`] puts a write-ahead log in front of it: every write is one
+//! compact log record, applied to sled without a flush; [`GroupCommit`] makes the records
+//! durable, batching every caller that is waiting into one `fdatasync` of the log, so
+//! that "durable before the response" costs one sequential sync per batch rather than
+//! page rewrites per request; a [`Checkpointer`] flushes sled in the background.
 
 mod error;
 mod group_commit;
+mod journal;
 mod keyring;
 mod model;
 mod page_token;
@@ -19,13 +22,14 @@ pub mod wal;
 
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
+pub use journal::{Checkpointer, DurableQueue, ReplayReport, WalStore, WAL_DIR};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use model::{
     ContextKey, LoggedEvent, Owner, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery, TaskRecord,
 };
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
-pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue};
+pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
 pub use push_queue_redis::{redact_url, RedisQueue, RedisQueueOptions};
 pub use sled_store::{compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_EVENT_RETENTION};
 
@@ -40,6 +44,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Returns the state the task had before (`None` for a new task), which the store
     /// knows anyway and counters need.
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError>;
+
+    /// One step of a task: [`TaskStore::put_task`] plus the push `jobs` its `events`
+    /// caused (each job is for one of `events`, of this task). A store that holds the
+    /// node's push queue queues them in the SAME durable write, so that no crash can keep
+    /// an event and lose its push job, and returns [`StepOutcome::untaken`] empty. Any
+    /// other store (the default: an in-memory store needs nothing more) stores the task
+    /// and hands every job back in `untaken`, for the caller to enqueue itself.
+    fn put_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+    ) -> Result<StepOutcome, StoreError> {
+        let previous = self.put_task(record, events)?;
+        Ok(StepOutcome { previous, untaken: jobs })
+    }
 
     /// A task's logged events with a sequence number above `after`, oldest first, at most
     /// `limit`.
@@ -103,6 +123,15 @@ pub trait TaskStore: Send + Sync + 'static {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError>;
+}
+
+/// What [`TaskStore::put_step`] did.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    /// The state the task had before (`None` for a new task), as `put_task` returns it.
+    pub previous: Option<TaskState>,
+    /// The jobs the store did not queue with the write; the caller enqueues them.
+    pub untaken: Vec<PushJob>,
 }
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id

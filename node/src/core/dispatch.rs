@@ -135,7 +135,10 @@ impl Core {
                 return Ok(Reply::Stream(self.send_streaming_message(owner, req).await?))
             }
             Call::SubscribeToTask(req, last_event_id) => {
-                return Ok(Reply::Stream(self.subscribe_to_task(owner, req, last_event_id).await?));
+                let subscription = self.subscribe_to_task(owner, req, last_event_id).await?;
+                // Its first events come from the store: durable before they go out.
+                self.rt.commit.commit().await?;
+                return Ok(Reply::Stream(subscription));
             }
             Call::CreatePushConfig(config) => ReplyBody::PushConfig(self.create_push_config(owner, config).await?),
             Call::GetPushConfig(req) => ReplyBody::PushConfig(self.get_push_config(owner, req).await?),

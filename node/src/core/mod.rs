@@ -48,9 +48,24 @@ pub struct Core {
     /// Streams are served (`streaming`); off, the streaming calls are refused in
     /// [`Core::execute`], whatever binding or dialect they came by.
     pub streaming: bool,
+    /// Set once shutdown begins: readiness answers 503 from then on.
+    pub draining: std::sync::atomic::AtomicBool,
 }
 
 impl Core {
+    /// Readiness (`GET /ready`): whether the node takes work. Not while it drains, nor
+    /// while the store refuses writes (the last attempt to make a write durable failed;
+    /// the log retries with the next commit and readiness returns with it).
+    pub fn ready(&self) -> Result<(), &'static str> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("draining");
+        }
+        if self.rt.commit.is_failing() {
+            return Err("store-unavailable");
+        }
+        Ok(())
+    }
+
     /// The caller's owner identity from its credentials (any binding).
     pub fn authenticate(&self, credentials: &crate::auth::RequestCredentials) -> Result<Owner, crate::auth::AuthError> {
         if !self.auth.enabled() {

@@ -33,6 +33,7 @@
 
 mod compact;
 mod counters;
+mod durable;
 mod index;
 mod removal;
 mod settle;
@@ -51,6 +52,8 @@ use std::sync::Arc;
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
     db: sled::Db,
+    /// The directory sled's files are in (for the `fsync`s of [`TaskStore::flush`]).
+    dir: std::path::PathBuf,
     tasks: sled::Tree,
     sessions: sled::Tree,
     event_retention: u64,
@@ -63,14 +66,27 @@ pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`, first finishing a compaction that was
-    /// interrupted there.
+    /// interrupted there. sled flushes its own buffers every second (what the admin
+    /// commands, which write without a log in front, rely on).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, Some(1000))
+    }
+
+    /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
+    /// off, since every write is durable in the log first and the checkpointer flushes
+    /// sled (with [`TaskStore::flush`]) on its own schedule; a flush per second under
+    /// load rewrote pages for every few requests.
+    pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, None)
+    }
+
+    fn open_with(dir: &Path, flush_every_ms: Option<u64>) -> Result<Self, StoreError> {
         compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(128 * 1024 * 1024)
-            .flush_every_ms(Some(1000))
+            .flush_every_ms(flush_every_ms)
             .open()?;
         let tasks = db.open_tree("tasks")?;
         if counters::rebuild_if_missing(&tasks)? {
@@ -80,6 +96,7 @@ impl SledStore {
             tasks,
             sessions: db.open_tree("sessions")?,
             db,
+            dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             counter_locks: counters::CounterLocks::new(),
         })
@@ -255,9 +272,12 @@ impl TaskStore for SledStore {
         Ok(())
     }
 
+    /// `db.flush()` writes sled's buffers out but only `sync_file_range`s them (sled
+    /// 0.34.7 `sync_all`s only in its periodic flusher), so the files are `fsync`ed here:
+    /// the log file `db`, `conf`, every blob, and the directories that name them.
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
-        Ok(())
+        durable::sync_sled_files(&self.dir)
     }
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {
@@ -308,4 +328,4 @@ pub(crate) fn open_retrying(dir: &Path) -> SledStore {
 #[cfg(test)]
 mod counter_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

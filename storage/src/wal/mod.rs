@@ -88,8 +88,13 @@ impl WalOptions {
         self
     }
 
+    /// Fault injection for tests of a full disk: while `switch` is on, every segment
+    /// write fails with ENOSPC (after writing half its bytes, as a real full disk may).
+    pub fn full_disk_switch(self, switch: &FullDiskSwitch) -> Self {
+        self.disk(Arc::new(disk::SwitchedDisk { full: Arc::clone(&switch.0) }))
+    }
+
     /// Routes file operations through `disk` (tests inject failures with it).
-    #[cfg(test)]
     pub(crate) fn disk(mut self, disk: Arc<dyn Disk>) -> Self {
         self.disk = disk;
         self
@@ -98,6 +103,17 @@ impl WalOptions {
     fn max_payload(&self) -> usize {
         let room = usize::try_from(self.segment_size).unwrap_or(usize::MAX) - record::HEADER;
         room.min(record::MAX_PAYLOAD)
+    }
+}
+
+/// Turns a log's disk "full" and back ([`WalOptions::full_disk_switch`]); for tests.
+#[derive(Debug, Clone, Default)]
+pub struct FullDiskSwitch(Arc<std::sync::atomic::AtomicBool>);
+
+impl FullDiskSwitch {
+    /// Makes every later segment write fail (`true`) or succeed again (`false`).
+    pub fn set_full(&self, full: bool) {
+        self.0.store(full, Ordering::SeqCst);
     }
 }
 
@@ -318,6 +334,33 @@ impl Wal {
         }
         self.shared.wake.notify_one();
         rx.await.unwrap_or(Err(WalError::Closed))
+    }
+
+    /// [`Wal::commit`] for a blocking thread: the same shared batch, waited for without
+    /// an async runtime. Must not be called from async code (it would block a worker).
+    pub fn commit_blocking(&self, lsn: Lsn) -> Result<(), WalError> {
+        if lsn.0 <= self.shared.durable.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut queue = self.shared.lock_queue();
+            if lsn.0 >= queue.next_lsn {
+                return Err(WalError::BeyondLog { lsn: lsn.0, last: queue.next_lsn - 1 });
+            }
+            if queue.closed {
+                return Err(WalError::Closed);
+            }
+            queue.waiters.push((lsn.0, tx));
+        }
+        self.shared.wake.notify_one();
+        rx.blocking_recv().unwrap_or(Err(WalError::Closed))
+    }
+
+    /// Whether the last write batch failed with none succeeding since: the disk refuses
+    /// writes (full, gone, read-only), and commits fail until it heals.
+    pub fn is_failing(&self) -> bool {
+        self.shared.counters.failing.load(Ordering::Acquire)
     }
 
     /// The highest LSN on stable storage.

@@ -99,6 +99,8 @@ struct Served {
 /// log it does so sooner.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const CHECKPOINT_BYTES: u64 = 32 << 20;
+/// The sled tree of event-id reservations (see [`TaskStore::reserve_event_seq`]).
+const RESERVATIONS_TREE: &str = "event_reservations";
 
 /// Creates the data dir and opens the sled store in it (for use behind the log).
 fn open_store(config: &Config) -> Result<SledStore, StartupError> {
@@ -492,8 +494,9 @@ fn open_journal(config: &Config, sled: SledStore, push: Option<&PushStack>) -> R
         true => Some(PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?)),
         false => None,
     };
+    let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
     let dir = config.data_dir.join(WAL_DIR);
-    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, &dir, WalOptions::default())?;
+    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;
     if let Some(bytes) = report.torn_tail_bytes {
         tracing::warn!(bytes, "write-ahead log: dropped a record a crash left half-written");
     }

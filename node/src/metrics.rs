@@ -327,6 +327,12 @@ impl TaskStore for MeteredStore {
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)
     }
+    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
+        self.inner.reserve_event_seq(task_id, seq)
+    }
+    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
+        self.inner.reserved_event_seq(task_id)
+    }
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get_task(task_id)
     }

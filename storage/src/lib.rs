@@ -65,6 +65,24 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `limit`.
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError>;
 
+    /// Records that events of `task_id` up to `seq` may reach clients (streams) before
+    /// they are stored, so that start-up recovery numbers its FAILED event above them and
+    /// no event id ever names two events. Durable with the next group commit; returns
+    /// whether anything was written (`false`: reserved that far already), so the caller
+    /// commits only then. Removing the task drops the reservation. The default does
+    /// nothing: a store that keeps nothing across a crash cannot reuse an id.
+    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
+        let _ = (task_id, seq);
+        Ok(false)
+    }
+
+    /// The highest event seq reserved for `task_id` with
+    /// [`TaskStore::reserve_event_seq`] (0: none). Recovery reads it.
+    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
+        let _ = task_id;
+        Ok(0)
+    }
+
     /// Reads a task by id, whoever owns it (callers check the owner).
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 

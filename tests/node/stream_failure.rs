@@ -153,7 +153,7 @@ async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_wo
     let switch = FullDiskSwitch::default();
     let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.path().join("db")).unwrap());
     let options = WalOptions::default().full_disk_switch(&switch);
-    let (journal, _) = WalStore::open(sled, None, &dir.path().join("wal"), options).unwrap();
+    let (journal, _) = WalStore::open(sled, None, None, &dir.path().join("wal"), options).unwrap();
     let journal = Arc::new(journal);
     let mut config = Config::default_node();
     config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];

@@ -11,6 +11,7 @@ mod get_task;
 mod list_tasks;
 mod push_config;
 mod rate;
+mod reserved_stream;
 mod send_message;
 mod subscribe;
 pub mod version;
@@ -56,6 +57,15 @@ impl Core {
     /// Readiness (`GET /ready`): whether the node takes work. Not while it drains, nor
     /// while the store refuses writes (the last attempt to make a write durable failed;
     /// the log retries with the next commit and readiness returns with it).
+    /// A stream that reserves its event ids before sending them (`reserved_stream.rs`).
+    fn reserved_stream(
+        &self,
+        subscription: a2ad_actors::messages::Subscription,
+        task_id: String,
+    ) -> a2ad_actors::messages::Subscription {
+        reserved_stream::reserved(subscription, task_id, Arc::clone(&self.rt))
+    }
+
     pub fn ready(&self) -> Result<(), &'static str> {
         if self.draining.load(std::sync::atomic::Ordering::Acquire) {
             return Err("draining");

@@ -55,7 +55,9 @@ impl Core {
             true => self.rt.commit.commit_unlogged().await?,
             false => self.rt.commit.commit().await?,
         }
-        ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))
+        let subscription =
+            ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))?;
+        Ok(self.reserved_stream(subscription, ticket.task.id))
     }
 }
 

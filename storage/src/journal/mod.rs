@@ -21,6 +21,11 @@
 //! error, and still replays after a restart; a write the log could not make durable is
 //! answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
 //!
+//! Event-id reservations (`reserve_event_seq`, a small tree of their own): a running
+//! turn sends its progress events to streams before it stores them, so a stream first
+//! reserves the ids it is about to send (ahead, in steps) in a logged record and commits
+//! it; recovery's FAILED event is numbered above the reservation.
+//!
 //! Not logged (durable at the next checkpoint, at most a second later): push config
 //! writes (their commit flushes the store directly), the push worker's acks, retries and
 //! dead letters (a crash before the checkpoint delivers a job again: at least once).
@@ -38,9 +43,9 @@ use crate::{
     TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use step::Step;
 
 /// The log directory inside a data dir. sled locks the data dir, so one process at a time
@@ -55,6 +60,11 @@ pub struct WalStore {
     wal: Wal,
     /// Shared by writers from append to apply; taken exclusively by checkpoints.
     gate: RwLock<()>,
+    /// Event-id reservations (task id → seq, BE), when kept: see `reserve_event_seq`.
+    reservations: Option<sled::Tree>,
+    /// The reservations made since start, so a stream reserves with a map lookup, and a
+    /// task that ends drops its key.
+    reserved: Mutex<HashMap<String, u64>>,
 }
 
 /// What [`WalStore::open`] found in the log.
@@ -74,9 +84,12 @@ impl WalStore {
     /// that does not decode stops here with [`StoreError::Corrupt`]; a damaged log with
     /// durable records after the damage stops with the log's `Corrupt` error, whose text
     /// names `a2ad admin repair`. Blocks.
+    /// `reservations` is the tree event-id reservations live in (without one, streams
+    /// reserve nothing).
     pub fn open(
         inner: Arc<dyn TaskStore>,
         queue: Option<PushQueue>,
+        reservations: Option<sled::Tree>,
         dir: &Path,
         options: WalOptions,
     ) -> Result<(WalStore, ReplayReport), StoreError> {
@@ -86,7 +99,8 @@ impl WalStore {
             torn_tail_bytes: replay.torn_tail().map(|cut| cut.dropped_bytes),
             ..ReplayReport::default()
         };
-        let store = WalStore { inner, queue, wal, gate: RwLock::new(()) };
+        let store =
+            WalStore { inner, queue, wal, gate: RwLock::new(()), reservations, reserved: Mutex::new(HashMap::new()) };
         for record in replay {
             let step = step::decode(&record.payload)
                 .map_err(|e| StoreError::Corrupt(format!("write-ahead log record {}: {e}", record.lsn)))?;
@@ -134,12 +148,52 @@ impl WalStore {
             Step::PutSession { session, appended, history_limit } => {
                 self.inner.put_session(&session, &appended, history_limit)
             }
-            Step::DeleteTask { task_id } => self.inner.delete_task(&task_id).map(drop),
+            Step::DeleteTask { task_id } => self.apply_delete(&task_id).map(drop),
+            Step::Reserve { task_id, seq } => self.apply_reserve(&task_id, seq),
             Step::ForgetSession { key } => self.inner.forget_session_if_unused(&key).map(drop),
             Step::SettleReply { task_id, session, appended, history_limit } => {
-                self.inner.settle_reply(&task_id, &session, &appended, history_limit).map(drop)
+                self.apply_settle(&task_id, &session, &appended, history_limit).map(drop)
             }
         }
+    }
+
+    fn apply_delete(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let removed = self.inner.delete_task(task_id)?;
+        self.drop_reservation(task_id, true)?;
+        Ok(removed)
+    }
+
+    fn apply_settle(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let removed = self.inner.settle_reply(task_id, session, appended, history_limit)?;
+        self.drop_reservation(task_id, true)?;
+        Ok(removed)
+    }
+
+    /// Keeps the higher of the stored reservation and `seq`.
+    fn apply_reserve(&self, task_id: &str, seq: u64) -> Result<(), StoreError> {
+        let Some(tree) = &self.reservations else { return Ok(()) };
+        let stored = read_seq(tree.get(task_id)?.as_deref());
+        if seq > stored {
+            tree.insert(task_id, &seq.to_be_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a task's reservation: always on removal, else only one made since start
+    /// (so that a put costs no tree write unless the task streamed).
+    fn drop_reservation(&self, task_id: &str, always: bool) -> Result<(), StoreError> {
+        let Some(tree) = &self.reservations else { return Ok(()) };
+        let known = self.reserved.lock().unwrap_or_else(|p| p.into_inner()).remove(task_id).is_some();
+        if known || always {
+            tree.remove(task_id)?;
+        }
+        Ok(())
     }
 
     fn apply_put(
@@ -151,6 +205,10 @@ impl WalStore {
         let previous = self.inner.put_task(record, events)?;
         if let (Some(queue), false) = (&self.queue, jobs.is_empty()) {
             queue.enqueue(&jobs)?;
+        }
+        if record.state().is_terminal() {
+            // Recovery never looks at a terminal task: its reservation is garbage now.
+            self.drop_reservation(&record.task.id, false)?;
         }
         Ok(previous)
     }
@@ -179,6 +237,25 @@ impl TaskStore for WalStore {
 
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)
+    }
+
+    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
+        if self.reservations.is_none() {
+            return Ok(false);
+        }
+        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        if reserved.get(task_id).is_some_and(|&have| have >= seq) {
+            return Ok(false);
+        }
+        reserved.insert(task_id.to_owned(), seq);
+        drop(reserved);
+        self.logged(&step::encode_reserve(task_id, seq), || self.apply_reserve(task_id, seq))?;
+        Ok(true)
+    }
+
+    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
+        let Some(tree) = &self.reservations else { return Ok(0) };
+        Ok(read_seq(tree.get(task_id)?.as_deref()))
     }
 
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -222,7 +299,7 @@ impl TaskStore for WalStore {
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.logged(&step::encode_delete_task(task_id), || self.inner.delete_task(task_id))
+        self.logged(&step::encode_delete_task(task_id), || self.apply_delete(task_id))
     }
 
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -241,8 +318,13 @@ impl TaskStore for WalStore {
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let payload = step::encode_session(Some(task_id), session, appended, history_limit)?;
-        self.logged(&payload, || self.inner.settle_reply(task_id, session, appended, history_limit))
+        self.logged(&payload, || self.apply_settle(task_id, session, appended, history_limit))
     }
+}
+
+/// A stored reservation (8 bytes BE; anything else is none).
+fn read_seq(value: Option<&[u8]>) -> u64 {
+    value.and_then(|v| <[u8; 8]>::try_from(v).ok()).map_or(0, u64::from_be_bytes)
 }
 
 /// The local push queue as the delivery worker sees it: [`JobQueue::due`] answers only

@@ -16,6 +16,7 @@
 //! | 3   | delete task      | task id                                                     |
 //! | 4   | forget session   | context key JSON                                            |
 //! | 5   | settle reply     | task id, session JSON, history limit, n × message JSON      |
+//! | 6   | reserve event ids| task id, seq                                                |
 
 use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, StoreError, TaskRecord};
 use a2ad_protocol::Message;
@@ -30,6 +31,7 @@ pub(crate) enum Step {
     DeleteTask { task_id: String },
     ForgetSession { key: ContextKey },
     SettleReply { task_id: String, session: SessionRecord, appended: Vec<Message>, history_limit: usize },
+    Reserve { task_id: String, seq: u64 },
 }
 
 /// Encodes a task write. Every job must be for one of `events` of this task.
@@ -84,6 +86,13 @@ pub(crate) fn encode_delete_task(task_id: &str) -> Vec<u8> {
     out.0
 }
 
+pub(crate) fn encode_reserve(task_id: &str, seq: u64) -> Vec<u8> {
+    let mut out = Writer::new(6);
+    out.bytes(task_id.as_bytes());
+    out.varint(seq);
+    out.0
+}
+
 pub(crate) fn encode_forget_session(key: &ContextKey) -> Result<Vec<u8>, StoreError> {
     let mut out = Writer::new(4);
     out.json(key)?;
@@ -110,6 +119,7 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
             let (session, history_limit, appended) = decode_session(&mut r)?;
             Step::SettleReply { task_id, session, appended, history_limit }
         }
+        6 => Step::Reserve { task_id: r.string()?, seq: r.varint()? },
         _ => return Err(bad("unknown operation")),
     };
     if !r.0.is_empty() {

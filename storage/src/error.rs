@@ -22,6 +22,10 @@ pub enum StoreError {
     /// caller tell an outage it can wait out from a bad setting.
     #[error("{message}")]
     Redis { kind: RedisFailure, message: String },
+    /// A task write whose generation (`last_event_seq`) is below the stored one: a stale
+    /// writer, refused rather than silently overwriting newer events' task.
+    #[error("task {task_id} is at generation {stored}; a write of generation {offered} is stale")]
+    Conflict { task_id: String, stored: u64, offered: u64 },
     /// A write could not be made durable (the write-ahead log's disk is full or failing).
     /// Transient: the log retries, and commits succeed again once the disk heals.
     #[error("the store cannot make writes durable: {0}")]

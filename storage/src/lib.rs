@@ -42,7 +42,9 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Creates or replaces a task and appends `events` to its event log, keeping every
     /// index in step, atomically. The log keeps the task's last `event_retention` events.
     /// Returns the state the task had before (`None` for a new task), which the store
-    /// knows anyway and counters need.
+    /// knows anyway and counters need. The task's generation is its `last_event_seq`:
+    /// a write below the stored one fails with [`StoreError::Conflict`] and changes
+    /// nothing (an equal one is a write without new events, and is fine).
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError>;
 
     /// One step of a task: [`TaskStore::put_task`] plus the push `jobs` its `events`

@@ -144,7 +144,12 @@ impl WalStore {
     /// A replayed step, applied as the live write did.
     fn apply(&self, step: Step) -> Result<(), StoreError> {
         match step {
-            Step::PutTask { record, events, jobs } => self.apply_put(&record, &events, jobs).map(drop),
+            Step::PutTask { record, events, jobs } => match self.apply_put(&record, &events, jobs) {
+                // The store holds a newer write of the task already (flushed after this
+                // record): nothing to redo.
+                Err(StoreError::Conflict { .. }) => Ok(()),
+                other => other.map(drop),
+            },
             Step::PutSession { session, appended, history_limit } => {
                 self.inner.put_session(&session, &appended, history_limit)
             }

@@ -143,6 +143,17 @@ impl SledStore {
     }
 }
 
+/// The generation (`last_event_seq`) of a stored task, read off the end of its JSON
+/// without decoding it: `last_event_seq` is the last field of [`TaskRecord`], so the
+/// record ends with `"last_event_seq":N}`. `None` when it does not (then no check).
+fn stored_generation(value: &[u8]) -> Option<u64> {
+    const FIELD: &[u8] = b"\"last_event_seq\":";
+    let body = value.strip_suffix(b"}")?;
+    let tail = &body[body.len().saturating_sub(FIELD.len() + 20)..];
+    let at = tail.windows(FIELD.len()).rposition(|w| w == FIELD)?;
+    std::str::from_utf8(&tail[at + FIELD.len()..]).ok()?.parse().ok()
+}
+
 fn corrupt(e: serde_json::Error) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
@@ -153,7 +164,14 @@ impl TaskStore for SledStore {
         let stamp = Stamp::of(record);
         let mut value = stamp.encode().to_vec();
         serde_json::to_writer(&mut value, record).map_err(corrupt)?;
-        let old = self.tasks.get(index::key(Prefix::Task, id))?.and_then(|v| Stamp::decode(&v));
+        let stored = self.tasks.get(index::key(Prefix::Task, id))?;
+        if let Some(generation) = stored.as_deref().and_then(stored_generation) {
+            if generation > record.last_event_seq {
+                let (task_id, offered) = (record.task.id.clone(), record.last_event_seq);
+                return Err(StoreError::Conflict { task_id, stored: generation, offered });
+            }
+        }
+        let old = stored.and_then(|v| Stamp::decode(&v));
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));

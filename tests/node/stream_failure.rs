@@ -103,18 +103,7 @@ async fn a_stream_whose_final_commit_fails_ends_with_a_store_unavailable_frame()
     let supervisor = Supervisor::new(rt).start();
     let key = ContextKey::new(Owner::anonymous(), "ctx-disk");
     let context = supervisor.send(Route { key: key.clone() }).await.unwrap().unwrap();
-    let mut message = Message::agent_text("m1".into(), "ctx-disk", None, "twelve chars");
-    message.role = Role::User;
-    let start = StartTurn {
-        owner: key.owner,
-        message,
-        skill: None,
-        task_id: None,
-        stream: true,
-        keep_task: true,
-        push_config: None,
-    };
-    let ticket = context.send(start).await.unwrap().unwrap();
+    let ticket = context.send(start_turn("ctx-disk")).await.unwrap().unwrap();
     disk.failing.store(true, Ordering::SeqCst); // Before the turn's end is committed.
 
     let items: Vec<_> = ticket.subscription.unwrap().into_items().collect().await;

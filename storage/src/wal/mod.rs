@@ -318,8 +318,16 @@ impl Wal {
     /// write failure it returns the error; the record is then neither durable nor lost:
     /// it stays queued and the next commit writes it again.
     pub async fn commit(&self, lsn: Lsn) -> Result<(), WalError> {
+        match self.wait_for(lsn)? {
+            Some(rx) => rx.await.unwrap_or(Err(WalError::Closed)),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues a waiter for `lsn` and wakes the flusher; `None` when `lsn` is durable.
+    fn wait_for(&self, lsn: Lsn) -> Result<Option<oneshot::Receiver<Result<(), WalError>>>, WalError> {
         if lsn.0 <= self.shared.durable.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(None);
         }
         let (tx, rx) = oneshot::channel();
         {
@@ -333,28 +341,16 @@ impl Wal {
             queue.waiters.push((lsn.0, tx));
         }
         self.shared.wake.notify_one();
-        rx.await.unwrap_or(Err(WalError::Closed))
+        Ok(Some(rx))
     }
 
     /// [`Wal::commit`] for a blocking thread: the same shared batch, waited for without
     /// an async runtime. Must not be called from async code (it would block a worker).
     pub fn commit_blocking(&self, lsn: Lsn) -> Result<(), WalError> {
-        if lsn.0 <= self.shared.durable.load(Ordering::Acquire) {
-            return Ok(());
+        match self.wait_for(lsn)? {
+            Some(rx) => rx.blocking_recv().unwrap_or(Err(WalError::Closed)),
+            None => Ok(()),
         }
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut queue = self.shared.lock_queue();
-            if lsn.0 >= queue.next_lsn {
-                return Err(WalError::BeyondLog { lsn: lsn.0, last: queue.next_lsn - 1 });
-            }
-            if queue.closed {
-                return Err(WalError::Closed);
-            }
-            queue.waiters.push((lsn.0, tx));
-        }
-        self.shared.wake.notify_one();
-        rx.blocking_recv().unwrap_or(Err(WalError::Closed))
     }
 
     /// Whether the last write batch failed with none succeeding since: the disk refuses

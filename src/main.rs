@@ -65,6 +65,9 @@ enum AdminCommand {
     /// Reclaim the space of removed tasks: copies the live data into a fresh store in the
     /// data dir and swaps it in (crash-safe). Prints the sizes before and after.
     Compact(StoreArgs),
+    /// Cut the write-ahead log at its first damaged record, when start-up refuses a
+    /// corrupt log: the records from that point on are lost (prints where it cut).
+    Repair(StoreArgs),
 }
 
 #[derive(Subcommand)]
@@ -300,6 +303,7 @@ fn admin(command: AdminCommand) -> anyhow::Result<()> {
             let report = a2ad::admin::compact::run(&store.load()?)?;
             println!("compacted: {} -> {}", human_bytes(report.before), human_bytes(report.after));
         }
+        AdminCommand::Repair(store) => print!("{}", a2ad::admin::repair(&store.load()?)?),
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use crate::agents::build_registry;
 use crate::agents::process_groups::ProcessGroups;
 use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
-use crate::config::Config;
+use crate::config::{Config, PushQueueKind};
 use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
 use crate::http::{routes, AppState};
@@ -23,7 +23,10 @@ use a2ad_actors::messages::{Drain, GetStats, StopAll, SupervisorStats};
 use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
-use a2ad_storage::{GroupCommit, SledStore, StoreError, TaskStore};
+use a2ad_storage::wal::WalOptions;
+use a2ad_storage::{
+    Checkpointer, DurableQueue, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
+};
 use actix::prelude::*;
 use actix_web::{dev::Server, web, App, HttpServer};
 use failure::{store_cause, NewDirs};
@@ -84,6 +87,9 @@ pub struct NodeCore {
     pub core: Arc<Core>,
     supervisor: Addr<Supervisor>,
     commit: GroupCommit,
+    /// Flushes sled behind the log in the background; stopped (after a last checkpoint)
+    /// at close.
+    checkpointer: Option<Arc<Checkpointer>>,
     recovered: usize,
     push_worker: Option<Addr<PushWorker>>,
     shutdown_grace: Duration,
@@ -103,11 +109,18 @@ struct Served {
     unix_socket: Option<SocketFile>,
 }
 
-/// Creates the data dir and opens the sled store in it.
+/// How often the checkpointer flushes sled behind the log, and after how many bytes of
+/// log it does so sooner.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+const CHECKPOINT_BYTES: u64 = 32 << 20;
+/// The sled tree of event-id reservations (see [`TaskStore::reserve_event_seq`]).
+const RESERVATIONS_TREE: &str = "event_reservations";
+
+/// Creates the data dir and opens the sled store in it (for use behind the log).
 fn open_store(config: &Config) -> Result<SledStore, StartupError> {
     let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
     std::fs::create_dir_all(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
-    Ok(SledStore::open(&config.data_dir)
+    Ok(SledStore::open_behind_log(&config.data_dir)
         .map_err(|e| failed(store_cause(&e)))?
         .with_event_retention(config.event_retention))
 }
@@ -254,9 +267,14 @@ impl NodeCore {
             let queue = MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(&metrics)).map_err(store_error)?;
             push.hooks.queue = Arc::new(queue);
         }
+        let journal = open_journal(config, sled, push.as_ref()).map_err(store_error)?;
+        if let Some(push) = push.as_mut().filter(|_| config.push.queue == PushQueueKind::LocalFile) {
+            let queue = DurableQueue::new(Arc::clone(&push.hooks.queue), journal.wal().clone());
+            push.hooks.queue = Arc::new(queue);
+        }
         let store: Arc<dyn TaskStore> =
-            Arc::new(MeteredStore::new(Arc::new(sled), Arc::clone(&metrics)).map_err(store_error)?);
-        let commit = GroupCommit::start(Arc::clone(&store)).map_err(store_error)?;
+            Arc::new(MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(&metrics)).map_err(store_error)?);
+        let commit = GroupCommit::over_log(Arc::clone(&journal));
         let workers = if config.workers == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
         } else {
@@ -274,7 +292,8 @@ impl NodeCore {
         });
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
         remove_orphan_push_configs(&rt);
-        store.flush().map_err(store_error)?;
+        commit.commit().await.map_err(store_error)?;
+        let checkpointer = Checkpointer::start(journal, CHECKPOINT_EVERY, CHECKPOINT_BYTES).map_err(store_error)?;
         let push_worker = push.as_ref().map(PushStack::start_worker);
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
         let core = Arc::new(Core::new(CoreParts {
@@ -295,6 +314,7 @@ impl NodeCore {
             core,
             supervisor,
             commit,
+            checkpointer: Some(Arc::new(checkpointer)),
             recovered,
             push_worker,
             shutdown_grace,
@@ -313,6 +333,7 @@ impl NodeCore {
     /// honestly (FAILED, saying why), which sends every open stream its final event.
     pub async fn drain(&self) {
         tracing::info!(grace_seconds = self.shutdown_grace.as_secs(), "shutting down");
+        self.core.start_draining();
         self.stop_background.cancel();
         let _ = self.supervisor.send(Drain { grace: self.shutdown_grace }).await;
         let _ = self.supervisor.send(StopAll).await;
@@ -330,6 +351,9 @@ impl NodeCore {
         self.process_groups.close().await;
         if let Err(e) = self.commit.commit().await {
             tracing::error!(error = %e, "final flush failed");
+        }
+        if let Some(checkpointer) = self.checkpointer.take() {
+            let _ = actix_web::rt::task::spawn_blocking(move || checkpointer.stop()).await;
         }
         let stats = self.commit.stats();
         tracing::info!(
@@ -451,6 +475,7 @@ impl Application {
         let redis_stop = self.redis.as_ref().map(RedisTransport::stop_token);
         let stop_background = self.node.stop_background.clone();
         let signals = std::mem::replace(&mut self.signals, ShutdownSignals(None));
+        let core = Arc::clone(&self.node.core);
         // Set when a signal arrives, and once the turns are drained: with no connection
         // open, the HTTP server stops at once, and the close below must not cut the
         // running turns' grace period short.
@@ -462,6 +487,7 @@ impl Application {
         actix_web::rt::spawn(async move {
             signals.wait().await;
             signal_seen.cancel();
+            core.start_draining();
             tracing::info!(grace_seconds = grace.as_secs(), "shutting down");
             stop_background.cancel();
             let stopping = handle.stop(true);
@@ -492,6 +518,25 @@ impl Application {
         self.node.close().await;
         served
     }
+}
+
+/// Opens the write-ahead log in the data dir in front of `sled` and replays its tail
+/// (with the local push queue, when push uses it, so jobs come back with their events).
+fn open_journal(config: &Config, sled: SledStore, push: Option<&PushStack>) -> Result<Arc<WalStore>, StoreError> {
+    let local_queue = match push.is_some() && config.push.queue == PushQueueKind::LocalFile {
+        true => Some(PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?)),
+        false => None,
+    };
+    let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
+    let dir = config.data_dir.join(WAL_DIR);
+    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;
+    if let Some(bytes) = report.torn_tail_bytes {
+        tracing::warn!(bytes, "write-ahead log: dropped a record a crash left half-written");
+    }
+    if report.replayed > 0 {
+        tracing::info!(records = report.replayed, after = report.checkpoint, "write-ahead log replayed");
+    }
+    Ok(Arc::new(journal))
 }
 
 /// Removes the push configs a crash left without their task, before any request can

@@ -54,12 +54,19 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Stores a task with its new events and queues their push deliveries. Both writes
-    /// precede the group commit that makes them durable together.
+    /// Stores a task with its new events and their push deliveries as one step
+    /// ([`TaskStore::put_step`]): behind the write-ahead log with the local push queue,
+    /// one log record, so no crash separates an event from its push job. Jobs the store
+    /// does not take (another queue) are queued right after. Everything precedes the
+    /// group commit that makes it durable.
     pub fn persist(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
-        self.store.put_task(record, events)?;
-        if let Some(push) = &self.push {
-            push.enqueue_events(&record.task.id, events, chrono::Utc::now().timestamp_millis())?;
+        let jobs = match &self.push {
+            Some(push) => push.jobs_for(&record.task.id, events, chrono::Utc::now().timestamp_millis())?,
+            None => Vec::new(),
+        };
+        let outcome = self.store.put_step(record, events, jobs)?;
+        if let (Some(push), false) = (&self.push, outcome.untaken.is_empty()) {
+            push.queue.enqueue(&outcome.untaken)?;
         }
         Ok(())
     }

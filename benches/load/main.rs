@@ -212,8 +212,13 @@ fn run_core(
     let bare_result = runtime.block_on(load(bare.addr));
     drop(bare);
     let node = Node::start(bin, &["--workers", "1"]);
+    let (cpu_before, written_before) = (node.cpu_seconds(), node::write_bytes_of(node.pid()));
     let node_result = runtime.block_on(load(node.addr));
     let node_rss = node.rss_kib();
+    // Warm-up and measured seconds both ran at about the measured rate.
+    let requests = node_result.throughput() * (warmup + duration).as_secs_f64();
+    let cpu_per_request = (node.cpu_seconds() - cpu_before) / requests * 1e6;
+    let written_per_task = node::write_bytes_of(node.pid()).saturating_sub(written_before) as f64 / requests;
     drop(node);
     let rest = Node::start(bin, &["--workers", "1"]);
     let target = client::Target {
@@ -235,6 +240,10 @@ fn run_core(
         "ratio a2ad / bare: {:.3}  (a2ad RSS after run: {} MiB)",
         node_result.throughput() / bare_result.throughput(),
         node_rss / 1024
+    );
+    println!(
+        "a2ad JSON-RPC: {cpu_per_request:.0} us server CPU and {written_per_task:.0} bytes written (/proc/PID/io \
+         write_bytes) per request"
     );
 
     bare_result.throughput()

@@ -100,6 +100,12 @@ impl Node {
     }
 }
 
+/// Bytes process `pid` caused to be written to storage (`write_bytes` of /proc/PID/io).
+pub fn write_bytes_of(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    io.lines().find_map(|l| l.strip_prefix("write_bytes:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
 /// CPU time process `pid` has used (user + system), from /proc, in seconds.
 pub fn cpu_seconds_of(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

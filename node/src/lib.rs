@@ -16,6 +16,7 @@
 //! * [`retention`]: removes old tasks and expires unanswered ones in the background.
 //! * [`card`], [`card_signing`], [`extended_card`]: the agent card.
 //! * [`metrics`]: the Prometheus metrics and the store and queue wrappers that feed them.
+//! * [`units`]: durations and byte sizes as the config writes them, read and shown.
 
 pub mod agents;
 pub mod artifacts;
@@ -29,3 +30,4 @@ pub mod metrics;
 pub mod push;
 pub mod retention;
 pub mod rpc;
+pub mod units;

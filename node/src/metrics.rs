@@ -313,8 +313,24 @@ impl TaskStore for MeteredStore {
         self.metrics.move_task(before, record.task.status.state);
         Ok(before)
     }
+    fn put_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<a2ad_storage::PushJob>,
+    ) -> Result<a2ad_storage::StepOutcome, StoreError> {
+        let outcome = self.inner.put_step(record, events, jobs)?;
+        self.metrics.move_task(outcome.previous, record.task.status.state);
+        Ok(outcome)
+    }
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)
+    }
+    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
+        self.inner.reserve_event_seq(task_id, seq)
+    }
+    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
+        self.inner.reserved_event_seq(task_id)
     }
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.inner.get_task(task_id)

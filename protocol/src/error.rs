@@ -97,6 +97,10 @@ pub enum ErrorCode {
     /// Streams) carry the credential in-band and answer with this code. -31401 is what
     /// a2a-go uses (the spec names no JSON-RPC code for it).
     Unauthenticated,
+    /// The task store cannot make a write durable (the disk is full or failing). Nothing
+    /// was acknowledged; the node heals by itself once the disk does, so the caller
+    /// retries (answered with `Retry-After`).
+    StoreUnavailable,
 }
 
 impl ErrorCode {
@@ -153,6 +157,13 @@ impl ErrorCode {
             ErrorCode::RateLimited => (-32052, 429, ResourceExhausted, "RATE_LIMITED", "Too many requests"),
             ErrorCode::LimitExceeded => (-32053, 429, ResourceExhausted, "LIMIT_EXCEEDED", "A limit was reached"),
             ErrorCode::Unauthenticated => (-31401, 401, Unauthenticated, "UNAUTHENTICATED", "Authentication required"),
+            ErrorCode::StoreUnavailable => (
+                -32054,
+                503,
+                Unavailable,
+                "STORE_UNAVAILABLE",
+                "The task store cannot make writes durable; try again later",
+            ),
             ErrorCode::SubscriberTooSlow => (
                 -32051,
                 503,
@@ -186,6 +197,7 @@ impl ErrorCode {
         ErrorCode::RateLimited,
         ErrorCode::LimitExceeded,
         ErrorCode::Unauthenticated,
+        ErrorCode::StoreUnavailable,
     ];
 }
 
@@ -244,6 +256,11 @@ impl A2aError {
             .with_meta("correlationId", correlation);
         error.detail = Some(detail.into());
         error
+    }
+
+    /// The store refused a write ([`ErrorCode::StoreUnavailable`]); `Retry-After: 1`.
+    pub fn store_unavailable() -> Self {
+        Self::of(ErrorCode::StoreUnavailable).with_meta("retryAfterSeconds", "1")
     }
 
     pub fn busy(message: impl Into<String>) -> Self {

@@ -24,6 +24,31 @@ pub enum AdminError {
     Queue(#[from] a2ad_storage::StoreError),
     #[error("there is no task store in {0} (check --data-dir or the config's data-dir)")]
     NoStore(String),
+    #[error(transparent)]
+    Wal(#[from] a2ad_storage::wal::WalError),
+}
+
+/// `a2ad admin repair`: cuts the data dir's write-ahead log at its first bad record
+/// ([`a2ad_storage::wal::Wal::repair`]) and says what it did. Run it with the node
+/// stopped; a sound log is left alone.
+pub fn repair(config: &Config) -> Result<String, AdminError> {
+    let dir = config.data_dir.join(a2ad_storage::WAL_DIR);
+    if !dir.is_dir() {
+        return Err(AdminError::NoStore(dir.display().to_string()));
+    }
+    let report = a2ad_storage::wal::Wal::repair(&dir)?;
+    let Some(cut) = report.cut else {
+        return Ok(format!("the write-ahead log is sound (last record {}); nothing changed\n", report.last_lsn));
+    };
+    Ok(format!(
+        "cut {} at byte {} ({}): {} bytes dropped, {} later segment(s) removed; the log now ends at record {}\n",
+        cut.segment.display(),
+        cut.offset,
+        cut.reason,
+        report.dropped_bytes,
+        report.removed_segments.len(),
+        report.last_lsn
+    ))
 }
 
 /// Opens the node's task store, saying what to do when the node still holds it.

@@ -11,7 +11,7 @@ pub const DEFAULT_IDLE_TIMEOUT: &str = "120s";
 
 /// `--idle-timeout`: a duration (`90s`, `5m`, plain seconds); `0` means none.
 fn idle_timeout(text: &str) -> Result<Duration, String> {
-    crate::config::units::parse_duration(text)
+    a2ad_node::units::parse_duration(text)
 }
 
 /// Credentials sent with every request. Flags win over the environment.

@@ -93,11 +93,12 @@ fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
 
 /// JSON-RPC errors travel with 200; only a refused body keeps its HTTP status, since the
 /// request was never read as JSON-RPC, and a rate limit answers 429 so that proxies and
-/// clients back off.
+/// clients back off, as does a store that refuses writes (503, `Retry-After`).
 fn status_of(error: Option<&A2aError>) -> StatusCode {
     match error.map(|e| e.code) {
         Some(ErrorCode::PayloadTooLarge) => StatusCode::PAYLOAD_TOO_LARGE,
         Some(ErrorCode::RateLimited) => StatusCode::TOO_MANY_REQUESTS,
+        Some(ErrorCode::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::OK,
     }
 }

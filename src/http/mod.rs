@@ -42,6 +42,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
     cfg.route("/", web::post().to(jsonrpc::handle))
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
         .route("/health", web::get().to(health))
+        .route("/ready", web::get().to(ready))
         .route("/metrics", web::get().to(observe::metrics));
     // Before the 1.0 routes: with an empty prefix, `/v1/tasks/…` would match `/{tenant}/…`.
     rest_v03::routes(cfg);
@@ -87,12 +88,25 @@ fn echo_extensions(activated: &[String], response: &mut HttpResponse) {
     }
 }
 
-/// Adds `Retry-After` to the answer of a rate-limited request.
+/// Adds `Retry-After` to the answer of a rate-limited request, or of a write the store
+/// could not make durable (503).
 fn retry_after(error: &a2ad_protocol::A2aError, response: &mut HttpResponse) {
     if let Some(seconds) = error.metadata.get("retryAfterSeconds") {
         if let Ok(value) = actix_web::http::header::HeaderValue::from_str(seconds) {
             response.headers_mut().insert(actix_web::http::header::RETRY_AFTER, value);
         }
+    }
+}
+
+/// Readiness: 200 while the node takes work; 503 with the reason (and `Retry-After`)
+/// while it drains or its store refuses writes. `/health` stays liveness.
+async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    match state.core.ready() {
+        Ok(()) => HttpResponse::Ok().content_type("application/json").body(r#"{"status":"ready"}"#),
+        Err(reason) => HttpResponse::ServiceUnavailable()
+            .insert_header((actix_web::http::header::RETRY_AFTER, "1"))
+            .content_type("application/json")
+            .body(format!(r#"{{"status":"unready","reason":"{reason}"}}"#)),
     }
 }
 

@@ -26,6 +26,27 @@ pub enum StoreError {
     /// caller tell an outage it can wait out from a bad setting.
     #[error("{message}")]
     Redis { kind: RedisFailure, message: String },
+    /// A task write whose generation (`last_event_seq`) is below the stored one: a stale
+    /// writer, refused rather than silently overwriting newer events' task.
+    #[error("task {task_id} is at generation {stored}; a write of generation {offered} is stale")]
+    Conflict { task_id: String, stored: u64, offered: u64 },
+    /// A write could not be made durable (the write-ahead log's disk is full or failing).
+    /// Transient: the log retries, and commits succeed again once the disk heals.
+    #[error("the store cannot make writes durable: {0}")]
+    Unavailable(String),
+}
+
+impl From<crate::wal::WalError> for StoreError {
+    /// A file failure is [`StoreError::Unavailable`] (the log heals with the disk); a
+    /// closed log is [`StoreError::Closed`]; anything else is damage or a bug.
+    fn from(e: crate::wal::WalError) -> Self {
+        use crate::wal::WalError;
+        match e {
+            WalError::Io { .. } => StoreError::Unavailable(e.to_string()),
+            WalError::Closed => StoreError::Closed,
+            other => StoreError::Corrupt(other.to_string()),
+        }
+    }
 }
 
 impl StoreError {
@@ -56,8 +77,14 @@ pub enum RedisFailure {
 
 /// Callers see a generic internal error: the details (paths, engine messages) go to the
 /// log, never into a response.
+/// A store that refuses writes is [`a2ad_protocol::ErrorCode::StoreUnavailable`] (503,
+/// `Retry-After`), with the detail logged only.
 impl From<StoreError> for A2aError {
     fn from(e: StoreError) -> Self {
+        if let StoreError::Unavailable(detail) = &e {
+            tracing::warn!(error = %detail, "a write could not be made durable");
+            return A2aError::store_unavailable();
+        }
         A2aError::internal(format!("task store failure: {e}"))
     }
 }

@@ -1,5 +1,10 @@
 //! Group commit: many writers, one `fsync`.
 //!
+//! Over a write-ahead log ([`GroupCommit::over_log`], what the node runs), a commit is
+//! [`crate::wal::Wal::commit`] of the last record appended: one `fdatasync` of the log per batch.
+//! The flusher below ([`GroupCommit::start`]) is the older form without a log, which
+//! flushes the whole store per batch; tests use it around stores without a log.
+//!
 //! A request that must be durable before it is answered calls [`GroupCommit::commit`]
 //! after its write. The call parks the caller (asynchronously) and wakes a dedicated
 //! flusher thread. The flusher takes every waiter queued so far, flushes once, and wakes
@@ -7,7 +12,8 @@
 //! a flush is shared by a whole batch, and no actor or HTTP worker thread ever blocks on
 //! the disk.
 
-use crate::{StoreError, TaskStore};
+use crate::{StoreError, TaskStore, WalStore};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -28,6 +34,8 @@ struct Shared {
     flushes: AtomicU64,
     waiters_served: AtomicU64,
     flush_micros: AtomicU64,
+    /// The last flush failed.
+    failing: AtomicBool,
 }
 
 /// Counters of the flusher, for metrics and benchmarks.
@@ -44,9 +52,12 @@ pub struct CommitStats {
 /// A handle to the flusher thread. Cloning is cheap; the thread stops when the last handle
 /// is dropped or [`GroupCommit::close`] is called, after serving every queued waiter.
 #[derive(Clone)]
-pub struct GroupCommit {
-    shared: Arc<Shared>,
-    _owner: Arc<FlusherOwner>,
+pub struct GroupCommit(Mode);
+
+#[derive(Clone)]
+enum Mode {
+    Flusher { shared: Arc<Shared>, _owner: Arc<FlusherOwner> },
+    Wal(Arc<WalStore>),
 }
 
 /// Held only by handles (never by the thread), so that dropping the last handle stops the
@@ -82,6 +93,7 @@ impl GroupCommit {
             flushes: AtomicU64::new(0),
             waiters_served: AtomicU64::new(0),
             flush_micros: AtomicU64::new(0),
+            failing: AtomicBool::new(false),
         });
         let thread_shared = Arc::clone(&shared);
         let thread = thread::Builder::new()
@@ -89,40 +101,85 @@ impl GroupCommit {
             .spawn(move || flusher_loop(&thread_shared, store))
             .map_err(|_| StoreError::Closed)?;
         let owner = FlusherOwner { shared: Arc::clone(&shared), thread: Mutex::new(Some(thread)) };
-        Ok(GroupCommit { shared, _owner: Arc::new(owner) })
+        Ok(GroupCommit(Mode::Flusher { shared, _owner: Arc::new(owner) }))
     }
 
-    /// Resolves once everything written before the call is on disk.
+    /// Commits through the log of `store`: everything written through it before the call
+    /// is durable once a commit resolves.
+    pub fn over_log(store: Arc<WalStore>) -> Self {
+        GroupCommit(Mode::Wal(store))
+    }
+
+    /// [`GroupCommit::commit`] for writes that bypass the log (push configs, which live in
+    /// a tree of the same database): over a log, a checkpoint on a blocking thread, which
+    /// flushes the whole store durably (milliseconds, so only for rare writes).
+    pub async fn commit_unlogged(&self) -> Result<(), StoreError> {
+        let Mode::Wal(store) = &self.0 else { return self.commit().await };
+        let store = Arc::clone(store);
+        match tokio::task::spawn_blocking(move || store.checkpoint()).await {
+            Ok(result) => result.map(drop),
+            Err(_) => Err(StoreError::Closed),
+        }
+    }
+
+    /// Resolves once everything written before the call is durable. A write the disk
+    /// refused is [`StoreError::Unavailable`]: nothing was lost, a later commit retries.
     pub async fn commit(&self) -> Result<(), StoreError> {
+        let shared = match &self.0 {
+            Mode::Wal(store) => return Ok(store.wal().commit(store.wal().last_lsn()).await?),
+            Mode::Flusher { shared, .. } => shared,
+        };
         let (tx, rx) = oneshot::channel();
         {
-            let mut queue = self.shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
             if queue.closed {
                 return Err(StoreError::Closed);
             }
             queue.waiters.push(tx);
         }
-        self.shared.wake.notify_one();
+        shared.wake.notify_one();
         match rx.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(msg)) => Err(StoreError::Corrupt(msg)),
+            Ok(Err(msg)) => Err(StoreError::Unavailable(msg)),
             Err(_) => Err(StoreError::Closed),
         }
     }
 
-    /// The flusher's counters so far.
-    pub fn stats(&self) -> CommitStats {
-        CommitStats {
-            flushes: self.shared.flushes.load(Ordering::Relaxed),
-            waiters_served: self.shared.waiters_served.load(Ordering::Relaxed),
-            flush_micros: self.shared.flush_micros.load(Ordering::Relaxed),
+    /// Whether the last attempt to make writes durable failed (the disk refuses them);
+    /// readiness reports the node unready meanwhile.
+    pub fn is_failing(&self) -> bool {
+        match &self.0 {
+            Mode::Wal(store) => store.wal().is_failing(),
+            Mode::Flusher { shared, .. } => shared.failing.load(Ordering::Acquire),
         }
     }
 
-    /// Flushes what is queued, stops the thread and waits for it, which releases the
-    /// thread's hold on the store. Later commits fail with `Closed`. Blocks.
+    /// The flusher's counters so far (the log's syncs, over a log).
+    pub fn stats(&self) -> CommitStats {
+        match &self.0 {
+            Mode::Wal(store) => {
+                let stats = store.wal().stats();
+                CommitStats {
+                    flushes: stats.syncs,
+                    waiters_served: stats.waiters_served,
+                    flush_micros: stats.sync_micros,
+                }
+            }
+            Mode::Flusher { shared, .. } => CommitStats {
+                flushes: shared.flushes.load(Ordering::Relaxed),
+                waiters_served: shared.waiters_served.load(Ordering::Relaxed),
+                flush_micros: shared.flush_micros.load(Ordering::Relaxed),
+            },
+        }
+    }
+
+    /// Flushes what is queued, stops the thread (the log's flusher) and waits for it,
+    /// which releases its hold on the store. Later commits fail with `Closed`. Blocks.
     pub fn close(&self) {
-        self._owner.close_and_join();
+        match &self.0 {
+            Mode::Wal(store) => store.wal().close(),
+            Mode::Flusher { _owner, .. } => _owner.close_and_join(),
+        }
     }
 }
 
@@ -140,6 +197,7 @@ fn flusher_loop(shared: &Shared, store: Arc<dyn TaskStore>) {
             tracing::error!(error = %e, "flush failed");
             "flush failed".to_owned()
         });
+        shared.failing.store(result.is_err(), Ordering::Release);
         shared.flushes.fetch_add(1, Ordering::Relaxed);
         shared.waiters_served.fetch_add(batch.len() as u64, Ordering::Relaxed);
         shared.flush_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);

@@ -3,12 +3,15 @@
 //! Where tasks and sessions live. [`TaskStore`] is the trait the rest of a2ad codes
 //! against; [`SledStore`] is the embedded default (a Redis store can implement the same
 //! trait later); [`MemoryStore`] keeps everything in memory, for tests and embedding.
-//! Writes are cheap and go to the OS page cache; [`GroupCommit`] makes them
-//! durable, batching every caller that is waiting into one `fsync`, so that "flushed
-//! before the response" costs one flush per batch rather than per request.
+//! [`WalStore`] puts a write-ahead log in front of sled: every write is one
+//! compact log record, applied to sled without a flush; [`GroupCommit`] makes the records
+//! durable, batching every caller that is waiting into one `fdatasync` of the log, so
+//! that "durable before the response" costs one sequential sync per batch rather than
+//! page rewrites per request; a [`Checkpointer`] flushes sled in the background.
 
 mod error;
 mod group_commit;
+mod journal;
 mod keyring;
 mod memory;
 mod model;
@@ -21,6 +24,7 @@ pub mod wal;
 
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
+pub use journal::{Checkpointer, DurableQueue, ReplayReport, WalStore, WAL_DIR};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use memory::MemoryStore;
 pub use model::{
@@ -28,7 +32,7 @@ pub use model::{
 };
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
-pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue};
+pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
 pub use push_queue_redis::{redact_url, RedisQueue, RedisQueueOptions};
 pub use sled_store::{compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_EVENT_RETENTION};
 
@@ -41,12 +45,48 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Creates or replaces a task and appends `events` to its event log, keeping every
     /// index in step, atomically. The log keeps the task's last `event_retention` events.
     /// Returns the state the task had before (`None` for a new task), which the store
-    /// knows anyway and counters need.
+    /// knows anyway and counters need. The task's generation is its `last_event_seq`:
+    /// a write below the stored one fails with [`StoreError::Conflict`] and changes
+    /// nothing (an equal one is a write without new events, and is fine).
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError>;
+
+    /// One step of a task: [`TaskStore::put_task`] plus the push `jobs` its `events`
+    /// caused (each job is for one of `events`, of this task). A store that holds the
+    /// node's push queue queues them in the SAME durable write, so that no crash can keep
+    /// an event and lose its push job, and returns [`StepOutcome::untaken`] empty. Any
+    /// other store (the default: an in-memory store needs nothing more) stores the task
+    /// and hands every job back in `untaken`, for the caller to enqueue itself.
+    fn put_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+    ) -> Result<StepOutcome, StoreError> {
+        let previous = self.put_task(record, events)?;
+        Ok(StepOutcome { previous, untaken: jobs })
+    }
 
     /// A task's logged events with a sequence number above `after`, oldest first, at most
     /// `limit`.
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError>;
+
+    /// Records that events of `task_id` up to `seq` may reach clients (streams) before
+    /// they are stored, so that start-up recovery numbers its FAILED event above them and
+    /// no event id ever names two events. Durable with the next group commit; returns
+    /// whether anything was written (`false`: reserved that far already), so the caller
+    /// commits only then. Removing the task drops the reservation. The default does
+    /// nothing: a store that keeps nothing across a crash cannot reuse an id.
+    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
+        let _ = (task_id, seq);
+        Ok(false)
+    }
+
+    /// The highest event seq reserved for `task_id` with
+    /// [`TaskStore::reserve_event_seq`] (0: none). Recovery reads it.
+    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
+        let _ = task_id;
+        Ok(0)
+    }
 
     /// Reads a task by id, whoever owns it (callers check the owner).
     fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
@@ -106,6 +146,15 @@ pub trait TaskStore: Send + Sync + 'static {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError>;
+}
+
+/// What [`TaskStore::put_step`] did.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    /// The state the task had before (`None` for a new task), as `put_task` returns it.
+    pub previous: Option<TaskState>,
+    /// The jobs the store did not queue with the write; the caller enqueues them.
+    pub untaken: Vec<PushJob>,
 }
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id

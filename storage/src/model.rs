@@ -61,7 +61,9 @@ pub struct TaskRecord {
     pub agent: String,
     pub task: Task,
     /// The sequence number of the task's latest event (0: none yet). Every event a task
-    /// emits gets the next number; SSE `id:` fields and `Last-Event-ID` use them.
+    /// emits gets the next number; SSE `id:` fields and `Last-Event-ID` use them. It is
+    /// also the task's generation, which a write may not lower. Keep it the LAST field:
+    /// the sled store reads it off the end of the stored JSON.
     #[serde(default)]
     pub last_event_seq: u64,
 }

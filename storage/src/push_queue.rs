@@ -63,6 +63,9 @@ pub trait JobQueue: Send + Sync + 'static {
     fn depth(&self) -> Result<usize, StoreError>;
 }
 
+/// The tree of the node's sled database the local queue lives in.
+pub const PUSH_QUEUE_TREE: &str = "push_queue";
+
 /// The bytes before the job id in a pending key: `j` and the big-endian due time.
 const PENDING_KEY_PREFIX: usize = 1 + 8;
 

@@ -15,6 +15,7 @@ mod card;
 mod client;
 mod client_idle;
 mod command;
+mod crash;
 mod dialect_v01;
 mod dialect_v03;
 mod errors;

@@ -1,14 +1,16 @@
-//! A streamed turn whose final write cannot be made durable: the stream ends with an
-//! internal error frame (-32603 with a correlation id, no detail), not silently.
+//! A streamed turn whose final write cannot be made durable: the stream ends with a
+//! STORE_UNAVAILABLE frame (-32054, retry after a second, no detail), not silently; and
+//! the write-ahead log on a disk that is full, then has space again, heals by itself.
 //!
-//! The node's actors run on a store whose `flush` fails on demand: a test double of the
-//! disk (the one failure a real store cannot be made to show on cue), around the real
-//! sled store; everything else is the real runtime and the real echo agent.
+//! The node's actors run on a store whose `flush` fails on demand, or behind a log whose
+//! disk can be switched "full": test doubles of the disk (the one failure a real store
+//! cannot be made to show on cue), around the real sled store; everything else is the
+//! real runtime and the real echo agent.
 
 use crate::support::echo_agent;
 use a2ad::config::Config;
 use a2ad_actors::limits::TurnLimits;
-use a2ad_actors::messages::StartTurn;
+use a2ad_actors::messages::{StartTurn, TurnOutcome};
 use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeSettings};
@@ -85,7 +87,7 @@ impl TaskStore for FailingDisk {
 }
 
 #[actix_web::test]
-async fn a_stream_whose_final_commit_fails_ends_with_an_internal_error_frame() {
+async fn a_stream_whose_final_commit_fails_ends_with_a_store_unavailable_frame() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FailingDisk { inner: SledStore::open(dir.path()).unwrap(), failing: AtomicBool::new(false) });
     let mut config = Config::default_node();
@@ -102,28 +104,74 @@ async fn a_stream_whose_final_commit_fails_ends_with_an_internal_error_frame() {
     let supervisor = Supervisor::new(rt).start();
     let key = ContextKey::new(Owner::anonymous(), "ctx-disk");
     let context = supervisor.send(Route { key: key.clone() }).await.unwrap().unwrap();
-    let mut message = Message::agent_text("m1".into(), "ctx-disk", None, "twelve chars");
-    message.role = Role::User;
-    let start = StartTurn {
-        owner: key.owner,
-        message,
-        skill: None,
-        task_id: None,
-        stream: true,
-        keep_task: true,
-        push_config: None,
-    };
-    let ticket = context.send(start).await.unwrap().unwrap();
+    let ticket = context.send(start_turn("ctx-disk")).await.unwrap().unwrap();
     disk.failing.store(true, Ordering::SeqCst); // Before the turn's end is committed.
 
     let items: Vec<_> = ticket.subscription.unwrap().into_items().collect().await;
     let (last, events) = items.split_last().unwrap();
     assert!(events.iter().all(Result::is_ok) && !events.is_empty(), "the turn's events came first: {items:?}");
     let error = last.as_ref().expect_err("the stream ends with an error, not silently");
-    assert_eq!(error.code, ErrorCode::Internal);
-    assert!(error.message.starts_with("Internal error (correlation id "), "{}", error.message);
-    assert!(error.metadata.contains_key("correlationId"));
+    // A commit the disk refuses is STORE_UNAVAILABLE (503, Retry-After), not an internal error.
+    assert_eq!(error.code, ErrorCode::StoreUnavailable);
+    assert_eq!(error.metadata["retryAfterSeconds"], "1");
     assert!(!error.message.contains("secret") && !error.message.contains("space"), "no detail leaks");
     let done = ticket.done.await.unwrap();
-    assert_eq!(done.unwrap_err().code, ErrorCode::Internal, "whoever waits for the turn hears it too");
+    assert_eq!(done.unwrap_err().code, ErrorCode::StoreUnavailable, "whoever waits for the turn hears it too");
+}
+
+/// A turn on a runtime whose store sits behind a write-ahead log on a disk that can be
+/// made "full".
+fn start_turn(context_id: &str) -> StartTurn {
+    let mut message = Message::agent_text(format!("m-{context_id}"), context_id, None, "twelve chars");
+    message.role = Role::User;
+    StartTurn {
+        owner: Owner::anonymous(),
+        message,
+        skill: None,
+        task_id: None,
+        stream: true,
+        keep_task: true,
+        push_config: None,
+    }
+}
+
+#[actix_web::test]
+async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_working() {
+    use a2ad_storage::wal::{FullDiskSwitch, WalOptions};
+    use a2ad_storage::WalStore;
+    let dir = tempfile::tempdir().unwrap();
+    let switch = FullDiskSwitch::default();
+    let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.path().join("db")).unwrap());
+    let options = WalOptions::default().full_disk_switch(&switch);
+    let (journal, _) = WalStore::open(sled, None, None, &dir.path().join("wal"), options).unwrap();
+    let journal = Arc::new(journal);
+    let mut config = Config::default_node();
+    config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];
+    let rt = Arc::new(Runtime {
+        store: journal.clone(),
+        commit: GroupCommit::over_log(Arc::clone(&journal)),
+        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default())),
+        settings: RuntimeSettings::default(),
+        push: None,
+        turn_limits: TurnLimits::new(0, 0),
+        data_dir: dir.path().to_owned(),
+    });
+    let supervisor = Supervisor::new(Arc::clone(&rt)).start();
+    let route = |ctx: &str| Route { key: ContextKey::new(Owner::anonymous(), ctx) };
+    let context = supervisor.send(route("ctx-full")).await.unwrap().unwrap();
+    let ticket = context.send(start_turn("ctx-full")).await.unwrap().unwrap();
+    switch.set_full(true);
+    let refused = ticket.done.await.unwrap().expect_err("the turn's end cannot be made durable");
+    assert_eq!(refused.code, ErrorCode::StoreUnavailable);
+    assert!(rt.commit.is_failing(), "readiness sees the refusing store");
+
+    switch.set_full(false);
+    let context = supervisor.send(route("ctx-after")).await.unwrap().unwrap();
+    let ticket = context.send(start_turn("ctx-after")).await.unwrap().unwrap();
+    let done = ticket.done.await.unwrap().expect("the log healed without a restart");
+    let TurnOutcome::Task(done) = done else { panic!("a task, not a reply: {done:?}") };
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert!(!rt.commit.is_failing());
+    let first = rt.store.tasks_in_states(&[TaskState::Working, TaskState::Submitted]).unwrap();
+    assert!(first.is_empty(), "no task stays WORKING: {first:?}");
 }

@@ -1,5 +1,5 @@
 //! Push delivery: every persisted task event becomes one job per push config of its task
-//! ([`PushHooks::enqueue_events`], called where the event is stored), and the
+//! ([`PushHooks::jobs_for`], stored with the event in one step), and the
 //! [`PushWorker`] actor delivers the jobs from a durable [`JobQueue`] at least once, with
 //! retries and dead letters.
 //!
@@ -83,23 +83,21 @@ pub struct PushHooks {
 }
 
 impl PushHooks {
-    /// One job per event and push config of `task_id`.
-    pub fn enqueue_events(&self, task_id: &str, events: &[LoggedEvent], now_ms: i64) -> Result<(), StoreError> {
+    /// One job per event and push config of `task_id` (only ends of turns when
+    /// `terminal_only`), due at `now_ms`; not queued yet.
+    pub fn jobs_for(&self, task_id: &str, events: &[LoggedEvent], now_ms: i64) -> Result<Vec<PushJob>, StoreError> {
         if events.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let configs = self.configs.list(task_id)?;
-        if configs.is_empty() {
-            return Ok(());
-        }
         let mut jobs = Vec::new();
-        for event in events.iter().filter(|e| !self.terminal_only || ends_turn(e)) {
+        for event in events.iter().filter(|e| !configs.is_empty() && (!self.terminal_only || ends_turn(e))) {
             for stored in &configs {
                 let config_id = stored.config.id.as_deref().unwrap_or_default();
                 jobs.push(PushJob::new(task_id, config_id, event.seq, event.json.to_string(), now_ms));
             }
         }
-        self.queue.enqueue(&jobs)
+        Ok(jobs)
     }
 }
 

@@ -62,9 +62,9 @@ pub struct CommandSettings {
     #[serde(default)]
     pub output: OutputMode,
     #[serde(
-        default = "super::settings::completed",
-        deserialize_with = "super::settings::end_state",
-        serialize_with = "super::settings::show_end_state"
+        default = "super::fields::completed",
+        deserialize_with = "super::fields::end_state",
+        serialize_with = "super::fields::show_end_state"
     )]
     pub end_state: TaskState,
     #[serde(default)]
@@ -74,17 +74,17 @@ pub struct CommandSettings {
     #[serde(default)]
     pub cwd: Option<PathBuf>,
     #[serde(
-        default = "super::settings::default_timeout",
-        deserialize_with = "crate::config::units::duration",
-        serialize_with = "crate::config::units::show_duration"
+        default = "super::fields::default_timeout",
+        deserialize_with = "crate::units::duration",
+        serialize_with = "crate::units::show_duration"
     )]
     pub timeout: Duration,
-    #[serde(default = "default_max_output", deserialize_with = "crate::config::units::byte_size")]
+    #[serde(default = "default_max_output", deserialize_with = "crate::units::byte_size")]
     pub max_output: usize,
     #[serde(
         default = "default_grace",
-        deserialize_with = "crate::config::units::duration",
-        serialize_with = "crate::config::units::show_duration"
+        deserialize_with = "crate::units::duration",
+        serialize_with = "crate::units::show_duration"
     )]
     pub cancel_grace: Duration,
 }

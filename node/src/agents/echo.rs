@@ -19,14 +19,11 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct EchoSettings {
-    #[serde(deserialize_with = "super::settings::end_state", serialize_with = "super::settings::show_end_state")]
+    #[serde(deserialize_with = "super::fields::end_state", serialize_with = "super::fields::show_end_state")]
     pub end_state: TaskState,
     /// Characters per streamed chunk; 0 sends the reply in one piece.
     pub chunk_size: usize,
-    #[serde(
-        deserialize_with = "crate::config::units::duration",
-        serialize_with = "crate::config::units::show_duration"
-    )]
+    #[serde(deserialize_with = "crate::units::duration", serialize_with = "crate::units::show_duration")]
     pub chunk_delay: Duration,
 }
 

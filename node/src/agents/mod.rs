@@ -2,6 +2,7 @@
 
 pub mod command;
 pub mod echo;
+mod fields;
 pub mod input;
 pub mod jsonl;
 pub mod openai;

@@ -39,9 +39,9 @@ pub struct OpenAiSettings {
     pub options: Map<String, Value>,
     /// The longest a turn may take, streaming included.
     #[serde(
-        default = "super::settings::default_timeout",
-        deserialize_with = "crate::config::units::duration",
-        serialize_with = "crate::config::units::show_duration"
+        default = "super::fields::default_timeout",
+        deserialize_with = "crate::units::duration",
+        serialize_with = "crate::units::show_duration"
     )]
     pub timeout: Duration,
 }

@@ -11,7 +11,7 @@ pub struct ArtifactsConfig {
     /// Text artifacts up to this size stay inline in the event; larger ones (and every
     /// file artifact above it) are stored under `<data-dir>/artifacts/<task-id>/` and sent
     /// as a `file://` URL.
-    #[serde(deserialize_with = "super::units::byte_size")]
+    #[serde(deserialize_with = "crate::units::byte_size")]
     pub inline_max: usize,
 }
 

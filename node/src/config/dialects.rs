@@ -9,7 +9,7 @@ use std::time::Duration;
 pub struct Dialect01Config {
     /// A `tasks/sendSubscribe` stream still running after this long gets `event:
     /// heartbeat` (`{"ok": true}`) and is closed: 0.1 gateways reconnect or poll.
-    #[serde(deserialize_with = "super::units::duration", serialize_with = "super::units::show_duration")]
+    #[serde(deserialize_with = "crate::units::duration", serialize_with = "crate::units::show_duration")]
     pub heartbeat_window: Duration,
 }
 

@@ -12,7 +12,6 @@ mod keys;
 mod limits;
 pub mod retention;
 mod transports;
-pub mod units;
 
 pub use crate::push::{PushConfig, PushQueueKind};
 pub use agents::{AgentConfig, AgentKind};
@@ -23,6 +22,7 @@ pub use limits::{ExtensionConfig, Limits};
 pub use retention::{RetentionConfig, TenantLimits};
 pub use transports::{RedisTransportConfig, DEFAULT_UNIX_MODE, DEFAULT_WEBSOCKET_QUEUE};
 
+use crate::units;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::{Mapping, Value};
 use std::net::SocketAddr;

@@ -12,7 +12,7 @@
 //!     acme: {max-age: 1d, max-tasks: 1000}
 //! ```
 
-use super::units::{self, Scalar};
+use crate::units::{self, Scalar};
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::time::Duration;

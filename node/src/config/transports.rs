@@ -81,8 +81,8 @@ pub struct RedisTransportConfig {
     /// Entries pending this long on any consumer (a dead one) are claimed by this node.
     #[serde(
         default = "default_claim_idle",
-        deserialize_with = "crate::config::units::duration",
-        serialize_with = "crate::config::units::show_duration"
+        deserialize_with = "crate::units::duration",
+        serialize_with = "crate::units::show_duration"
     )]
     pub claim_idle: Duration,
     /// Requests this node handles at once from the stream.

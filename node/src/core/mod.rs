@@ -11,6 +11,7 @@ mod get_task;
 mod list_tasks;
 mod push_config;
 mod rate;
+mod reserved_stream;
 mod send_message;
 mod subscribe;
 pub mod version;
@@ -49,6 +50,8 @@ pub struct Core {
     /// Streams are served (`streaming`); off, the streaming calls are refused in
     /// [`Core::execute`], whatever binding or dialect they came by.
     streaming: bool,
+    /// Set once shutdown begins: readiness answers 503 from then on.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 /// What a [`Core`] is made of, as start-up assembles it.
@@ -86,7 +89,13 @@ impl Core {
             metrics,
             dialect_01,
             streaming,
+            draining: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Shutdown has begun: readiness answers 503 from now on.
+    pub fn start_draining(&self) {
+        self.draining.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// The actor runtime: the store, group commit, agents and settings.
@@ -121,6 +130,28 @@ impl Core {
 }
 
 impl Core {
+    /// A stream that reserves its event ids before sending them (`reserved_stream.rs`).
+    fn reserved_stream(
+        &self,
+        subscription: a2ad_actors::messages::Subscription,
+        task_id: String,
+    ) -> a2ad_actors::messages::Subscription {
+        reserved_stream::reserved(subscription, task_id, Arc::clone(&self.rt))
+    }
+
+    /// Readiness (`GET /ready`): whether the node takes work. Not while it drains, nor
+    /// while the store refuses writes (the last attempt to make a write durable failed;
+    /// the log retries with the next commit and readiness returns with it).
+    pub fn ready(&self) -> Result<(), &'static str> {
+        if self.draining.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("draining");
+        }
+        if self.rt.commit.is_failing() {
+            return Err("store-unavailable");
+        }
+        Ok(())
+    }
+
     /// The caller's owner identity from its credentials (any binding).
     pub fn authenticate(&self, credentials: &crate::auth::RequestCredentials) -> Result<Owner, crate::auth::AuthError> {
         if !self.auth.enabled() {

@@ -53,7 +53,7 @@ impl Core {
         let mut config = self.checked_push_config(config)?;
         config.task_id = Some(task_id);
         hooks.configs.put(owner, &config)?;
-        self.rt.commit.commit().await?;
+        self.rt.commit.commit_unlogged().await?;
         Ok(config)
     }
 
@@ -86,7 +86,7 @@ impl Core {
         let (hooks, _) = self.push()?;
         self.owned_task(owner, &req.task_id)?;
         hooks.configs.delete(&req.task_id, &req.id)?;
-        self.rt.commit.commit().await?;
+        self.rt.commit.commit_unlogged().await?;
         Ok(())
     }
 }

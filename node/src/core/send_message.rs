@@ -20,7 +20,12 @@ use a2ad_storage::{ContextKey, Owner};
 impl Core {
     pub async fn send_message(&self, owner: &Owner, req: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
         let (key, start, config) = prepare_turn(self, owner, req, false)?;
+        let inline_push = start.push_config.is_some();
         let ticket = self.call(&key, start).await??;
+        if inline_push {
+            // The push config bypasses the log: it is durable once the store is flushed.
+            self.rt.commit.commit_unlogged().await?;
+        }
         let task = if config.return_immediately {
             self.rt.commit.commit().await?;
             ticket.task
@@ -43,9 +48,15 @@ impl Core {
         req: SendMessageRequest,
     ) -> Result<Subscription, A2aError> {
         let (key, start, _) = prepare_turn(self, owner, req, true)?;
+        let inline_push = start.push_config.is_some();
         let ticket = self.call(&key, start).await??;
-        self.rt.commit.commit().await?;
-        ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))
+        match inline_push {
+            true => self.rt.commit.commit_unlogged().await?,
+            false => self.rt.commit.commit().await?,
+        }
+        let subscription =
+            ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))?;
+        Ok(self.reserved_stream(subscription, ticket.task.id))
     }
 }
 

@@ -69,7 +69,7 @@ pub fn open_queue(config: &PushConfig, sled: Option<&SledStore>) -> Result<Arc<d
     match config.queue {
         PushQueueKind::LocalFile => {
             let sled = sled.ok_or_else(|| PushSetupError::Config("the local-file queue needs the data dir".into()))?;
-            Ok(Arc::new(PushQueue::new(sled.tree("push_queue")?)))
+            Ok(Arc::new(PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?)))
         }
         PushQueueKind::RedisStreams => {
             let url =

@@ -1,7 +1,7 @@
 //! The push settings the node runs with: the top-level `push-*` keys of the config, read
 //! straight into [`PushConfig`] (each field is renamed to its key).
 
-use crate::config::units;
+use crate::units;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

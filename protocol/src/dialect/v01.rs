@@ -198,7 +198,9 @@ pub fn jsonrpc_code(code: ErrorCode, in_stream: bool) -> i32 {
         ErrorCode::TaskNotFound if in_stream => -32004,
         ErrorCode::TaskNotFound => -32001,
         ErrorCode::Unauthenticated => AUTHENTICATION_CODE,
-        ErrorCode::RateLimited | ErrorCode::LimitExceeded | ErrorCode::ServerBusy => -32002,
+        ErrorCode::RateLimited | ErrorCode::LimitExceeded | ErrorCode::ServerBusy | ErrorCode::StoreUnavailable => {
+            -32002
+        }
         ErrorCode::TaskNotCancelable
         | ErrorCode::UnsupportedOperation
         | ErrorCode::PushNotificationNotSupported

@@ -33,6 +33,7 @@
 
 mod compact;
 mod counters;
+mod durable;
 mod index;
 mod removal;
 mod settle;
@@ -51,6 +52,8 @@ use std::sync::Arc;
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
     db: sled::Db,
+    /// The directory sled's files are in (for the `fsync`s of [`TaskStore::flush`]).
+    dir: std::path::PathBuf,
     tasks: sled::Tree,
     sessions: sled::Tree,
     event_retention: u64,
@@ -81,14 +84,27 @@ pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`, first finishing a compaction that was
-    /// interrupted there.
+    /// interrupted there. sled flushes its own buffers every second (what the admin
+    /// commands, which write without a log in front, rely on).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, Some(1000))
+    }
+
+    /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
+    /// off, since every write is durable in the log first and the checkpointer flushes
+    /// sled (with [`TaskStore::flush`]) on its own schedule; a flush per second under
+    /// load rewrote pages for every few requests.
+    pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, None)
+    }
+
+    fn open_with(dir: &Path, flush_every_ms: Option<u64>) -> Result<Self, StoreError> {
         compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(128 * 1024 * 1024)
-            .flush_every_ms(Some(1000))
+            .flush_every_ms(flush_every_ms)
             .open()
             .map_err(|e| locked_or_engine(dir, e))?;
         let tasks = db.open_tree("tasks")?;
@@ -99,6 +115,7 @@ impl SledStore {
             tasks,
             sessions: db.open_tree("sessions")?,
             db,
+            dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             counter_locks: counters::CounterLocks::new(),
         })
@@ -145,6 +162,17 @@ impl SledStore {
     }
 }
 
+/// The generation (`last_event_seq`) of a stored task, read off the end of its JSON
+/// without decoding it: `last_event_seq` is the last field of [`TaskRecord`], so the
+/// record ends with `"last_event_seq":N}`. `None` when it does not (then no check).
+fn stored_generation(value: &[u8]) -> Option<u64> {
+    const FIELD: &[u8] = b"\"last_event_seq\":";
+    let body = value.strip_suffix(b"}")?;
+    let tail = &body[body.len().saturating_sub(FIELD.len() + 20)..];
+    let at = tail.windows(FIELD.len()).rposition(|w| w == FIELD)?;
+    std::str::from_utf8(&tail[at + FIELD.len()..]).ok()?.parse().ok()
+}
+
 fn corrupt(e: serde_json::Error) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
@@ -155,7 +183,14 @@ impl TaskStore for SledStore {
         let stamp = Stamp::of(record);
         let mut value = stamp.encode().to_vec();
         serde_json::to_writer(&mut value, record).map_err(corrupt)?;
-        let old = self.tasks.get(index::key(Prefix::Task, id))?.and_then(|v| Stamp::decode(&v));
+        let stored = self.tasks.get(index::key(Prefix::Task, id))?;
+        if let Some(generation) = stored.as_deref().and_then(stored_generation) {
+            if generation > record.last_event_seq {
+                let (task_id, offered) = (record.task.id.clone(), record.last_event_seq);
+                return Err(StoreError::Conflict { task_id, stored: generation, offered });
+            }
+        }
+        let old = stored.and_then(|v| Stamp::decode(&v));
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
@@ -274,9 +309,12 @@ impl TaskStore for SledStore {
         Ok(())
     }
 
+    /// `db.flush()` writes sled's buffers out but only `sync_file_range`s them (sled
+    /// 0.34.7 `sync_all`s only in its periodic flusher), so the files are `fsync`ed here:
+    /// the log file `db`, `conf`, every blob, and the directories that name them.
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
-        Ok(())
+        durable::sync_sled_files(&self.dir)
     }
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {

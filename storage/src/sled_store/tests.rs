@@ -293,3 +293,21 @@ fn a_store_open_elsewhere_is_reported_as_locked() {
     drop(first);
     SledStore::open(dir.path()).expect("the lock goes with the first store");
 }
+
+#[test]
+fn a_stale_generation_is_a_conflict_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let owner = Owner::anonymous();
+    let mut newer = record(&owner, "t1", "c1", TaskState::Completed, 2000);
+    newer.last_event_seq = 5;
+    store.put_task(&newer, &[]).unwrap();
+    store.put_task(&newer, &[]).expect("the same generation again is fine");
+    let mut stale = record(&owner, "t1", "c1", TaskState::Working, 1000);
+    stale.last_event_seq = 4;
+    let refused = store.put_task(&stale, &[]).expect_err("a stale writer");
+    assert!(matches!(refused, StoreError::Conflict { stored: 5, offered: 4, .. }), "{refused:?}");
+    assert_eq!(store.get_task("t1").unwrap().unwrap(), newer, "never a silent overwrite");
+    assert_eq!(stored_generation(br#"{"a":1,"last_event_seq":12}"#), Some(12));
+    assert_eq!(stored_generation(br#"{"a":1}"#), None);
+}

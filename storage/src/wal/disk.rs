@@ -148,3 +148,48 @@ pub(crate) fn truncate_segment(path: &Path, len: u64) -> Result<(), WalError> {
     file.set_len(len).map_err(io_error("truncate", path))?;
     file.sync_all().map_err(io_error("fsync", path))
 }
+
+/// The file system, with writes failing with ENOSPC while `full` is set
+/// ([`super::FullDiskSwitch`]).
+pub(crate) struct SwitchedDisk {
+    pub full: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct SwitchedFile {
+    inner: File,
+    full: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Disk for SwitchedDisk {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn SegmentFile>> {
+        let inner = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
+        Ok(Box::new(SwitchedFile { inner, full: std::sync::Arc::clone(&self.full) }))
+    }
+
+    fn open(&self, path: &Path) -> io::Result<Box<dyn SegmentFile>> {
+        let inner = OpenOptions::new().write(true).open(path)?;
+        Ok(Box::new(SwitchedFile { inner, full: std::sync::Arc::clone(&self.full) }))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        sync_dir(dir)
+    }
+}
+
+impl SegmentFile for SwitchedFile {
+    fn write_all_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            FileExt::write_all_at(&self.inner, &buf[..buf.len() / 2], offset)?;
+            return Err(io::Error::from_raw_os_error(28));
+        }
+        FileExt::write_all_at(&self.inner, buf, offset)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+}

@@ -88,8 +88,13 @@ impl WalOptions {
         self
     }
 
+    /// Fault injection for tests of a full disk: while `switch` is on, every segment
+    /// write fails with ENOSPC (after writing half its bytes, as a real full disk may).
+    pub fn full_disk_switch(self, switch: &FullDiskSwitch) -> Self {
+        self.disk(Arc::new(disk::SwitchedDisk { full: Arc::clone(&switch.0) }))
+    }
+
     /// Routes file operations through `disk` (tests inject failures with it).
-    #[cfg(test)]
     pub(crate) fn disk(mut self, disk: Arc<dyn Disk>) -> Self {
         self.disk = disk;
         self
@@ -98,6 +103,17 @@ impl WalOptions {
     fn max_payload(&self) -> usize {
         let room = usize::try_from(self.segment_size).unwrap_or(usize::MAX) - record::HEADER;
         room.min(record::MAX_PAYLOAD)
+    }
+}
+
+/// Turns a log's disk "full" and back ([`WalOptions::full_disk_switch`]); for tests.
+#[derive(Debug, Clone, Default)]
+pub struct FullDiskSwitch(Arc<std::sync::atomic::AtomicBool>);
+
+impl FullDiskSwitch {
+    /// Makes every later segment write fail (`true`) or succeed again (`false`).
+    pub fn set_full(&self, full: bool) {
+        self.0.store(full, Ordering::SeqCst);
     }
 }
 
@@ -302,8 +318,16 @@ impl Wal {
     /// write failure it returns the error; the record is then neither durable nor lost:
     /// it stays queued and the next commit writes it again.
     pub async fn commit(&self, lsn: Lsn) -> Result<(), WalError> {
+        match self.wait_for(lsn)? {
+            Some(rx) => rx.await.unwrap_or(Err(WalError::Closed)),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues a waiter for `lsn` and wakes the flusher; `None` when `lsn` is durable.
+    fn wait_for(&self, lsn: Lsn) -> Result<Option<oneshot::Receiver<Result<(), WalError>>>, WalError> {
         if lsn.0 <= self.shared.durable.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok(None);
         }
         let (tx, rx) = oneshot::channel();
         {
@@ -317,7 +341,22 @@ impl Wal {
             queue.waiters.push((lsn.0, tx));
         }
         self.shared.wake.notify_one();
-        rx.await.unwrap_or(Err(WalError::Closed))
+        Ok(Some(rx))
+    }
+
+    /// [`Wal::commit`] for a blocking thread: the same shared batch, waited for without
+    /// an async runtime. Must not be called from async code (it would block a worker).
+    pub fn commit_blocking(&self, lsn: Lsn) -> Result<(), WalError> {
+        match self.wait_for(lsn)? {
+            Some(rx) => rx.blocking_recv().unwrap_or(Err(WalError::Closed)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the last write batch failed with none succeeding since: the disk refuses
+    /// writes (full, gone, read-only), and commits fail until it heals.
+    pub fn is_failing(&self) -> bool {
+        self.shared.counters.failing.load(Ordering::Acquire)
     }
 
     /// The highest LSN on stable storage.

@@ -16,7 +16,7 @@ use super::disk::{io_error, segment_path, Disk, SegmentFile};
 use super::record::Batch;
 use super::WalError;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -46,6 +46,8 @@ pub(crate) struct Counters {
     pub bytes_written: AtomicU64,
     pub sync_micros: AtomicU64,
     pub failed_batches: AtomicU64,
+    /// The last batch failed and none has succeeded since (readiness probes read it).
+    pub failing: AtomicBool,
 }
 
 /// State shared by the handles and the thread.
@@ -148,6 +150,7 @@ impl Writer {
         let counters = &shared.counters;
         counters.batches.fetch_add(1, Ordering::Relaxed);
         counters.sync_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        counters.failing.store(result.is_err(), Ordering::Release);
         if let Err(e) = &result {
             counters.failed_batches.fetch_add(1, Ordering::Relaxed);
             tracing::error!(error = %e, "write-ahead log: batch failed; the next commit retries it");

@@ -1,0 +1,72 @@
+//! The background checkpointer: flushes the store behind the log and moves the log's
+//! checkpoint, so that the log stays short and start-up replays little.
+
+use super::WalStore;
+use crate::StoreError;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How often the thread looks at the log's growth between timed checkpoints.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// A thread that checkpoints a [`WalStore`] every `every`, or sooner once `max_bytes` of
+/// log were written since the last one. A failed checkpoint (the disk is full) is logged
+/// and tried again next time; the log keeps every record meanwhile.
+pub struct Checkpointer {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
+}
+
+impl Checkpointer {
+    /// Starts the thread.
+    pub fn start(store: Arc<WalStore>, every: Duration, max_bytes: u64) -> Result<Checkpointer, StoreError> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let thread_stop = Arc::clone(&stop);
+        let thread = thread::Builder::new()
+            .name("a2ad-checkpoint".into())
+            .spawn(move || run(&store, &thread_stop, every, max_bytes))
+            .map_err(|e| StoreError::Io(format!("cannot start the checkpointer: {e}")))?;
+        Ok(Checkpointer { stop, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// Stops the thread after one last checkpoint, and waits for it. Blocks.
+    pub fn stop(&self) {
+        *self.stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.stop.1.notify_all();
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn run(store: &WalStore, stop: &(Mutex<bool>, Condvar), every: Duration, max_bytes: u64) {
+    let mut last = Instant::now();
+    let mut bytes_at_last = store.wal().stats().bytes_written;
+    loop {
+        let stopping = {
+            let guard = stop.0.lock().unwrap_or_else(|p| p.into_inner());
+            let (guard, _) = stop.1.wait_timeout(guard, LOOK_EVERY).unwrap_or_else(|p| p.into_inner());
+            *guard
+        };
+        let written = store.wal().stats().bytes_written;
+        let due = last.elapsed() >= every || written.saturating_sub(bytes_at_last) >= max_bytes;
+        if due || stopping {
+            if let Err(e) = store.checkpoint() {
+                tracing::error!(error = %e, "checkpoint failed; the log keeps its records and it is tried again");
+            }
+            last = Instant::now();
+            bytes_at_last = written;
+        }
+        if stopping {
+            return;
+        }
+    }
+}

@@ -12,6 +12,7 @@
 //! a flush is shared by a whole batch, and no actor or HTTP worker thread ever blocks on
 //! the disk.
 
+use crate::thread_owner::ThreadOwner;
 use crate::{StoreError, TaskStore, WalStore};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,32 +57,8 @@ pub struct GroupCommit(Mode);
 
 #[derive(Clone)]
 enum Mode {
-    Flusher { shared: Arc<Shared>, _owner: Arc<FlusherOwner> },
+    Flusher { shared: Arc<Shared>, _owner: Arc<ThreadOwner> },
     Wal(Arc<WalStore>),
-}
-
-/// Held only by handles (never by the thread), so that dropping the last handle stops the
-/// thread and releases the store.
-struct FlusherOwner {
-    shared: Arc<Shared>,
-    thread: Mutex<Option<thread::JoinHandle<()>>>,
-}
-
-impl FlusherOwner {
-    fn close_and_join(&self) {
-        self.shared.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
-        self.shared.wake.notify_one();
-        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
-    }
-}
-
-impl Drop for FlusherOwner {
-    fn drop(&mut self) {
-        self.close_and_join();
-    }
 }
 
 impl GroupCommit {
@@ -100,7 +77,11 @@ impl GroupCommit {
             .name("a2ad-flusher".into())
             .spawn(move || flusher_loop(&thread_shared, store))
             .map_err(|_| StoreError::Closed)?;
-        let owner = FlusherOwner { shared: Arc::clone(&shared), thread: Mutex::new(Some(thread)) };
+        let closing = Arc::clone(&shared);
+        let owner = ThreadOwner::new(thread, move || {
+            closing.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+            closing.wake.notify_one();
+        });
         Ok(GroupCommit(Mode::Flusher { shared, _owner: Arc::new(owner) }))
     }
 

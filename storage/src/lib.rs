@@ -20,6 +20,7 @@ mod push_configs;
 mod push_queue;
 mod push_queue_redis;
 mod sled_store;
+mod thread_owner;
 pub mod wal;
 
 pub use error::{RedisFailure, StoreError};

@@ -205,30 +205,7 @@ pub struct WalStats {
 #[derive(Clone)]
 pub struct Wal {
     shared: Arc<Shared>,
-    _owner: Arc<FlusherOwner>,
-}
-
-/// Held only by handles (never by the thread), so that dropping the last handle stops it.
-struct FlusherOwner {
-    shared: Arc<Shared>,
-    thread: Mutex<Option<thread::JoinHandle<()>>>,
-}
-
-impl FlusherOwner {
-    fn close_and_join(&self) {
-        self.shared.lock_queue().closed = true;
-        self.shared.wake.notify_one();
-        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
-    }
-}
-
-impl Drop for FlusherOwner {
-    fn drop(&mut self) {
-        self.close_and_join();
-    }
+    _owner: Arc<crate::thread_owner::ThreadOwner>,
 }
 
 impl Wal {
@@ -293,7 +270,11 @@ impl Wal {
             .name("a2ad-wal".into())
             .spawn(move || writer::run(&thread_shared, writer))
             .map_err(io_error("spawn the flusher for", &shared.dir))?;
-        let owner = FlusherOwner { shared: Arc::clone(&shared), thread: Mutex::new(Some(thread)) };
+        let closing = Arc::clone(&shared);
+        let owner = crate::thread_owner::ThreadOwner::new(thread, move || {
+            closing.lock_queue().closed = true;
+            closing.wake.notify_one();
+        });
         Ok(Wal { shared, _owner: Arc::new(owner) })
     }
 

@@ -19,6 +19,9 @@ pub struct StartTurn {
     pub skill: Option<String>,
     /// The task to continue, if any (already checked to belong to this context).
     pub task_id: Option<String>,
+    /// The id a new task gets, when the caller had to store something under it first (an
+    /// inline push config, made durable before the turn can end); `None`: a fresh id.
+    pub new_task_id: Option<String>,
     /// Subscribe the caller to the turn's events (`SendStreamingMessage`).
     pub stream: bool,
     /// The task is kept even if the agent answers with a Message only (see

@@ -132,6 +132,7 @@ fn start_turn(context_id: &str) -> StartTurn {
         stream: true,
         keep_task: true,
         push_config: None,
+        new_task_id: None,
     }
 }
 

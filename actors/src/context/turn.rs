@@ -129,7 +129,7 @@ impl ContextActor {
     fn open_task(&self, msg: &StartTurn, skill: &str) -> Result<(TaskRecord, Message, LoggedEvent), RuntimeError> {
         let mut record = match &msg.task_id {
             Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
-            None => self.new_task(&msg.owner, skill),
+            None => self.new_task(&msg.owner, skill, msg.new_task_id.clone()),
         };
         record.task.status = TaskStatus::now(TaskState::Working, None);
         let mut message = msg.message.clone();
@@ -151,12 +151,12 @@ impl ContextActor {
         Ok((record, message, first))
     }
 
-    fn new_task(&self, owner: &Owner, skill: &str) -> TaskRecord {
+    fn new_task(&self, owner: &Owner, skill: &str, id: Option<String>) -> TaskRecord {
         TaskRecord {
             owner: owner.clone(),
             agent: skill.to_owned(),
             task: Task {
-                id: ids::new_id(),
+                id: id.unwrap_or_else(ids::new_id),
                 context_id: self.key.context_id.clone(),
                 status: TaskStatus::now(TaskState::Working, None),
                 artifacts: Vec::new(),

@@ -220,6 +220,7 @@ pub fn send(context_id: &str, text: &str) -> StartTurn {
         stream: false,
         keep_task: false,
         push_config: None,
+        new_task_id: None,
     }
 }
 

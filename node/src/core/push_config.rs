@@ -14,7 +14,7 @@ use a2ad_storage::Owner;
 
 impl Core {
     /// The push stack, or PushNotificationNotSupported when push is off.
-    fn push(&self) -> Result<(&PushHooks, &UrlPolicy), A2aError> {
+    pub(super) fn push(&self) -> Result<(&PushHooks, &UrlPolicy), A2aError> {
         match (&self.rt.push, &self.push_policy) {
             (Some(hooks), Some(policy)) => Ok((hooks, policy)),
             _ => Err(A2aError::of(ErrorCode::PushNotificationNotSupported)),

@@ -13,19 +13,14 @@
 //! with the agent's message alone when the agent made it a Message-only reply.
 
 use super::{check_history_length, present, Core};
-use a2ad_actors::messages::{StartTurn, Subscription, TurnOutcome};
+use a2ad_actors::messages::{StartTurn, Subscription, TurnOutcome, TurnTicket};
 use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse};
 use a2ad_storage::{ContextKey, Owner};
 
 impl Core {
     pub async fn send_message(&self, owner: &Owner, req: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
         let (key, start, config) = prepare_turn(self, owner, req, false)?;
-        let inline_push = start.push_config.is_some();
-        let ticket = self.call(&key, start).await??;
-        if inline_push {
-            // The push config bypasses the log: it is durable once the store is flushed.
-            self.rt.commit.commit_unlogged().await?;
-        }
+        let ticket = self.start_turn(owner, &key, start).await?;
         let task = if config.return_immediately {
             self.rt.commit.commit().await?;
             ticket.task
@@ -48,15 +43,41 @@ impl Core {
         req: SendMessageRequest,
     ) -> Result<Subscription, A2aError> {
         let (key, start, _) = prepare_turn(self, owner, req, true)?;
-        let inline_push = start.push_config.is_some();
-        let ticket = self.call(&key, start).await??;
-        match inline_push {
-            true => self.rt.commit.commit_unlogged().await?,
-            false => self.rt.commit.commit().await?,
-        }
+        let ticket = self.start_turn(owner, &key, start).await?;
+        self.rt.commit.commit().await?;
         let subscription =
             ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))?;
         Ok(self.reserved_stream(subscription, ticket.task.id))
+    }
+}
+
+impl Core {
+    /// Starts the turn. An inline push config (`configuration.taskPushNotificationConfig`)
+    /// is stored first, under the task's id (minted here for a new task), and made durable
+    /// before the turn starts: push configs bypass the write-ahead log (a checkpoint makes
+    /// them durable), so a config stored with the turn could still be missing after a crash
+    /// while the task's end, already in the log, was not, and that end would never be
+    /// pushed. If the turn is refused, the config goes again.
+    async fn start_turn(&self, owner: &Owner, key: &ContextKey, mut start: StartTurn) -> Result<TurnTicket, A2aError> {
+        let Some(mut push) = start.push_config.take() else { return self.call(key, start).await? };
+        let (hooks, _) = self.push()?;
+        let task_id = start.task_id.clone().unwrap_or_else(ids::new_id);
+        push.task_id = Some(task_id.clone());
+        push.id.get_or_insert_with(ids::new_id);
+        hooks.configs.put(owner, &push)?;
+        self.rt.commit.commit_unlogged().await?;
+        if start.task_id.is_none() {
+            start.new_task_id = Some(task_id.clone());
+        }
+        // A client that asked for the task's pushes holds on to it (no Message-only reply).
+        start.keep_task = true;
+        let started = self.call(key, start).await.and_then(|r| r);
+        if started.is_err() {
+            if let Some(config_id) = push.id.as_deref() {
+                let _ = hooks.configs.delete(&task_id, config_id);
+            }
+        }
+        started
     }
 }
 
@@ -87,7 +108,8 @@ fn prepare_turn(
     let push_config = config.task_push_notification_config.clone().map(|c| core.checked_push_config(c)).transpose()?;
     let key = ContextKey::new(owner.clone(), context_id);
     let keep_task = config.return_immediately;
-    let start = StartTurn { owner: owner.clone(), message, skill, task_id, stream, keep_task, push_config };
+    let start =
+        StartTurn { owner: owner.clone(), message, skill, task_id, new_task_id: None, stream, keep_task, push_config };
     Ok((key, start, config))
 }
 

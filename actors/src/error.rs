@@ -29,8 +29,6 @@ pub enum RuntimeError {
     NodeFull(usize),
     #[error("Limit reached: {0}")]
     Limit(String),
-    #[error("Push notifications are not supported")]
-    PushDisabled,
     #[error("The node is shutting down")]
     ShuttingDown,
     #[error("The context is unavailable, try again")]
@@ -63,7 +61,6 @@ impl From<RuntimeError> for A2aError {
                 A2aError::busy(message)
             }
             RuntimeError::Limit(_) => A2aError::new(ErrorCode::LimitExceeded, message),
-            RuntimeError::PushDisabled => A2aError::of(ErrorCode::PushNotificationNotSupported),
             RuntimeError::Store(inner) => inner.into(),
         }
     }

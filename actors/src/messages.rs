@@ -1,6 +1,6 @@
 //! Every message the actors exchange, in one place.
 
-use a2ad_protocol::{A2aError, Message, Task, TaskPushNotificationConfig};
+use a2ad_protocol::{A2aError, Message, Task};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner};
 use actix::prelude::*;
 use std::sync::atomic::AtomicBool;
@@ -27,11 +27,9 @@ pub struct StartTurn {
     /// The task is kept even if the agent answers with a Message only (see
     /// [`crate::agent::TurnEnd::reply_only`]): the client asked for `returnImmediately`,
     /// so it holds the task at once (0.1 sends always do: that dialect has no Message
-    /// answers, and its streams follow a task).
+    /// answers, and its streams follow a task), or asked for the task's push
+    /// notifications (the caller stored that config under `new_task_id` first).
     pub keep_task: bool,
-    /// `configuration.taskPushNotificationConfig`: stored for the task (already checked)
-    /// before its first event, so that every event is pushed.
-    pub push_config: Option<TaskPushNotificationConfig>,
 }
 
 /// What [`StartTurn`] gives back.

@@ -131,7 +131,6 @@ fn start_turn(context_id: &str) -> StartTurn {
         task_id: None,
         stream: true,
         keep_task: true,
-        push_config: None,
         new_task_id: None,
     }
 }

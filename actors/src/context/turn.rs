@@ -59,7 +59,7 @@ impl ContextActor {
         let cwd = self.bind_workspace(&msg.message)?;
         let new_task = msg.task_id.is_none();
         // A client that holds the task, or asked for its push notifications, keeps it.
-        let reply_allowed = new_task && !msg.keep_task && msg.push_config.is_none() && agent.may_reply_only();
+        let reply_allowed = new_task && !msg.keep_task && agent.may_reply_only();
         let (record, message, first) = self.open_task(&msg, &skill)?;
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
@@ -136,13 +136,6 @@ impl ContextActor {
         message.context_id = Some(self.key.context_id.clone());
         message.task_id = Some(record.task.id.clone());
         record.task.history.push(message.clone());
-        if let Some(config) = &msg.push_config {
-            let push = self.rt.push.as_ref().ok_or(RuntimeError::PushDisabled)?;
-            let mut config = config.clone();
-            config.task_id = Some(record.task.id.clone());
-            config.id.get_or_insert_with(ids::new_id);
-            push.configs.put(&msg.owner, &config)?;
-        }
         record.last_event_seq += 1;
         let first =
             if msg.task_id.is_none() { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };

@@ -52,16 +52,20 @@ fn push_node(
     (node, queue, deliveries)
 }
 
-fn with_push(turn: StartTurn) -> StartTurn {
+/// `turn` with a push config for its task, stored first under the id the new task will
+/// get, as the node's core does for an inline config.
+fn with_push(node: &Node, turn: StartTurn) -> StartTurn {
+    let task_id = a2ad_protocol::ids::new_id();
     let config = TaskPushNotificationConfig {
         tenant: None,
-        id: None,
-        task_id: None,
+        id: Some("cfg".into()),
+        task_id: Some(task_id.clone()),
         url: "https://receiver.example/hook".into(),
         token: Some("tok".into()),
         authentication: None,
     };
-    StartTurn { push_config: Some(config), ..turn }
+    node.rt.push.as_ref().expect("push is on").configs.put(&turn.owner, &config).unwrap();
+    StartTurn { new_task_id: Some(task_id), keep_task: true, ..turn }
 }
 
 fn header<'a>(delivery: &'a Delivery, name: &str) -> Option<&'a str> {
@@ -71,7 +75,7 @@ fn header<'a>(delivery: &'a Delivery, name: &str) -> Option<&'a str> {
 #[actix::test]
 async fn every_event_of_a_turn_is_pushed_once_with_its_id_and_token() {
     let (mut node, queue, mut deliveries) = push_node(false, Vec::new());
-    let ticket = node.start_turn(with_push(send("ctx", "hi"))).await.unwrap();
+    let ticket = node.start_turn(with_push(&node, send("ctx", "hi"))).await.unwrap();
     let turn = node.turns.next().await;
     turn.say("working on it");
     turn.end(TaskState::Completed, None);
@@ -97,7 +101,7 @@ async fn every_event_of_a_turn_is_pushed_once_with_its_id_and_token() {
 async fn a_failing_receiver_is_retried_then_the_job_is_buried_after_its_last_attempt() {
     let retry = || SendOutcome::Retry { reason: "503 Service Unavailable".into(), after: None };
     let (mut node, queue, mut deliveries) = push_node(true, vec![retry(), retry()]);
-    let ticket = node.start_turn(with_push(send("ctx", "hi"))).await.unwrap();
+    let ticket = node.start_turn(with_push(&node, send("ctx", "hi"))).await.unwrap();
     node.turns.next().await.end(TaskState::InputRequired, Some("and?"));
     let task = done(ticket).await.unwrap();
     let interrupted = format!("{}:2", task.id);

@@ -219,7 +219,6 @@ pub fn send(context_id: &str, text: &str) -> StartTurn {
         task_id: None,
         stream: false,
         keep_task: false,
-        push_config: None,
         new_task_id: None,
     }
 }

@@ -14,7 +14,7 @@ use a2ad_storage::Owner;
 
 impl Core {
     /// The push stack, or PushNotificationNotSupported when push is off.
-    pub(super) fn push(&self) -> Result<(&PushHooks, &UrlPolicy), A2aError> {
+    fn push(&self) -> Result<(&PushHooks, &UrlPolicy), A2aError> {
         match (&self.rt.push, &self.push_policy) {
             (Some(hooks), Some(policy)) => Ok((hooks, policy)),
             _ => Err(A2aError::of(ErrorCode::PushNotificationNotSupported)),
@@ -43,7 +43,7 @@ impl Core {
         owner: &Owner,
         config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
-        let (hooks, _) = self.push()?;
+        self.push()?;
         let task_id = config
             .task_id
             .clone()
@@ -52,9 +52,21 @@ impl Core {
         self.owned_task(owner, &task_id)?;
         let mut config = self.checked_push_config(config)?;
         config.task_id = Some(task_id);
-        hooks.configs.put(owner, &config)?;
-        self.rt.commit.commit_unlogged().await?;
+        self.store_push_config(owner, &config).await?;
         Ok(config)
+    }
+
+    /// Stores a checked config, durably: push configs bypass the write-ahead log, so a
+    /// checkpoint of the store makes them durable before the caller goes on.
+    pub(super) async fn store_push_config(
+        &self,
+        owner: &Owner,
+        config: &TaskPushNotificationConfig,
+    ) -> Result<(), A2aError> {
+        let (hooks, _) = self.push()?;
+        hooks.configs.put(owner, config)?;
+        self.rt.commit.commit_unlogged().await?;
+        Ok(())
     }
 
     pub async fn get_push_config(
@@ -88,5 +100,15 @@ impl Core {
         hooks.configs.delete(&req.task_id, &req.id)?;
         self.rt.commit.commit_unlogged().await?;
         Ok(())
+    }
+
+    /// Removes a config stored for a turn that was then refused (no flush: should a crash
+    /// keep it, start-up sweeps configs whose task is gone).
+    pub(super) fn forget_push_config(&self, task_id: &str, config_id: &str) {
+        if let Ok((hooks, _)) = self.push() {
+            if let Err(e) = hooks.configs.delete(task_id, config_id) {
+                tracing::warn!(task_id, error = %e, "could not remove the push config of a refused turn");
+            }
+        }
     }
 }

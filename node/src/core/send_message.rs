@@ -14,13 +14,16 @@
 
 use super::{check_history_length, present, Core};
 use a2ad_actors::messages::{StartTurn, Subscription, TurnOutcome, TurnTicket};
-use a2ad_protocol::{ids, A2aError, Message, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse};
+use a2ad_protocol::{
+    ids, A2aError, Message, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+    TaskPushNotificationConfig,
+};
 use a2ad_storage::{ContextKey, Owner};
 
 impl Core {
     pub async fn send_message(&self, owner: &Owner, req: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
-        let (key, start, config) = prepare_turn(self, owner, req, false)?;
-        let ticket = self.start_turn(owner, &key, start).await?;
+        let (key, start, config, push) = prepare_turn(self, owner, req, false)?;
+        let ticket = self.start_turn(owner, &key, start, push).await?;
         let task = if config.return_immediately {
             self.rt.commit.commit().await?;
             ticket.task
@@ -42,8 +45,8 @@ impl Core {
         owner: &Owner,
         req: SendMessageRequest,
     ) -> Result<Subscription, A2aError> {
-        let (key, start, _) = prepare_turn(self, owner, req, true)?;
-        let ticket = self.start_turn(owner, &key, start).await?;
+        let (key, start, _, push) = prepare_turn(self, owner, req, true)?;
+        let ticket = self.start_turn(owner, &key, start, push).await?;
         self.rt.commit.commit().await?;
         let subscription =
             ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))?;
@@ -58,14 +61,18 @@ impl Core {
     /// them durable), so a config stored with the turn could still be missing after a crash
     /// while the task's end, already in the log, was not, and that end would never be
     /// pushed. If the turn is refused, the config goes again.
-    async fn start_turn(&self, owner: &Owner, key: &ContextKey, mut start: StartTurn) -> Result<TurnTicket, A2aError> {
-        let Some(mut push) = start.push_config.take() else { return self.call(key, start).await? };
-        let (hooks, _) = self.push()?;
+    async fn start_turn(
+        &self,
+        owner: &Owner,
+        key: &ContextKey,
+        mut start: StartTurn,
+        push: Option<TaskPushNotificationConfig>,
+    ) -> Result<TurnTicket, A2aError> {
+        let Some(mut push) = push else { return self.call(key, start).await? };
         let task_id = start.task_id.clone().unwrap_or_else(ids::new_id);
         push.task_id = Some(task_id.clone());
-        push.id.get_or_insert_with(ids::new_id);
-        hooks.configs.put(owner, &push)?;
-        self.rt.commit.commit_unlogged().await?;
+        let config_id = push.id.get_or_insert_with(ids::new_id).clone();
+        self.store_push_config(owner, &push).await?;
         if start.task_id.is_none() {
             start.new_task_id = Some(task_id.clone());
         }
@@ -73,21 +80,18 @@ impl Core {
         start.keep_task = true;
         let started = self.call(key, start).await.and_then(|r| r);
         if started.is_err() {
-            if let Some(config_id) = push.id.as_deref() {
-                let _ = hooks.configs.delete(&task_id, config_id);
-            }
+            self.forget_push_config(&task_id, &config_id);
         }
         started
     }
 }
 
+/// What a validated send starts: its context, the turn, the send's configuration, and the
+/// inline push config (checked), which [`Core::start_turn`] stores first.
+type PreparedTurn = (ContextKey, StartTurn, SendMessageConfiguration, Option<TaskPushNotificationConfig>);
+
 /// Validates a send and works out its context and the turn to start.
-fn prepare_turn(
-    core: &Core,
-    owner: &Owner,
-    req: SendMessageRequest,
-    stream: bool,
-) -> Result<(ContextKey, StartTurn, SendMessageConfiguration), A2aError> {
+fn prepare_turn(core: &Core, owner: &Owner, req: SendMessageRequest, stream: bool) -> Result<PreparedTurn, A2aError> {
     let config = req.configuration.unwrap_or_default();
     check_history_length("configuration.historyLength", config.history_length)?;
     validate_message(&req.message)?;
@@ -108,9 +112,8 @@ fn prepare_turn(
     let push_config = config.task_push_notification_config.clone().map(|c| core.checked_push_config(c)).transpose()?;
     let key = ContextKey::new(owner.clone(), context_id);
     let keep_task = config.return_immediately;
-    let start =
-        StartTurn { owner: owner.clone(), message, skill, task_id, new_task_id: None, stream, keep_task, push_config };
-    Ok((key, start, config))
+    let start = StartTurn { owner: owner.clone(), message, skill, task_id, new_task_id: None, stream, keep_task };
+    Ok((key, start, config, push_config))
 }
 
 fn validate_message(message: &Message) -> Result<(), A2aError> {

@@ -2,6 +2,7 @@
 //! checkpoint, so that the log stays short and start-up replays little.
 
 use super::WalStore;
+use crate::thread_owner::ThreadOwner;
 use crate::StoreError;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -14,8 +15,7 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// log were written since the last one. A failed checkpoint (the disk is full) is logged
 /// and tried again next time; the log keeps every record meanwhile.
 pub struct Checkpointer {
-    stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Mutex<Option<thread::JoinHandle<()>>>,
+    owner: ThreadOwner,
 }
 
 impl Checkpointer {
@@ -27,23 +27,17 @@ impl Checkpointer {
             .name("a2ad-checkpoint".into())
             .spawn(move || run(&store, &thread_stop, every, max_bytes))
             .map_err(|e| StoreError::Io(format!("cannot start the checkpointer: {e}")))?;
-        Ok(Checkpointer { stop, thread: Mutex::new(Some(thread)) })
+        let owner = ThreadOwner::new(thread, move || {
+            *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            stop.1.notify_all();
+        });
+        Ok(Checkpointer { owner })
     }
 
-    /// Stops the thread after one last checkpoint, and waits for it. Blocks.
+    /// Stops the thread after one last checkpoint, and waits for it (also when dropped).
+    /// Blocks.
     pub fn stop(&self) {
-        *self.stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        self.stop.1.notify_all();
-        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
-        }
-    }
-}
-
-impl Drop for Checkpointer {
-    fn drop(&mut self) {
-        self.stop();
+        self.owner.close_and_join();
     }
 }
 

@@ -323,6 +323,17 @@ impl TaskStore for MeteredStore {
         self.metrics.move_task(outcome.previous, record.task.status.state);
         Ok(outcome)
     }
+    fn put_step_with_session(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<a2ad_storage::PushJob>,
+        session: a2ad_storage::SessionWrite<'_>,
+    ) -> Result<a2ad_storage::StepOutcome, StoreError> {
+        let outcome = self.inner.put_step_with_session(record, events, jobs, session)?;
+        self.metrics.move_task(outcome.previous, record.task.status.state);
+        Ok(outcome)
+    }
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)
     }

@@ -72,6 +72,7 @@ impl Core {
         let task_id = start.task_id.clone().unwrap_or_else(ids::new_id);
         push.task_id = Some(task_id.clone());
         let config_id = push.id.get_or_insert_with(ids::new_id).clone();
+        self.check_push_host(&push).await?;
         self.store_push_config(owner, &push).await?;
         if start.task_id.is_none() {
             start.new_task_id = Some(task_id.clone());

@@ -9,9 +9,12 @@
 //! The HTTP side (SSRF guard, client) is behind [`PushSender`], implemented by the node.
 
 mod actor;
+pub mod circuit;
 mod handlers;
+pub mod lanes;
 
 pub use actor::{PushWorker, StopWorker};
+pub use lanes::{DestinationGauge, PushBoard, PushGauges};
 
 use a2ad_protocol::StreamResponse;
 use a2ad_storage::{JobQueue, LoggedEvent, PushConfigStore, PushJob, StoreError};

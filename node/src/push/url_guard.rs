@@ -280,9 +280,18 @@ impl UrlPolicy {
 
     /// The address's refusal, or `None` when it may be connected to. `host` is the name it
     /// was resolved from, if any: an allowlisted name lets any address through except a
-    /// cloud metadata one.
+    /// cloud metadata one. An IPv6 form that may carry several IPv4 addresses is refused
+    /// when any of them is forbidden and not allowlisted.
     fn forbidden_addr(&self, host: Option<&str>, ip: IpAddr) -> Option<ForbiddenAddr> {
-        let (kind, carries) = classify(ip)?;
+        classify(ip)
+            .into_iter()
+            .find(|&(kind, carries)| !self.lets_through(host, ip, kind, carries))
+            .map(|(kind, carries)| ForbiddenAddr { ip, kind, carries })
+    }
+
+    /// Whether the allowlist lets a forbidden address (judged as `kind`, by the IPv4
+    /// address it `carries` if any) through, by CIDR / IP or by `host` name.
+    fn lets_through(&self, host: Option<&str>, ip: IpAddr, kind: AddrKind, carries: Option<Ipv4Addr>) -> bool {
         let candidates = [Some(ip), carries.map(IpAddr::V4)];
         let by_net = self.allow.iter().any(|a| match a {
             Allowed::Net(net) => candidates.iter().flatten().any(|c| {
@@ -290,12 +299,7 @@ impl UrlPolicy {
             }),
             _ => false,
         });
-        let by_host = kind != AddrKind::CloudMetadata && host.is_some_and(|h| self.allows_host(h));
-        if by_net || by_host {
-            None
-        } else {
-            Some(ForbiddenAddr { ip, kind, carries })
-        }
+        by_net || (kind != AddrKind::CloudMetadata && host.is_some_and(|h| self.allows_host(h)))
     }
 }
 

@@ -71,21 +71,24 @@ impl fmt::Display for ForbiddenAddr {
     }
 }
 
-/// The fixed rules: why `ip` is forbidden (and the IPv4 address it carries, when that is
-/// what was judged), or `None` when it is a public address. An IPv6 form that carries
-/// IPv4 is judged by what it carries: refused when any address it may carry is forbidden.
-pub(super) fn classify(ip: IpAddr) -> Option<(AddrKind, Option<Ipv4Addr>)> {
+/// The fixed rules: why `ip` is forbidden, each reason with the IPv4 address it carries
+/// when that is what was judged; empty when it is a public address. An IPv6 form that
+/// may carry several IPv4 addresses (local-use NAT64) gets one entry per forbidden one.
+pub(super) fn classify(ip: IpAddr) -> Vec<(AddrKind, Option<Ipv4Addr>)> {
     if METADATA.contains(&ip) {
-        return Some((AddrKind::CloudMetadata, None));
+        return vec![(AddrKind::CloudMetadata, None)];
     }
     match ip {
-        IpAddr::V4(v4) => classify_v4(v4).map(|k| (k, None)),
+        IpAddr::V4(v4) => classify_v4(v4).map(|k| (k, None)).into_iter().collect(),
         IpAddr::V6(v6) => {
             let carried = embedded_v4(v6);
             if carried.is_empty() {
-                return classify_v6(v6).map(|k| (k, None));
+                return classify_v6(v6).map(|k| (k, None)).into_iter().collect();
             }
-            carried.into_iter().find_map(|v4| classify(IpAddr::V4(v4)).map(|(k, _)| (k, Some(v4))))
+            carried
+                .into_iter()
+                .flat_map(|v4| classify(IpAddr::V4(v4)).into_iter().map(move |(k, _)| (k, Some(v4))))
+                .collect()
         }
     }
 }

@@ -279,6 +279,12 @@ fn ipv4_carried_by_siit_and_nat64_forms_is_judged() {
     }
     // An allowlisted translator prefix lets its addresses through.
     policy(&["64:ff9b:1::/48"]).check_url("http://[64:ff9b:1::a00:1]/").unwrap();
+    // Each IPv4 address a local-use form may carry must be allowed: here the /48 layout
+    // reads 127.0.10.0 (allowlisted) and the /64 layout 10.0.0.0 (not).
+    let loopback = policy(&["127.0.0.0/8"]);
+    loopback.check_url("http://[64:ff9b:1:7f00:0:100::]/").unwrap();
+    let msg = refused(&loopback, "http://[64:ff9b:1:7f00:a:0::]/");
+    assert!(msg.ends_with("is a private address (it carries IPv4 10.0.0.0)"), "{msg}");
 }
 
 #[test]

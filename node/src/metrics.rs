@@ -251,12 +251,15 @@ impl Metrics {
     }
 }
 
+/// A per-destination series: its name, its help and how to read it.
+type DestinationSeries = (&'static str, &'static str, fn(&DestinationGauge) -> usize);
+
 /// The per-destination push gauges: the [`PUSH_DESTINATIONS_NAMED`] busiest destinations
 /// (open circuits first) by `host:port`, and the rest as `destination="other"`, so the
 /// label's values stay bounded however many receivers there are.
 fn render_push_destinations(out: &mut String, gauges: &PushGauges) {
     let rows: Vec<&DestinationGauge> = gauges.named.iter().chain(std::iter::once(&gauges.other)).collect();
-    let series: [(&str, &str, fn(&DestinationGauge) -> usize); 3] = [
+    let series: [DestinationSeries; 3] = [
         ("a2ad_push_destination_in_flight", "Push deliveries in flight, by destination.", |g| g.in_flight),
         ("a2ad_push_destination_waiting", "Push jobs waiting for a destination's slot.", |g| g.waiting),
         ("a2ad_push_destination_circuit_open", "Open (or half-open) destination circuits.", |g| g.open_circuits),

@@ -49,7 +49,10 @@ async fn a_receiver_that_never_answers_does_not_hold_up_a_healthy_one() {
     let destination = hanging.base.trim_start_matches("http://");
     let in_flight = format!("a2ad_push_destination_in_flight{{destination=\"{destination}\"}} 2");
     assert!(metrics.contains(&in_flight), "{metrics}");
-    assert!(metrics.contains("a2ad_push_queue_depth 30"), "the hanging destination's jobs are all still held: {metrics}");
+    assert!(
+        metrics.contains("a2ad_push_queue_depth 30"),
+        "the hanging destination's jobs are all still held: {metrics}"
+    );
     assert!(metrics.contains("a2ad_push_dead_letters 0"), "{metrics}");
 }
 
@@ -69,16 +72,28 @@ async fn urls_that_could_not_be_delivered_as_given_are_refused_with_the_exact_er
     let task_id = task["id"].as_str().unwrap();
     let long = format!("http://93.184.216.34/{}", "a".repeat(2030));
     let cases = [
-        ("http://93.184.216.34/a\r\nX-Evil: 1", "it contains a control character (U+000D) at byte 22", "control_character"),
+        (
+            "http://93.184.216.34/a\r\nX-Evil: 1",
+            "it contains a control character (U+000D) at byte 22",
+            "control_character",
+        ),
         ("http://93.184.216.34/\tx", "it contains a control character (U+0009) at byte 21", "control_character"),
         (long.as_str(), "it is 2051 bytes long (at most 2048)", "too_long"),
-        ("http://[::ffff:0:a00:1]/", "::ffff:0:a00:1 is a private address (it carries IPv4 10.0.0.1)", "forbidden_address"),
+        (
+            "http://[::ffff:0:a00:1]/",
+            "::ffff:0:a00:1 is a private address (it carries IPv4 10.0.0.1)",
+            "forbidden_address",
+        ),
         (
             "http://[64:ff9b:1::a9fe:a9fe]/",
             "64:ff9b:1::a9fe:a9fe is a cloud metadata address (it carries IPv4 169.254.169.254)",
             "forbidden_address",
         ),
-        ("http://[64:ff9b::c0a8:101]/", "64:ff9b::c0a8:101 is a private address (it carries IPv4 192.168.1.1)", "forbidden_address"),
+        (
+            "http://[64:ff9b::c0a8:101]/",
+            "64:ff9b::c0a8:101 is a private address (it carries IPv4 192.168.1.1)",
+            "forbidden_address",
+        ),
     ];
     for (url, why, refusal) in cases {
         for error in refusals(&app, task_id, url).await {

@@ -88,7 +88,8 @@ impl PushWorker {
                 .into_actor(self)
                 .then(|(ready, attempt), act, _| {
                     let reach = attempt.reach();
-                    futures_util::FutureExt::map(act.settle(ready.job.clone(), attempt), move |()| (ready, reach)).into_actor(act)
+                    futures_util::FutureExt::map(act.settle(ready.job.clone(), attempt), move |()| (ready, reach))
+                        .into_actor(act)
                 })
                 .map(|(ready, reach), act, ctx| {
                     let deferrals = act.board.with(|lanes| lanes.finish(&ready, reach, now_ms()));

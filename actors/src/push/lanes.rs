@@ -206,9 +206,7 @@ impl Lanes {
     fn has_room(&self, route: &Route) -> bool {
         let dest_active = self.destinations.get(&route.destination).map_or(0, |d| d.active);
         let tenant_active = self.tenants.get(&route.tenant).copied().unwrap_or(0);
-        self.active < self.limits.global
-            && dest_active < self.limits.destination
-            && tenant_active < self.limits.tenant
+        self.active < self.limits.global && dest_active < self.limits.destination && tenant_active < self.limits.tenant
     }
 
     fn take_slots(&mut self, ready: Ready) -> Ready {
@@ -273,12 +271,7 @@ impl Lanes {
                 ..o
             }
         });
-        PushGauges {
-            named,
-            other,
-            deferred_total: self.deferred_total,
-            circuit_opens_total: self.circuit_opens_total,
-        }
+        PushGauges { named, other, deferred_total: self.deferred_total, circuit_opens_total: self.circuit_opens_total }
     }
 }
 

@@ -11,7 +11,6 @@ const METADATA: [IpAddr; 3] = [
     IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
 ];
 
-
 /// Why an address is forbidden.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AddrKind {

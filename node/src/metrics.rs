@@ -490,3 +490,37 @@ pub fn token_matches(token: &str, given: Option<&str>) -> bool {
     let (a, b) = (token.as_bytes(), given.trim().as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_destinations_render_by_name_then_other_with_labels_escaped() {
+        let row = |destination: &str, in_flight, waiting, open_circuits| DestinationGauge {
+            destination: destination.into(),
+            in_flight,
+            waiting,
+            open_circuits,
+        };
+        let gauges = PushGauges {
+            named: vec![row("hooks.example:443", 8, 3, 1), row("odd\"name\\:80", 1, 0, 0)],
+            other: row("other", 5, 2, 4),
+            deferred_total: 17,
+            circuit_opens_total: 6,
+        };
+        let mut out = String::new();
+        render_push_destinations(&mut out, &gauges);
+        for line in [
+            "a2ad_push_destination_in_flight{destination=\"hooks.example:443\"} 8",
+            "a2ad_push_destination_in_flight{destination=\"odd\\\"name\\\\:80\"} 1",
+            "a2ad_push_destination_in_flight{destination=\"other\"} 5",
+            "a2ad_push_destination_waiting{destination=\"hooks.example:443\"} 3",
+            "a2ad_push_destination_circuit_open{destination=\"other\"} 4",
+            "a2ad_push_deferred_total 17",
+            "a2ad_push_circuit_opens_total 6",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} in\n{out}");
+        }
+    }
+}

@@ -225,6 +225,9 @@ impl Lanes {
             self.waiting += 1;
             return Admission::Wait;
         }
+        if dest.is_idle() && dest.circuit.is_pristine() {
+            self.destinations.remove(&ready.route.destination);
+        }
         let until_ms = now_ms.saturating_add(self.limits.busy_wait.as_millis() as i64);
         let reason = format!("waiting for a free delivery slot of {}", ready.route.destination);
         Admission::Defer(self.deferral(ready.job, until_ms, reason))

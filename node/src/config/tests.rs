@@ -242,3 +242,23 @@ fn secrets_never_serialize() {
     assert!(!yaml.contains("hunter2"), "{yaml}");
     assert!(yaml.contains("<redacted>"), "{yaml}");
 }
+
+#[test]
+fn push_isolation_keys_are_read_and_bad_ones_named() {
+    let c = load_text(
+        "push-destination-concurrency: 3\npush-tenant-concurrency: 7\npush-circuit-failures: 2\npush-circuit-open: 1m\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!((c.push.destination_concurrency, c.push.tenant_concurrency, c.push.circuit_failures), (3, 7, 2));
+    assert_eq!(c.push.circuit_open, Duration::from_secs(60));
+    for (yaml, key, why) in [
+        ("push-destination-concurrency: 0\n", "push-destination-concurrency", "must be at least 1"),
+        ("push-tenant-concurrency: 0\n", "push-tenant-concurrency", "must be at least 1"),
+        ("push-circuit-failures: 0\n", "push-circuit-failures", "must be at least 1"),
+        ("push-circuit-open: 0s\n", "push-circuit-open", "must be longer than 0s"),
+    ] {
+        let e = load_text(yaml, &[]).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(why), "{yaml}: {e}");
+    }
+}

@@ -7,10 +7,8 @@
 
 use crate::client::{post, read_message, read_response};
 use crate::node::Node;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// A receiver that reads requests and never answers; its connections stay open.
@@ -28,29 +26,6 @@ async fn hanging_receiver() -> u16 {
     port
 }
 
-/// A keep-alive receiver that answers 200 and counts.
-async fn healthy_receiver() -> (u16, Arc<AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let count = Arc::new(AtomicU64::new(0));
-    let counted = Arc::clone(&count);
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let counted = Arc::clone(&counted);
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                while read_message(&mut stream, &mut buf).await.is_some() {
-                    counted.fetch_add(1, Ordering::Relaxed);
-                    if stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    (port, count)
-}
-
 fn send_body(port: u16, context: &str) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"configuration":{{"taskPushNotificationConfig":{{"url":"http://127.0.0.1:{port}/hook"}}}},"message":{{"messageId":"m","contextId":"{context}","role":"ROLE_USER","parts":[{{"text":"hi"}}]}}}}}}"#
@@ -60,7 +35,7 @@ fn send_body(port: u16, context: &str) -> String {
 /// The healthy deliveries' delays, sorted; `None` for one that did not arrive in 120 s.
 pub async fn healthy_delays(bin: &std::path::Path, hanging: usize, healthy: usize) -> Vec<Option<Duration>> {
     let hang_port = hanging_receiver().await;
-    let (ok_port, count) = healthy_receiver().await;
+    let (ok_port, count) = crate::push::receiver().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("a2ad.yml");
     let text = "push-notifications: true\npush-allow: [127.0.0.1/32]\npush-terminal-only: true\n";

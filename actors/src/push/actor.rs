@@ -1,8 +1,7 @@
 //! The push worker's state and polling loop.
 
-use super::handlers::Attempt;
 use super::lanes::{destination_of, Admission, Deferral, PushBoard, Ready, Route};
-use super::{PushSender, PushSettings};
+use super::{Attempt, PushSender, PushSettings};
 use a2ad_storage::{JobQueue, PushConfigStore, PushJob};
 use actix::prelude::*;
 use std::collections::HashSet;

@@ -2,32 +2,11 @@
 //! deferred job back in the queue.
 
 use super::actor::{now_ms, PushWorker};
-use super::circuit::Reach;
 use super::lanes::{Deferral, Ready};
-use super::{backoff, Delivery, SendOutcome};
+use super::{backoff, Attempt, Delivery, SendOutcome};
 use a2ad_storage::PushJob;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
-
-/// What became of an attempt, as the worker settles it.
-pub(super) enum Attempt {
-    Sent(SendOutcome),
-    /// The config was deleted: nothing to deliver any more.
-    Gone,
-    /// The config could not be read (a store or key failure): retried like a network error.
-    Unreadable(String),
-}
-
-impl Attempt {
-    /// How the attempt reached its destination, for its circuit (`None`: it never tried).
-    pub(super) fn reach(&self) -> Option<Reach> {
-        match self {
-            Attempt::Sent(SendOutcome::Delivered | SendOutcome::Permanent(_)) => Some(Reach::Answered),
-            Attempt::Sent(SendOutcome::Retry { .. }) => Some(Reach::Failed),
-            Attempt::Gone | Attempt::Unreadable(_) => None,
-        }
-    }
-}
 
 impl PushWorker {
     /// Builds the request for a job from its config and sends it.

@@ -20,6 +20,7 @@ pub use lanes::{DestinationGauge, PushBoard, PushGauges};
 
 use a2ad_protocol::StreamResponse;
 use a2ad_storage::{JobQueue, LoggedEvent, PushConfigStore, PushJob, StoreError};
+use circuit::Reach;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,26 @@ pub enum SendOutcome {
     Retry { reason: String, after: Option<Duration> },
     /// Any other 4xx, or a URL refused at dispatch: never again.
     Permanent(String),
+}
+
+/// What became of an attempt, as the worker settles it.
+enum Attempt {
+    Sent(SendOutcome),
+    /// The config was deleted: nothing to deliver any more.
+    Gone,
+    /// The config could not be read (a store or key failure): retried like a network error.
+    Unreadable(String),
+}
+
+impl Attempt {
+    /// How the attempt reached its destination, for its circuit (`None`: it never tried).
+    fn reach(&self) -> Option<Reach> {
+        match self {
+            Attempt::Sent(SendOutcome::Delivered | SendOutcome::Permanent(_)) => Some(Reach::Answered),
+            Attempt::Sent(SendOutcome::Retry { .. }) => Some(Reach::Failed),
+            Attempt::Gone | Attempt::Unreadable(_) => None,
+        }
+    }
 }
 
 /// Sends deliveries (the node's HTTP client, with its URL policy).

@@ -122,16 +122,30 @@ impl WalStore {
     /// Syncs the log up to everything applied, flushes the store durably and checkpoints
     /// there. Returns the checkpoint. Blocks on `fsync`s: a blocking thread only.
     pub fn checkpoint(&self) -> Result<Lsn, StoreError> {
+        self.checkpoint_flushing(false)
+    }
+
+    /// Makes the writes that bypass the log (push configs) durable: flushes the store
+    /// even when the log has nothing new to checkpoint, which [`WalStore::checkpoint`]
+    /// skips. Blocks like it.
+    pub fn flush_unlogged(&self) -> Result<(), StoreError> {
+        self.checkpoint_flushing(true).map(drop)
+    }
+
+    fn checkpoint_flushing(&self, always: bool) -> Result<Lsn, StoreError> {
         let lsn = {
             let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
             self.wal.last_lsn()
         };
-        if lsn <= self.wal.checkpoint_lsn() {
+        let behind = lsn > self.wal.checkpoint_lsn();
+        if !behind && !always {
             return Ok(lsn);
         }
         self.wal.commit_blocking(lsn)?;
         self.inner.flush()?;
-        self.wal.checkpoint(lsn)?;
+        if behind {
+            self.wal.checkpoint(lsn)?;
+        }
         Ok(lsn)
     }
 

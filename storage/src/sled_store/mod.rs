@@ -1,7 +1,8 @@
 //! The embedded sled store.
 //!
-//! Two trees, each written only with atomic batches (cheaper than sled transactions, and
-//! atomic all the same within one tree):
+//! Two trees, each written with atomic batches (cheaper than sled transactions, and atomic
+//! all the same within one tree), or, behind the write-ahead log, key by key in the same
+//! order (`writes.rs`: there the log record makes a step atomic):
 //!
 //! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status

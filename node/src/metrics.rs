@@ -13,7 +13,7 @@
 
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{
-    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
+    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
     TaskQuery, TaskRecord, TaskStore,
 };
 use std::collections::{BTreeMap, HashSet};
@@ -323,8 +323,8 @@ impl TaskStore for MeteredStore {
         self.metrics.move_task(outcome.previous, record.task.status.state);
         Ok(outcome)
     }
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.events_after(task_id, after, limit)
+    fn events_after(&self, scope: Scope<'_>, id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events_after(scope, id, after, limit)
     }
     fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
         self.inner.reserve_event_seq(task_id, seq)
@@ -332,8 +332,8 @@ impl TaskStore for MeteredStore {
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
         self.inner.reserved_event_seq(task_id)
     }
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get_task(task_id)
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get_task(scope, task_id)
     }
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.inner.list_tasks(query)

@@ -18,7 +18,7 @@
 
 use crate::keyring::{wipe, SecretKey};
 use crate::model::push_segment;
-use crate::{Owner, StoreError};
+use crate::{Owner, Scope, StoreError};
 use a2ad_protocol::TaskPushNotificationConfig;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -115,29 +115,53 @@ impl PushConfigStore {
         Ok(())
     }
 
-    /// The config `id` of task `task_id`, secrets opened.
-    pub fn get(&self, task_id: &str, id: &str) -> Result<Option<StoredPushConfig>, StoreError> {
+    /// The config `id` of task `task_id` if it is in `scope`, secrets opened. Another
+    /// owner's config reads as absent and is not decoded (see [`Scope`]).
+    pub fn get(&self, scope: Scope<'_>, task_id: &str, id: &str) -> Result<Option<StoredPushConfig>, StoreError> {
+        let prefix = scope.json_prefix();
         let Some(key) = record_key(task_id, id) else { return Ok(None) };
-        self.tree.get(key)?.map(|bytes| self.open_record(task_id, id, &bytes)).transpose()
+        let Some(bytes) = self.tree.get(key)? else { return Ok(None) };
+        match Scope::admits_json(prefix.as_deref(), &bytes) {
+            Some(false) => Ok(None),
+            _ => Ok(Some(self.open_record(task_id, id, &bytes)?).filter(|s| scope.admits(&s.owner))),
+        }
     }
 
-    /// Every config of task `task_id`, in id order, secrets opened.
-    pub fn list(&self, task_id: &str) -> Result<Vec<StoredPushConfig>, StoreError> {
-        let Some(prefix) = task_prefix(task_id) else { return Ok(Vec::new()) };
+    /// Every config of task `task_id` in `scope`, in id order, secrets opened.
+    pub fn list(&self, scope: Scope<'_>, task_id: &str) -> Result<Vec<StoredPushConfig>, StoreError> {
+        let prefix = scope.json_prefix();
+        let Some(key_prefix) = task_prefix(task_id) else { return Ok(Vec::new()) };
         let mut out = Vec::new();
-        for entry in self.tree.scan_prefix(&prefix) {
+        for entry in self.tree.scan_prefix(&key_prefix) {
             let (key, value) = entry?;
-            let id = std::str::from_utf8(&key[prefix.len()..])
+            if Scope::admits_json(prefix.as_deref(), &value) == Some(false) {
+                continue;
+            }
+            let id = std::str::from_utf8(&key[key_prefix.len()..])
                 .map_err(|_| StoreError::Corrupt(format!("push config key of task {task_id} is not UTF-8")))?;
-            out.push(self.open_record(task_id, id, &value)?);
+            let stored = self.open_record(task_id, id, &value)?;
+            if scope.admits(&stored.owner) {
+                out.push(stored);
+            }
         }
         Ok(out)
     }
 
-    /// Deletes one config. Idempotent: `false` when there was none.
-    pub fn delete(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
+    /// Deletes one config if it is in `scope`. Idempotent: `false` when there was none
+    /// (or it is another owner's, which is left alone).
+    pub fn delete(&self, scope: Scope<'_>, task_id: &str, id: &str) -> Result<bool, StoreError> {
         let Some(key) = record_key(task_id, id) else { return Ok(false) };
-        Ok(self.tree.remove(key)?.is_some())
+        if scope == Scope::Node {
+            return Ok(self.tree.remove(key)?.is_some());
+        }
+        let prefix = scope.json_prefix();
+        let Some(current) = self.tree.get(&key)? else { return Ok(false) };
+        let in_scope = match Scope::admits_json(prefix.as_deref(), &current) {
+            Some(admitted) => admitted,
+            None => scope.admits(&self.open_record(task_id, id, &current)?.owner),
+        };
+        // Removed only as it was read in scope (a concurrent write wins).
+        Ok(in_scope && self.tree.compare_and_swap(key, Some(current), None::<&[u8]>)?.is_ok())
     }
 
     /// Deletes every config of a task, in one atomic batch; returns how many there were.
@@ -307,6 +331,23 @@ mod tests {
         (store, configs)
     }
 
+    #[test]
+    fn reads_and_deletes_are_scoped_to_the_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, configs) = open(dir.path());
+        let stranger = Owner { tenant: "acme".into(), principal: "alice2".into() };
+        configs.put(&owner(), &config("t1", "c1")).unwrap();
+        let alice = owner();
+        assert!(configs.get(Scope::Owner(&alice), "t1", "c1").unwrap().is_some());
+        assert!(configs.get(Scope::Owner(&stranger), "t1", "c1").unwrap().is_none(), "reads as unknown");
+        assert!(configs.list(Scope::Owner(&stranger), "t1").unwrap().is_empty());
+        assert_eq!(configs.list(Scope::Owner(&alice), "t1").unwrap().len(), 1);
+        assert!(!configs.delete(Scope::Owner(&stranger), "t1", "c1").unwrap(), "another owner's is left alone");
+        assert!(configs.get(Scope::Node, "t1", "c1").unwrap().is_some());
+        assert!(configs.delete(Scope::Owner(&alice), "t1", "c1").unwrap());
+        assert!(configs.get(Scope::Node, "t1", "c1").unwrap().is_none());
+    }
+
     fn ids(list: &[StoredPushConfig]) -> Vec<&str> {
         list.iter().map(|s| s.config.id.as_deref().unwrap()).collect()
     }
@@ -324,14 +365,14 @@ mod tests {
         let (_store, configs) = open(dir.path());
         let c = config("t1", "c1");
         configs.put(&owner(), &c).unwrap();
-        let got = configs.get("t1", "c1").unwrap().unwrap();
+        let got = configs.get(Scope::Node, "t1", "c1").unwrap().unwrap();
         assert_eq!(got, StoredPushConfig { owner: owner(), config: c.clone() });
-        assert_eq!(configs.list("t1").unwrap(), vec![got]);
-        assert!(configs.get("t1", "c2").unwrap().is_none());
-        assert!(configs.get("t2", "c1").unwrap().is_none());
-        assert!(configs.delete("t1", "c1").unwrap());
-        assert!(configs.get("t1", "c1").unwrap().is_none());
-        assert!(configs.list("t1").unwrap().is_empty());
+        assert_eq!(configs.list(Scope::Node, "t1").unwrap(), vec![got]);
+        assert!(configs.get(Scope::Node, "t1", "c2").unwrap().is_none());
+        assert!(configs.get(Scope::Node, "t2", "c1").unwrap().is_none());
+        assert!(configs.delete(Scope::Node, "t1", "c1").unwrap());
+        assert!(configs.get(Scope::Node, "t1", "c1").unwrap().is_none());
+        assert!(configs.list(Scope::Node, "t1").unwrap().is_empty());
     }
 
     #[test]
@@ -347,7 +388,7 @@ mod tests {
         scheme_only.authentication.as_mut().unwrap().credentials = None;
         for c in [&bare, &scheme_only] {
             configs.put(&Owner::anonymous(), c).unwrap();
-            let got = configs.get("t1", c.id.as_deref().unwrap()).unwrap().unwrap();
+            let got = configs.get(Scope::Node, "t1", c.id.as_deref().unwrap()).unwrap().unwrap();
             assert_eq!(&got.config, c);
             assert_eq!(got.owner, Owner::anonymous());
         }
@@ -362,18 +403,18 @@ mod tests {
         changed.url = "https://other.example.com/hook".into();
         changed.token = Some("new-token".into());
         configs.put(&owner(), &changed).unwrap();
-        assert_eq!(configs.get("t1", "c1").unwrap().unwrap().config, changed);
-        assert_eq!(configs.list("t1").unwrap().len(), 1);
+        assert_eq!(configs.get(Scope::Node, "t1", "c1").unwrap().unwrap().config, changed);
+        assert_eq!(configs.list(Scope::Node, "t1").unwrap().len(), 1);
     }
 
     #[test]
     fn delete_is_idempotent() {
         let dir = tempfile::tempdir().unwrap();
         let (_store, configs) = open(dir.path());
-        assert!(!configs.delete("t1", "c1").unwrap());
+        assert!(!configs.delete(Scope::Node, "t1", "c1").unwrap());
         configs.put(&owner(), &config("t1", "c1")).unwrap();
-        assert!(configs.delete("t1", "c1").unwrap());
-        assert!(!configs.delete("t1", "c1").unwrap());
+        assert!(configs.delete(Scope::Node, "t1", "c1").unwrap());
+        assert!(!configs.delete(Scope::Node, "t1", "c1").unwrap());
         assert_eq!(configs.delete_task("t1").unwrap(), 0);
     }
 
@@ -385,19 +426,19 @@ mod tests {
         {
             configs.put(&owner(), &config(task, id)).unwrap();
         }
-        assert_eq!(ids(&configs.list("t1").unwrap()), ["a", "aa", "b", "c"]);
-        assert_eq!(ids(&configs.list("t10").unwrap()), ["0", "a"]);
-        assert_eq!(ids(&configs.list("t").unwrap()), ["z"]);
-        assert!(configs.list("t100").unwrap().is_empty());
-        assert!(configs.list("").unwrap().is_empty());
-        for stored in configs.list("t1").unwrap() {
+        assert_eq!(ids(&configs.list(Scope::Node, "t1").unwrap()), ["a", "aa", "b", "c"]);
+        assert_eq!(ids(&configs.list(Scope::Node, "t10").unwrap()), ["0", "a"]);
+        assert_eq!(ids(&configs.list(Scope::Node, "t").unwrap()), ["z"]);
+        assert!(configs.list(Scope::Node, "t100").unwrap().is_empty());
+        assert!(configs.list(Scope::Node, "").unwrap().is_empty());
+        for stored in configs.list(Scope::Node, "t1").unwrap() {
             assert_eq!(stored.config.task_id.as_deref(), Some("t1"));
         }
         // delete_task removes exactly that task's configs.
         assert_eq!(configs.delete_task("t1").unwrap(), 4);
-        assert!(configs.list("t1").unwrap().is_empty());
-        assert_eq!(ids(&configs.list("t10").unwrap()), ["0", "a"]);
-        assert_eq!(ids(&configs.list("t").unwrap()), ["z"]);
+        assert!(configs.list(Scope::Node, "t1").unwrap().is_empty());
+        assert_eq!(ids(&configs.list(Scope::Node, "t10").unwrap()), ["0", "a"]);
+        assert_eq!(ids(&configs.list(Scope::Node, "t").unwrap()), ["z"]);
     }
 
     #[test]
@@ -423,8 +464,8 @@ mod tests {
         assert!(matches!(configs.put(&owner(), &c), Err(StoreError::Corrupt(_))));
         let long = "x".repeat(70_000);
         assert!(configs.put(&owner(), &config(&long, "c1")).is_err());
-        assert!(configs.get(&long, "c1").unwrap().is_none());
-        assert!(configs.list(&long).unwrap().is_empty());
+        assert!(configs.get(Scope::Node, &long, "c1").unwrap().is_none());
+        assert!(configs.list(Scope::Node, &long).unwrap().is_empty());
     }
 
     #[test]
@@ -436,7 +477,7 @@ mod tests {
             store.flush().unwrap();
         }
         let (_store, configs) = open(dir.path());
-        assert_eq!(configs.get("t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
+        assert_eq!(configs.get(Scope::Node, "t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
     }
 
     #[test]
@@ -449,12 +490,12 @@ mod tests {
         }
         let store = crate::sled_store::open_retrying(dir.path());
         let configs = PushConfigStore::new(store.tree("push_configs").unwrap(), SecretKey::generate().unwrap());
-        let msg = key_error(configs.get("t1", "c1").unwrap_err());
+        let msg = key_error(configs.get(Scope::Node, "t1", "c1").unwrap_err());
         assert!(msg.contains("does not decrypt") && msg.contains("t1/c1"), "{msg}");
         assert!(!msg.contains(TOKEN_SECRET) && !msg.contains(CRED_SECRET), "{msg}");
-        assert!(configs.list("t1").is_err());
+        assert!(configs.list(Scope::Node, "t1").is_err());
         // Deleting still works without the key.
-        assert!(configs.delete("t1", "c1").unwrap());
+        assert!(configs.delete(Scope::Node, "t1", "c1").unwrap());
     }
 
     fn raw(configs: &PushConfigStore, task: &str, id: &str) -> serde_json::Value {
@@ -481,7 +522,7 @@ mod tests {
         write_raw(&configs, "t1", "c1", &a2);
         write_raw(&configs, "t1", "c2", &b2);
         for id in ["c1", "c2"] {
-            let msg = key_error(configs.get("t1", id).unwrap_err());
+            let msg = key_error(configs.get(Scope::Node, "t1", id).unwrap_err());
             assert!(msg.contains("sealed token") && !msg.contains(TOKEN_SECRET), "{msg}");
         }
 
@@ -489,28 +530,28 @@ mod tests {
         let mut a3 = a.clone();
         a3["sealed_credentials"] = c["sealed_credentials"].clone();
         write_raw(&configs, "t1", "c1", &a3);
-        assert!(key_error(configs.get("t1", "c1").unwrap_err()).contains("credentials"));
+        assert!(key_error(configs.get(Scope::Node, "t1", "c1").unwrap_err()).contains("credentials"));
 
         // Token and credentials swapped within one record.
         let mut a4 = a.clone();
         a4["sealed_token"] = a["sealed_credentials"].clone();
         a4["sealed_credentials"] = a["sealed_token"].clone();
         write_raw(&configs, "t1", "c1", &a4);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
+        assert!(matches!(configs.get(Scope::Node, "t1", "c1"), Err(StoreError::Key(_))));
 
         // The URL or the owner edited on disk.
         let mut a5 = a.clone();
         a5["config"]["url"] = "https://attacker.example.com/".into();
         write_raw(&configs, "t1", "c1", &a5);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
+        assert!(matches!(configs.get(Scope::Node, "t1", "c1"), Err(StoreError::Key(_))));
         let mut a6 = a.clone();
         a6["owner"]["principal"] = "mallory".into();
         write_raw(&configs, "t1", "c1", &a6);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
+        assert!(matches!(configs.get(Scope::Node, "t1", "c1"), Err(StoreError::Key(_))));
 
         // A whole record moved under another key.
         write_raw(&configs, "t1", "c1", &b);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Corrupt(_))));
+        assert!(matches!(configs.get(Scope::Node, "t1", "c1"), Err(StoreError::Corrupt(_))));
 
         // A flipped ciphertext bit.
         let mut a7 = a.clone();
@@ -518,11 +559,11 @@ mod tests {
         sealed[NONCE_LEN] ^= 1;
         a7["sealed_token"] = STANDARD.encode(sealed).into();
         write_raw(&configs, "t1", "c1", &a7);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
+        assert!(matches!(configs.get(Scope::Node, "t1", "c1"), Err(StoreError::Key(_))));
 
         // The untouched originals still open.
         write_raw(&configs, "t1", "c1", &a);
-        assert_eq!(configs.get("t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
+        assert_eq!(configs.get(Scope::Node, "t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
     }
 
     #[test]
@@ -573,7 +614,7 @@ mod tests {
             }
             // Overwritten and deleted configs leave old values in sled's log: sealed too.
             configs.put(&owner(), &config("t1", "c1")).unwrap();
-            configs.delete("t1", "c2").unwrap();
+            configs.delete(Scope::Node, "t1", "c2").unwrap();
             store.flush().unwrap();
             // Read the files while the store is still open, as well as after it closes.
             let mut paths = Vec::new();

@@ -18,7 +18,7 @@ pub(super) enum Attempt {
 impl PushWorker {
     /// Builds the request for `job` from its config and sends it.
     pub(super) fn attempt(&self, job: PushJob) -> BoxFuture<'static, (PushJob, Attempt)> {
-        let stored = self.configs.get(&job.task_id, &job.config_id);
+        let stored = self.configs.get(a2ad_storage::Scope::Node, &job.task_id, &job.config_id);
         let sender = Arc::clone(&self.sender);
         Box::pin(async move {
             let config = match stored {

@@ -21,7 +21,7 @@ use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Task};
-use a2ad_storage::{ContextKey, Owner, TaskRecord};
+use a2ad_storage::{ContextKey, Owner, Scope, TaskRecord};
 use actix::prelude::*;
 use std::sync::Arc;
 
@@ -185,13 +185,10 @@ impl Core {
         Err(RuntimeError::ContextUnavailable.into())
     }
 
-    /// The caller's task, or TaskNotFound: another owner's task is never revealed.
+    /// The caller's task, or TaskNotFound: another owner's task is never revealed (the
+    /// store reads it by owner and id together, see [`Scope`]).
     pub(crate) fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
-        self.rt
-            .store
-            .get_task(task_id)?
-            .filter(|record| &record.owner == owner)
-            .ok_or_else(|| A2aError::task_not_found(task_id))
+        self.rt.store.get_task(Scope::Owner(owner), task_id)?.ok_or_else(|| A2aError::task_not_found(task_id))
     }
 }
 

@@ -226,6 +226,11 @@ impl Metrics {
         let expired = self.retention_expired.load(Ordering::Relaxed);
         header(&mut out, "a2ad_retention_expired_total", "counter", "Interrupted tasks canceled after their timeout.");
         let _ = writeln!(out, "a2ad_retention_expired_total {expired}");
+        header(&mut out, "a2ad_auth_password_checks_total", "counter", "PBKDF2 verifications of Basic passwords run.");
+        let _ = writeln!(out, "a2ad_auth_password_checks_total {}", gauges.password_checks);
+        let help = "Authentications refused by auth.throttle (failures used up, password checks busy).";
+        header(&mut out, "a2ad_auth_throttled_total", "counter", help);
+        let _ = writeln!(out, "a2ad_auth_throttled_total {}", gauges.auth_throttled);
         header(&mut out, "a2ad_rejections_total", "counter", "Requests refused by a limit.");
         for (limit, n) in LIMITS.iter().zip(&self.rejections) {
             let _ = writeln!(out, "a2ad_rejections_total{{limit=\"{limit}\"}} {}", n.load(Ordering::Relaxed));
@@ -241,6 +246,10 @@ pub struct Gauges {
     pub running_turns: usize,
     pub push_queue_depth: Option<usize>,
     pub store_size_bytes: Option<u64>,
+    /// PBKDF2 verifications run ([`crate::auth::Authenticator::password_checks_run`]).
+    pub password_checks: u64,
+    /// Authentications refused by `auth.throttle` ([`crate::auth::Authenticator::throttled`]).
+    pub auth_throttled: u64,
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {

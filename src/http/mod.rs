@@ -12,7 +12,7 @@ mod rest_v03;
 mod sse;
 
 /// For the WebSocket upgrade (`crate::transports::websocket`), which is HTTP until it is not.
-pub use caller::caller;
+pub use caller::{caller, Refused};
 pub(crate) use jsonrpc::request_meta;
 
 use crate::card::CardDocument;

@@ -35,11 +35,11 @@ where
 /// The caller and the extensions it activated, or the response that refuses it (401 with
 /// the challenge, or the error of an unsupported required extension), boxed as
 /// [`caller`] boxes it.
-pub(super) fn admit(
+pub(super) async fn admit(
     req: &HttpRequest,
     state: &AppState,
 ) -> Result<(a2ad_storage::Owner, Vec<String>), Box<HttpResponse>> {
-    let owner = caller(req, &state.core)?;
+    let owner = caller(req, &state.core).await.map_err(|refused| Box::new(refused.into_response()))?;
     let activated = activate_extensions(req, &state.core).map_err(|e| Box::new(error_response(&e)))?;
     Ok((owner, activated))
 }

@@ -152,12 +152,18 @@ impl Core {
         Ok(())
     }
 
-    /// The caller's owner identity from its credentials (any binding).
-    pub fn authenticate(&self, credentials: &crate::auth::RequestCredentials) -> Result<Owner, crate::auth::AuthError> {
+    /// The caller's owner identity from its credentials (any binding), sent from
+    /// `client`, whose failed attempts are limited (`auth.throttle`). A refusal is 401,
+    /// except those [`crate::auth::AuthError::rate_limited`] makes RATE_LIMITED.
+    pub async fn authenticate(
+        &self,
+        credentials: &crate::auth::RequestCredentials,
+        client: crate::auth::ClientAddr,
+    ) -> Result<Owner, crate::auth::AuthError> {
         if !self.auth.enabled() {
             return Ok(Owner::anonymous());
         }
-        self.auth.authenticate(credentials)
+        self.auth.authenticate(credentials, client).await
     }
 
     /// Counts a request against the caller's rate limit.

@@ -76,6 +76,29 @@ pub struct ThrottleConfig {
     pub basic_cache_size: usize,
 }
 
+impl ThrottleConfig {
+    /// The first bad value, as (key, message).
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        let rate_ok = |r: f64| r >= 0.0 && r.is_finite();
+        if !rate_ok(self.failures_per_minute) {
+            return Err(("auth.throttle.failures-per-minute", "must be zero (off) or more"));
+        }
+        if !rate_ok(self.user_failures_per_minute) {
+            return Err(("auth.throttle.user-failures-per-minute", "must be zero (off) or more"));
+        }
+        let at_least_one = [
+            ("auth.throttle.failure-burst", self.failure_burst as usize),
+            ("auth.throttle.user-failure-burst", self.user_failure_burst as usize),
+            ("auth.throttle.tracked-clients", self.tracked_clients),
+            ("auth.throttle.password-checks", self.password_checks),
+        ];
+        match at_least_one.into_iter().find(|(_, n)| *n == 0) {
+            Some((key, _)) => Err((key, "must be at least 1")),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Default for ThrottleConfig {
     fn default() -> Self {
         ThrottleConfig {

@@ -27,7 +27,11 @@ use std::time::{Duration, Instant};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value = |flag: &str, default: usize| {
-        args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
     store_timing(value("--trials", 20_000));
     actix_web::rt::System::new().block_on(http_timing(value("--http-trials", 2_000)));
@@ -60,7 +64,11 @@ fn pairs(trials: usize, mut read: impl FnMut(bool, usize)) -> (Vec<Duration>, Ve
             let started = Instant::now();
             read(is_foreign, trial);
             let took = started.elapsed();
-            if is_foreign { foreign.push(took) } else { unknown.push(took) }
+            if is_foreign {
+                foreign.push(took)
+            } else {
+                unknown.push(took)
+            }
         }
     }
     (foreign, unknown)
@@ -181,7 +189,11 @@ async fn http_timing(trials: usize) {
             assert_eq!(answer["error"]["code"], -32001, "TaskNotFound either way: {answer}");
             // The first 200 pairs warm up.
             if trial >= 200 {
-                if is_foreign { samples.0.push(took) } else { samples.1.push(took) }
+                if is_foreign {
+                    samples.0.push(took)
+                } else {
+                    samples.1.push(took)
+                }
             }
         }
     }

@@ -13,8 +13,8 @@
 
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{
-    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -332,7 +332,13 @@ impl TaskStore for MeteredStore {
         self.metrics.move_task(outcome.previous, record.task.status.state);
         Ok(outcome)
     }
-    fn events_after(&self, scope: Scope<'_>, id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(scope, id, after, limit)
     }
     fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {

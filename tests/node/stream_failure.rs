@@ -36,7 +36,13 @@ impl TaskStore for FailingDisk {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
         self.inner.put_task(record, events)
     }
-    fn events_after(&self, scope: Scope<'_>, id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(scope, id, after, limit)
     }
     fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {

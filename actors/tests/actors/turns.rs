@@ -37,7 +37,8 @@ async fn a_streamed_turn_sends_the_task_then_its_events_and_stores_them_all() {
     assert_eq!(task.status.state, TaskState::Completed);
     let stored = node.store.get_task(a2ad_storage::Scope::Node, &task.id).unwrap().unwrap();
     assert_eq!((stored.state(), stored.last_event_seq, stored.task.artifacts.len()), (TaskState::Completed, 4, 1));
-    let logged: Vec<u64> = node.store.events_after(a2ad_storage::Scope::Node, &task.id, 0, 100).unwrap().iter().map(|e| e.seq).collect();
+    let logged: Vec<u64> =
+        node.store.events_after(a2ad_storage::Scope::Node, &task.id, 0, 100).unwrap().iter().map(|e| e.seq).collect();
     assert_eq!(logged, [1, 2, 3, 4], "every event is in the log");
     let session = node.store.get_session(&ContextKey::new(Owner::anonymous(), "ctx"), 10).unwrap().unwrap();
     let texts: Vec<String> = session.history.iter().map(|m| m.text()).collect();

@@ -26,10 +26,12 @@ pub use config::{
     JwtConfig, JwtSecretConfig, Redacted, ThrottleConfig, ENV_API_KEY, ENV_HTTP_TOKEN, ENV_PRINCIPAL, ENV_TENANT,
 };
 pub use jwt::JwtError;
-pub use throttle::ClientAddr;
 pub use password::{hash_password, DEFAULT_PBKDF2_ITERATIONS, MIN_PBKDF2_ITERATIONS, PBKDF2_PREFIX};
+pub use throttle::ClientAddr;
 
-use a2ad_protocol::{A2aError, ApiKeySecurityScheme, ErrorCode, HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList};
+use a2ad_protocol::{
+    A2aError, ApiKeySecurityScheme, ErrorCode, HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
+};
 use a2ad_storage::Owner;
 use base64::Engine;
 use config::sha256;

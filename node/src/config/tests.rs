@@ -236,8 +236,7 @@ fn the_defaults_serialize_to_a_file_that_reads_back_as_the_defaults() {
 
 #[test]
 fn secrets_never_serialize() {
-    let mut config = Config::default();
-    config.metrics_token = Some("hunter2-metrics".into());
+    let mut config = Config { metrics_token: Some("hunter2-metrics".into()), ..Config::default() };
     config.card.signing_keys = vec![CardSigningKey::new("k", "hunter2-card-signing-key-0123456789").unwrap()];
     let yaml = serde_yaml_ng::to_string(&config).unwrap();
     assert!(!yaml.contains("hunter2"), "{yaml}");
@@ -246,7 +245,8 @@ fn secrets_never_serialize() {
 
 #[test]
 fn auth_throttle_keys_are_read_and_checked() {
-    let c = load_text("auth:\n  throttle: {failures-per-minute: 5, password-checks: 2, basic-cache: 30s}\n", &[]).unwrap();
+    let c =
+        load_text("auth:\n  throttle: {failures-per-minute: 5, password-checks: 2, basic-cache: 30s}\n", &[]).unwrap();
     assert_eq!(c.auth.throttle.failures_per_minute, 5.0);
     assert_eq!(c.auth.throttle.password_checks, 2);
     assert_eq!(c.auth.throttle.basic_cache, Duration::from_secs(30));

@@ -114,7 +114,9 @@ fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
     same(&stores, |s| s.counts().unwrap());
     let removed = same(&stores, |s| s.delete_task("t1").unwrap().map(|r| r.task.id));
     assert_eq!(removed.as_deref(), Some("t1"));
-    same(&stores, |s| (s.delete_task("t1").unwrap(), s.events_after(crate::Scope::Node, "t1", 0, 10).unwrap(), s.counts().unwrap()));
+    same(&stores, |s| {
+        (s.delete_task("t1").unwrap(), s.events_after(crate::Scope::Node, "t1", 0, 10).unwrap(), s.counts().unwrap())
+    });
 }
 
 #[test]
@@ -140,7 +142,9 @@ fn sessions_keep_their_last_messages_settle_atomically_and_are_forgotten_when_un
     session.append(&reply, 3);
     let settled = same(&stores, |s| s.settle_reply("reply", &session, &reply, 3).unwrap().map(|r| r.task.id));
     assert_eq!(settled.as_deref(), Some("reply"));
-    same(&stores, |s| (s.get_task(crate::Scope::Node, "reply").unwrap(), s.get_session(&key, 3).unwrap(), s.counts().unwrap()));
+    same(&stores, |s| {
+        (s.get_task(crate::Scope::Node, "reply").unwrap(), s.get_session(&key, 3).unwrap(), s.counts().unwrap())
+    });
     assert!(same(&stores, |s| s.forget_session_if_unused(&key).unwrap()));
     same(&stores, |s| (s.forget_session_if_unused(&key).unwrap(), s.get_session(&key, 3).unwrap()));
     same(&stores, |s| s.counts().unwrap());

@@ -133,7 +133,9 @@ fn the_event_log_keeps_the_last_events_in_order() {
             &[LoggedEvent::encode(1, &StreamResponse::Task(rec.task.clone()))],
         )
         .unwrap();
-    let seqs = |after| store.events_after(crate::Scope::Node, "t1", after, 100).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>();
+    let seqs = |after| {
+        store.events_after(crate::Scope::Node, "t1", after, 100).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>()
+    };
     assert_eq!(seqs(0), vec![3, 4, 5], "only the last 3 are retained");
     assert_eq!(seqs(3), vec![4, 5]);
     assert!(seqs(5).is_empty(), "another task's log is not read");
@@ -161,7 +163,11 @@ fn delete_task_clears_the_record_every_index_and_the_event_log() {
     assert_eq!(removed.task.id, "t1");
     assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_none());
     assert!(store.events_after(crate::Scope::Node, "t1", 0, 100).unwrap().is_empty(), "the event log is gone");
-    assert_eq!(store.events_after(crate::Scope::Node, "t10", 0, 100).unwrap().len(), 1, "a task whose id extends it keeps its log");
+    assert_eq!(
+        store.events_after(crate::Scope::Node, "t10", 0, 100).unwrap().len(),
+        1,
+        "a task whose id extends it keeps its log"
+    );
     let page = store.list_tasks(&query(&owner)).unwrap();
     assert_eq!((ids(&page), page.total), (vec!["t10"], 1), "the by-time index");
     let mut by_ctx = query(&owner);

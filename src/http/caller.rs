@@ -42,14 +42,3 @@ pub async fn caller(req: &HttpRequest, core: &Core) -> Result<Owner, Refused> {
         ))
     })
 }
-
-impl Refused {
-    /// The response for a binding without an error shape of its own: the 401, or the
-    /// HTTP+JSON error (429, `Retry-After`).
-    pub fn into_response(self) -> HttpResponse {
-        match self {
-            Refused::Unauthorized(response) => *response,
-            Refused::Limited(error) => super::rest_shared::error_response(&error),
-        }
-    }
-}

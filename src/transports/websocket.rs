@@ -139,7 +139,7 @@ async fn upgrade(
 ) -> actix_web::Result<HttpResponse> {
     let owner = match crate::http::caller(&req, &state.core).await {
         Ok(owner) => owner,
-        Err(refused) => return Ok(refused.into_response()),
+        Err(refused) => return Ok(crate::http::refusal_response(refused)),
     };
     // Resuming is per stream; a header on the upgrade cannot say which one.
     let meta = RpcMeta { last_event_id: None, ..crate::http::request_meta(&req) };

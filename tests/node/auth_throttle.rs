@@ -81,6 +81,14 @@ async fn an_address_out_of_failures_gets_429_while_other_callers_are_served() {
     assert_eq!(rest.status(), 429);
     assert!(rest.headers().contains_key("retry-after"));
 
+    // gRPC counts the same address: RESOURCE_EXHAUSTED.
+    let endpoint = tonic::transport::Endpoint::from_shared(app.grpc_url.clone()).unwrap();
+    let channel = endpoint.local_address(Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)))).connect().await.unwrap();
+    let mut grpc = a2a_pb::proto::a2a_service_client::A2aServiceClient::new(channel);
+    let mut request = tonic::Request::new(a2a_pb::proto::ListTasksRequest::default());
+    request.metadata_mut().insert("authorization", "Bearer tok-alice".parse().unwrap());
+    assert_eq!(grpc.list_tasks(request).await.unwrap_err().code(), tonic::Code::ResourceExhausted);
+
     // Another tenant, the same tenant, and a Basic user, from another address: served.
     let legitimate = client_from(1);
     for authorization in [bearer("tok-eve"), bearer("tok-alice"), basic("carol", "carol-pw")] {
@@ -89,7 +97,7 @@ async fn an_address_out_of_failures_gets_429_while_other_callers_are_served() {
         assert!(body["result"]["tasks"].is_array(), "{body}");
     }
     let metrics = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("a2ad_auth_throttled_total 3"), "{metrics}");
+    assert!(metrics.contains("a2ad_auth_throttled_total 4"), "{metrics}");
 }
 
 #[actix_web::test]

@@ -372,20 +372,11 @@ impl Authenticator {
     /// but a Basic password, which is left to verify ([`Self::authenticate`] does, off
     /// the async workers).
     fn classify(&self, credentials: &RequestCredentials, now: i64) -> Check {
-        match self.check_cheap(credentials, now) {
-            Ok(Ok(owner)) => Check::Done(Ok(owner)),
-            Ok(Err(attempt)) => Check::Password(attempt),
-            Err(e) => Check::Done(Err(e)),
-        }
+        self.check_cheap(credentials, now).unwrap_or_else(|e| Check::Done(Err(e)))
     }
 
-    /// [`Self::classify`]: the owner, or a password to verify, or why not.
-    #[allow(clippy::type_complexity)]
-    fn check_cheap(
-        &self,
-        credentials: &RequestCredentials,
-        now: i64,
-    ) -> Result<Result<Owner, PasswordAttempt>, AuthError> {
+    /// [`Self::classify`], with `?` for the refusals.
+    fn check_cheap(&self, credentials: &RequestCredentials, now: i64) -> Result<Check, AuthError> {
         let present = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
         let authorization = present(&credentials.authorization);
         let api_key = present(&credentials.api_key);
@@ -398,10 +389,10 @@ impl Authenticator {
             let (scheme, value) = authorization.split_once(char::is_whitespace).unwrap_or((&authorization, ""));
             let value = value.trim();
             if scheme.eq_ignore_ascii_case("bearer") && self.bearer_enabled() {
-                return self.bearer(value, now).map(Ok);
+                return self.bearer(value, now).map(|owner| Check::Done(Ok(owner)));
             }
             if scheme.eq_ignore_ascii_case("basic") && !self.basic_users.is_empty() {
-                return self.basic(value).map(Err);
+                return self.basic(value).map(Check::Password);
             }
             // A scheme we do not serve (perhaps meant for a proxy): only an API key may
             // still authenticate the request.
@@ -420,7 +411,7 @@ impl Authenticator {
         match platform_user {
             None => {
                 if let Some(found) = self.find(&self.api_keys, &digest, |c| &c.secret) {
-                    return Ok(Ok(found.owner.clone()));
+                    return Ok(Check::Done(Ok(found.owner.clone())));
                 }
                 if self.find(&self.integrator_keys, &digest, |c| &c.secret).is_some() {
                     return Err(AuthError::PlatformUserRequired);
@@ -432,7 +423,7 @@ impl Authenticator {
                 if !valid_platform_user_id(&user) {
                     return Err(AuthError::InvalidPlatformUserId);
                 }
-                Ok(Ok(Owner { tenant: found.tenant.clone(), principal: user }))
+                Ok(Check::Done(Ok(Owner { tenant: found.tenant.clone(), principal: user })))
             }
         }
     }

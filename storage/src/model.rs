@@ -69,10 +69,10 @@ impl Scope<'_> {
     }
 
     /// Whether the stored `json` is in scope, read off its start (see [`Scope`]);
-    /// `prefix` is [`Scope::json_prefix`] (`None`: every owner's). `None` when the value does not start with an
-    /// owner field (not written by this code): the caller decodes it and asks
-    /// [`Scope::admits`]. JSON objects are self-delimiting, so a prefix match followed by
-    /// `,` or `}` is the same owner, never one whose name merely extends it.
+    /// `prefix` is [`Scope::json_prefix`] (`None`: every owner's). `None` when the value
+    /// does not start with an owner field (not written by this code): the caller decodes
+    /// it and asks [`Scope::admits`]. JSON objects are self-delimiting, so a prefix match
+    /// followed by `,` or `}` is the same owner, never one whose name merely extends it.
     pub(crate) fn admits_json(prefix: Option<&[u8]>, json: &[u8]) -> Option<bool> {
         let Some(prefix) = prefix else { return Some(true) };
         if !json.starts_with(OWNER_FIELD) {

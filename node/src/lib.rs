@@ -9,13 +9,14 @@
 //! * [`config`]: the one config struct (YAML, `A2AD_*` env, flags).
 //! * [`core`]: the request handler every binding calls.
 //! * [`rpc`]: JSON-RPC over any transport (one request in, one response or a stream of frames out).
-//! * [`auth`]: who the caller is, and which tasks are theirs.
+//! * [`auth`]: who the caller is, with failed attempts throttled.
 //! * [`agents`]: the built-in agents (echo, command, openai).
 //! * [`artifacts`]: artifact files under the data dir.
 //! * [`push`]: push notification delivery (the webhook sender and its SSRF guard).
 //! * [`retention`]: removes old tasks and expires unanswered ones in the background.
 //! * [`card`], [`card_signing`], [`extended_card`]: the agent card.
 //! * [`metrics`]: the Prometheus metrics and the store and queue wrappers that feed them.
+//! * [`rate`]: token buckets by key in bounded memory (request rates, failed logins).
 //! * [`units`]: durations and byte sizes as the config writes them, read and shown.
 
 pub mod agents;
@@ -28,6 +29,7 @@ pub mod core;
 pub mod extended_card;
 pub mod metrics;
 pub mod push;
+pub mod rate;
 pub mod retention;
 pub mod rpc;
 pub mod units;

@@ -14,8 +14,8 @@
 use a2ad_actors::push::{DestinationGauge, PushBoard, PushGauges};
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{
-    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -233,6 +233,11 @@ impl Metrics {
         let expired = self.retention_expired.load(Ordering::Relaxed);
         header(&mut out, "a2ad_retention_expired_total", "counter", "Interrupted tasks canceled after their timeout.");
         let _ = writeln!(out, "a2ad_retention_expired_total {expired}");
+        header(&mut out, "a2ad_auth_password_checks_total", "counter", "PBKDF2 verifications of Basic passwords run.");
+        let _ = writeln!(out, "a2ad_auth_password_checks_total {}", gauges.password_checks);
+        let help = "Authentications refused by auth.throttle (failures used up, password checks busy).";
+        header(&mut out, "a2ad_auth_throttled_total", "counter", help);
+        let _ = writeln!(out, "a2ad_auth_throttled_total {}", gauges.auth_throttled);
         header(&mut out, "a2ad_rejections_total", "counter", "Requests refused by a limit.");
         for (limit, n) in LIMITS.iter().zip(&self.rejections) {
             let _ = writeln!(out, "a2ad_rejections_total{{limit=\"{limit}\"}} {}", n.load(Ordering::Relaxed));
@@ -288,6 +293,10 @@ pub struct Gauges {
     pub running_turns: usize,
     pub push_queue_depth: Option<usize>,
     pub store_size_bytes: Option<u64>,
+    /// PBKDF2 verifications run ([`crate::auth::Authenticator::password_checks_run`]).
+    pub password_checks: u64,
+    /// Authentications refused by `auth.throttle` ([`crate::auth::Authenticator::throttled`]).
+    pub auth_throttled: u64,
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -381,8 +390,14 @@ impl TaskStore for MeteredStore {
         self.metrics.move_task(outcome.previous, record.task.status.state);
         Ok(outcome)
     }
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.events_after(task_id, after, limit)
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events_after(scope, id, after, limit)
     }
     fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
         self.inner.reserve_event_seq(task_id, seq)
@@ -390,8 +405,8 @@ impl TaskStore for MeteredStore {
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
         self.inner.reserved_event_seq(task_id)
     }
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get_task(task_id)
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get_task(scope, task_id)
     }
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.inner.list_tasks(query)

@@ -49,7 +49,11 @@ impl A2aGrpc {
             api_key: metadata("x-api-key"),
             platform_user_id: metadata("x-platform-user-id"),
         };
-        let owner = self.core.authenticate(&credentials).map_err(|_| Status::unauthenticated("Unauthorized"))?;
+        let client = crate::auth::ClientAddr::peer(request.remote_addr());
+        let owner = self.core.authenticate(&credentials, client).await.map_err(|e| match e.rate_limited() {
+            Some(limited) => to_status(limited),
+            None => Status::unauthenticated("Unauthorized"),
+        })?;
         let extensions = request.metadata().get_all("a2a-extensions").iter().filter_map(|v| v.to_str().ok());
         let activated =
             self.core.activate_extensions(&crate::core::extensions::parse(extensions)).map_err(to_status)?;

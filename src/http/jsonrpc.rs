@@ -5,7 +5,7 @@
 //! become [`RpcMeta`], and the status. Errors go back with HTTP 200, as the SDKs expect,
 //! except an oversized body (413) and a rate-limited caller (429 + `Retry-After`).
 
-use super::caller::caller;
+use super::caller::{caller, Refused};
 use super::{body, echo_extensions, observe, sse, AppState};
 use crate::metrics::Binding;
 use crate::rpc::{self, RpcAnswer, RpcMeta, RpcOutcome};
@@ -17,9 +17,10 @@ use serde_json::Value;
 
 pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
     observe::served(&req, Binding::JsonRpc, "unknown");
-    let owner = match caller(&req, &state.core) {
+    let owner = match caller(&req, &state.core).await {
         Ok(owner) => owner,
-        Err(unauthorized) => return unauthenticated(&req, payload, &state, *unauthorized).await,
+        Err(Refused::Unauthorized(plain)) => return unauthenticated(&req, payload, &state, *plain).await,
+        Err(Refused::Limited(error)) => return error_response(&Value::Null, &error),
     };
     let bytes = match body::read_limited(&req, payload, state.body_limit).await {
         Ok(bytes) => bytes,

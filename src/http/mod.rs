@@ -12,8 +12,9 @@ mod rest_v03;
 mod sse;
 
 /// For the WebSocket upgrade (`crate::transports::websocket`), which is HTTP until it is not.
-pub use caller::caller;
+pub use caller::{caller, Refused};
 pub(crate) use jsonrpc::request_meta;
+pub use rest_shared::refusal_response;
 
 use crate::card::CardDocument;
 use crate::core::Core;

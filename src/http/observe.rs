@@ -117,6 +117,8 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         running_turns: core.runtime().turn_limits.running(),
         push_queue_depth,
         store_size_bytes,
+        password_checks: core.auth().password_checks_run(),
+        auth_throttled: core.auth().throttled(),
     };
     HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(core.metrics().render(&gauges))
 }

@@ -5,7 +5,7 @@
 //! Kept in one place so the two dialects cannot drift apart on authentication, extension
 //! activation, body limits or error statuses; only what a route means differs.
 
-use super::caller::caller;
+use super::caller::{caller, Refused};
 use super::{activate_extensions, body, observe, AppState};
 use a2ad_protocol::{A2aError, ErrorCode};
 use actix_web::http::StatusCode;
@@ -32,14 +32,24 @@ where
     }
 }
 
+/// The response to a refused caller for a binding without an error shape of its own
+/// (HTTP+JSON, the WebSocket upgrade): the 401, or the HTTP+JSON error (429,
+/// `Retry-After`).
+pub fn refusal_response(refused: Refused) -> HttpResponse {
+    match refused {
+        Refused::Unauthorized(response) => *response,
+        Refused::Limited(error) => error_response(&error),
+    }
+}
+
 /// The caller and the extensions it activated, or the response that refuses it (401 with
 /// the challenge, or the error of an unsupported required extension), boxed as
 /// [`caller`] boxes it.
-pub(super) fn admit(
+pub(super) async fn admit(
     req: &HttpRequest,
     state: &AppState,
 ) -> Result<(a2ad_storage::Owner, Vec<String>), Box<HttpResponse>> {
-    let owner = caller(req, &state.core)?;
+    let owner = caller(req, &state.core).await.map_err(|refused| Box::new(refusal_response(refused)))?;
     let activated = activate_extensions(req, &state.core).map_err(|e| Box::new(error_response(&e)))?;
     Ok((owner, activated))
 }

@@ -40,9 +40,10 @@ async fn cancel(req: HttpRequest, state: web::Data<AppState>, id: web::Path<Stri
 
 async fn run(req: &HttpRequest, state: &AppState, method: &'static str, params: Value) -> HttpResponse {
     observe::served(req, Binding::Rest, crate::metrics::method_label(method));
-    let owner = match caller(req, &state.core) {
+    let owner = match caller(req, &state.core).await {
         Ok(owner) => owner,
-        Err(plain) => return unauthenticated(&plain),
+        Err(super::Refused::Unauthorized(plain)) => return unauthenticated(&plain),
+        Err(super::Refused::Limited(error)) => return error_response(&error),
     };
     match execute(&state.core, &owner, method, params).await {
         Ok(V01Reply::Result(result)) => HttpResponse::Ok().content_type("application/json").body(result.to_string()),

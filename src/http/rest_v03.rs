@@ -40,7 +40,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Method) -> HttpResponse {
     observe::served(&req, Binding::Rest, route.info().v03.unwrap_or("unknown"));
-    let (owner, activated) = match admit(&req, &state) {
+    let (owner, activated) = match admit(&req, &state).await {
         Ok(admitted) => admitted,
         Err(refused) => return *refused,
     };

@@ -331,9 +331,14 @@ async fn respond(
 ) -> RedisResult<Handled> {
     let started = Instant::now();
     let core = &shared.core;
-    let owner = match core.authenticate(credentials) {
+    // Entries carry no client address: every Redis client shares one failure bucket.
+    let owner = match core.authenticate(credentials, crate::auth::ClientAddr::Local).await {
         Ok(owner) => owner,
         Err(e) => {
+            if let Some(limited) = e.rate_limited() {
+                super::record(core, Binding::Redis, None, limited.code.info().reason, started);
+                return write_single(shared, &request, &error_body(&serde_json::Value::Null, &limited)).await;
+            }
             tracing::info!(reason = %e, "redis transport: request refused: not authenticated");
             let refused = rpc::unauthenticated(request.text.as_deref().unwrap_or_default().as_bytes(), None);
             super::record_answer(core, Binding::Redis, &refused, started);

@@ -137,9 +137,9 @@ async fn upgrade(
     state: web::Data<AppState>,
     settings: web::Data<WsSettings>,
 ) -> actix_web::Result<HttpResponse> {
-    let owner = match crate::http::caller(&req, &state.core) {
+    let owner = match crate::http::caller(&req, &state.core).await {
         Ok(owner) => owner,
-        Err(unauthorized) => return Ok(*unauthorized),
+        Err(refused) => return Ok(crate::http::refusal_response(refused)),
     };
     // Resuming is per stream; a header on the upgrade cannot say which one.
     let meta = RpcMeta { last_event_id: None, ..crate::http::request_meta(&req) };

@@ -29,7 +29,7 @@ pub use journal::{Checkpointer, DurableQueue, ReplayReport, WalStore, WAL_DIR};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use memory::MemoryStore;
 pub use model::{
-    ContextKey, LoggedEvent, Owner, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+    ContextKey, LoggedEvent, Owner, Scope, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery, TaskRecord,
 };
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
@@ -84,8 +84,14 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 
     /// A task's logged events with a sequence number above `after`, oldest first, at most
-    /// `limit`.
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError>;
+    /// `limit`; none when the task is not in `scope` (another owner's reads as unknown).
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError>;
 
     /// Records that events of `task_id` up to `seq` may reach clients (streams) before
     /// they are stored, so that start-up recovery numbers its FAILED event above them and
@@ -105,8 +111,9 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(0)
     }
 
-    /// Reads a task by id, whoever owns it (callers check the owner).
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// Reads a task by id if it is in `scope`: with [`Scope::Owner`], another owner's task
+    /// is `None`, as an unknown id is, and is not decoded (see [`Scope`]).
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
     /// One page of an owner's tasks, newest status first.
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;

@@ -9,7 +9,7 @@
 //! [`crate::GroupCommit`] over this store resolves at once.
 
 use crate::{
-    ContextKey, Cursor, LoggedEvent, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery,
+    ContextKey, Cursor, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery,
     TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
@@ -115,15 +115,24 @@ impl TaskStore for MemoryStore {
         Ok(old)
     }
 
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
         let state = self.state();
+        if scope != Scope::Node && !state.tasks.get(task_id).is_some_and(|r| scope.admits(&r.owner)) {
+            return Ok(Vec::new());
+        }
         let Some(log) = state.events.get(task_id) else { return Ok(Vec::new()) };
         let events = log.range(after.saturating_add(1)..).take(limit);
         Ok(events.map(|(seq, json)| LoggedEvent { seq: *seq, json: Arc::clone(json) }).collect())
     }
 
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.state().tasks.get(task_id).cloned())
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.state().tasks.get(task_id).filter(|r| scope.admits(&r.owner)).cloned())
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {

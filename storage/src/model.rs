@@ -27,6 +27,62 @@ impl Owner {
     }
 }
 
+/// Whose records a read by id may return: the one place tenant isolation is enforced.
+/// The node core, the actors and push delivery read tasks, their events and their push
+/// configs through it, so no caller compares owners itself.
+///
+/// A stored task or push config is JSON that starts with its owner (`{"owner":{...},`:
+/// serde writes `owner`, the first field, first). A store reads that prefix off the raw
+/// value and compares it with the caller's, so another owner's record is found absent
+/// without being decoded, and answers in about the time of an unknown id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// A caller's read: only this owner's records; another owner's id reads as absent.
+    Owner(&'a Owner),
+    /// The node's own work across owners: recovery, retention, push delivery, admin.
+    Node,
+}
+
+/// How a stored record's JSON starts: its owner field.
+const OWNER_FIELD: &[u8] = b"{\"owner\":";
+
+impl Scope<'_> {
+    /// Whether a record of `owner` is in scope.
+    pub fn admits(&self, owner: &Owner) -> bool {
+        match self {
+            Scope::Owner(wanted) => *wanted == owner,
+            Scope::Node => true,
+        }
+    }
+
+    /// What a record's JSON must start with to be in scope: `{"owner":<owner JSON>`;
+    /// `None` for [`Scope::Node`]. Built before the lookup, so that a foreign id and an
+    /// unknown one cost the same up to the comparison.
+    pub(crate) fn json_prefix(&self) -> Option<Vec<u8>> {
+        let Scope::Owner(owner) = self else { return None };
+        let mut prefix = OWNER_FIELD.to_vec();
+        if serde_json::to_writer(&mut prefix, owner).is_err() {
+            // Cannot happen (two strings); an empty prefix matches nothing: fail closed.
+            prefix.clear();
+        }
+        Some(prefix)
+    }
+
+    /// Whether the stored `json` is in scope, read off its start (see [`Scope`]);
+    /// `prefix` is [`Scope::json_prefix`] (`None`: every owner's). `None` when the value
+    /// does not start with an owner field (not written by this code): the caller decodes
+    /// it and asks [`Scope::admits`]. JSON objects are self-delimiting, so a prefix match
+    /// followed by `,` or `}` is the same owner, never one whose name merely extends it.
+    pub(crate) fn admits_json(prefix: Option<&[u8]>, json: &[u8]) -> Option<bool> {
+        let Some(prefix) = prefix else { return Some(true) };
+        if !json.starts_with(OWNER_FIELD) {
+            return None;
+        }
+        let same = json.starts_with(prefix) && matches!(json.get(prefix.len()), Some(b',' | b'}'));
+        Some(same)
+    }
+}
+
 /// Appends a `u16`-length-prefixed segment.
 pub(crate) fn push_segment(key: &mut Vec<u8>, segment: &str) {
     let len = u16::try_from(segment.len()).unwrap_or(u16::MAX);

@@ -18,7 +18,7 @@
 
 use crate::keyring::{wipe, SecretKey};
 use crate::model::push_segment;
-use crate::{Owner, StoreError};
+use crate::{Owner, Scope, StoreError};
 use a2ad_protocol::TaskPushNotificationConfig;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -115,29 +115,55 @@ impl PushConfigStore {
         Ok(())
     }
 
-    /// The config `id` of task `task_id`, secrets opened.
-    pub fn get(&self, task_id: &str, id: &str) -> Result<Option<StoredPushConfig>, StoreError> {
+    /// The config `id` of task `task_id` if it is in `scope`, secrets opened. Another
+    /// owner's config reads as absent and is not decoded (see [`Scope`]).
+    pub fn get(&self, scope: Scope<'_>, task_id: &str, id: &str) -> Result<Option<StoredPushConfig>, StoreError> {
+        let prefix = scope.json_prefix();
         let Some(key) = record_key(task_id, id) else { return Ok(None) };
-        self.tree.get(key)?.map(|bytes| self.open_record(task_id, id, &bytes)).transpose()
+        let Some(bytes) = self.tree.get(key)? else { return Ok(None) };
+        self.open_in_scope(scope, prefix.as_deref(), task_id, id, &bytes)
     }
 
-    /// Every config of task `task_id`, in id order, secrets opened.
-    pub fn list(&self, task_id: &str) -> Result<Vec<StoredPushConfig>, StoreError> {
-        let Some(prefix) = task_prefix(task_id) else { return Ok(Vec::new()) };
+    /// Every config of task `task_id` in `scope`, in id order, secrets opened.
+    pub fn list(&self, scope: Scope<'_>, task_id: &str) -> Result<Vec<StoredPushConfig>, StoreError> {
+        let (prefix, Some(key_prefix)) = (scope.json_prefix(), task_prefix(task_id)) else { return Ok(Vec::new()) };
         let mut out = Vec::new();
-        for entry in self.tree.scan_prefix(&prefix) {
+        for entry in self.tree.scan_prefix(&key_prefix) {
             let (key, value) = entry?;
-            let id = std::str::from_utf8(&key[prefix.len()..])
+            let id = std::str::from_utf8(&key[key_prefix.len()..])
                 .map_err(|_| StoreError::Corrupt(format!("push config key of task {task_id} is not UTF-8")))?;
-            out.push(self.open_record(task_id, id, &value)?);
+            out.extend(self.open_in_scope(scope, prefix.as_deref(), task_id, id, &value)?);
         }
         Ok(out)
     }
 
-    /// Deletes one config. Idempotent: `false` when there was none.
-    pub fn delete(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
+    /// Deletes one config if it is in `scope`. Idempotent: `false` when there was none
+    /// (or it is another owner's, which is left alone).
+    pub fn delete(&self, scope: Scope<'_>, task_id: &str, id: &str) -> Result<bool, StoreError> {
         let Some(key) = record_key(task_id, id) else { return Ok(false) };
-        Ok(self.tree.remove(key)?.is_some())
+        if scope == Scope::Node {
+            return Ok(self.tree.remove(key)?.is_some());
+        }
+        let Some(current) = self.tree.get(&key)? else { return Ok(false) };
+        let in_scope = self.open_in_scope(scope, scope.json_prefix().as_deref(), task_id, id, &current)?.is_some();
+        // Removed only as it was read in scope (a concurrent write wins).
+        Ok(in_scope && self.tree.compare_and_swap(key, Some(current), None::<&[u8]>)?.is_ok())
+    }
+
+    /// The stored record opened if it is in `scope`: the owner is compared on the raw
+    /// JSON first ([`Scope::admits_json`]), so another owner's is never decoded.
+    fn open_in_scope(
+        &self,
+        scope: Scope<'_>,
+        prefix: Option<&[u8]>,
+        task_id: &str,
+        id: &str,
+        bytes: &[u8],
+    ) -> Result<Option<StoredPushConfig>, StoreError> {
+        if Scope::admits_json(prefix, bytes) == Some(false) {
+            return Ok(None);
+        }
+        Ok(Some(self.open_record(task_id, id, bytes)?).filter(|stored| scope.admits(&stored.owner)))
     }
 
     /// Deletes every config of a task, in one atomic batch; returns how many there were.
@@ -272,329 +298,4 @@ fn aad(task_id: &str, id: &str, field: &str, owner: &Owner, url: &str) -> Vec<u8
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{SledStore, TaskStore};
-    use a2ad_protocol::AuthenticationInfo;
-    use std::path::Path;
-
-    const TOKEN_SECRET: &str = "tok-SECRET-123";
-    const CRED_SECRET: &str = "cred-SECRET-456";
-    const URL: &str = "https://hooks.example.com/SENTINEL-URL-789";
-
-    fn owner() -> Owner {
-        Owner { tenant: "acme".into(), principal: "alice".into() }
-    }
-
-    fn config(task: &str, id: &str) -> TaskPushNotificationConfig {
-        TaskPushNotificationConfig {
-            tenant: Some("acme".into()),
-            id: Some(id.into()),
-            task_id: Some(task.into()),
-            url: URL.into(),
-            token: Some(format!("{TOKEN_SECRET}-{task}-{id}")),
-            authentication: Some(AuthenticationInfo {
-                scheme: "Bearer".into(),
-                credentials: Some(format!("{CRED_SECRET}-{task}-{id}")),
-            }),
-        }
-    }
-
-    fn open(dir: &Path) -> (SledStore, PushConfigStore) {
-        let store = crate::sled_store::open_retrying(dir);
-        let key = SecretKey::load_or_create(dir).unwrap();
-        let configs = PushConfigStore::new(store.tree("push_configs").unwrap(), key);
-        (store, configs)
-    }
-
-    fn ids(list: &[StoredPushConfig]) -> Vec<&str> {
-        list.iter().map(|s| s.config.id.as_deref().unwrap()).collect()
-    }
-
-    fn key_error(e: StoreError) -> String {
-        match e {
-            StoreError::Key(msg) => msg,
-            other => panic!("expected a key error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn put_get_list_delete_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        let c = config("t1", "c1");
-        configs.put(&owner(), &c).unwrap();
-        let got = configs.get("t1", "c1").unwrap().unwrap();
-        assert_eq!(got, StoredPushConfig { owner: owner(), config: c.clone() });
-        assert_eq!(configs.list("t1").unwrap(), vec![got]);
-        assert!(configs.get("t1", "c2").unwrap().is_none());
-        assert!(configs.get("t2", "c1").unwrap().is_none());
-        assert!(configs.delete("t1", "c1").unwrap());
-        assert!(configs.get("t1", "c1").unwrap().is_none());
-        assert!(configs.list("t1").unwrap().is_empty());
-    }
-
-    #[test]
-    fn configs_without_secrets_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        let mut bare = config("t1", "bare");
-        bare.token = None;
-        bare.authentication = None;
-        bare.tenant = None;
-        let mut scheme_only = config("t1", "scheme");
-        scheme_only.token = None;
-        scheme_only.authentication.as_mut().unwrap().credentials = None;
-        for c in [&bare, &scheme_only] {
-            configs.put(&Owner::anonymous(), c).unwrap();
-            let got = configs.get("t1", c.id.as_deref().unwrap()).unwrap().unwrap();
-            assert_eq!(&got.config, c);
-            assert_eq!(got.owner, Owner::anonymous());
-        }
-    }
-
-    #[test]
-    fn put_overwrites() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        configs.put(&owner(), &config("t1", "c1")).unwrap();
-        let mut changed = config("t1", "c1");
-        changed.url = "https://other.example.com/hook".into();
-        changed.token = Some("new-token".into());
-        configs.put(&owner(), &changed).unwrap();
-        assert_eq!(configs.get("t1", "c1").unwrap().unwrap().config, changed);
-        assert_eq!(configs.list("t1").unwrap().len(), 1);
-    }
-
-    #[test]
-    fn delete_is_idempotent() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        assert!(!configs.delete("t1", "c1").unwrap());
-        configs.put(&owner(), &config("t1", "c1")).unwrap();
-        assert!(configs.delete("t1", "c1").unwrap());
-        assert!(!configs.delete("t1", "c1").unwrap());
-        assert_eq!(configs.delete_task("t1").unwrap(), 0);
-    }
-
-    #[test]
-    fn list_is_one_task_in_id_order_even_for_prefix_task_ids() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        for (task, id) in [("t10", "a"), ("t1", "c"), ("t1", "a"), ("t", "z"), ("t1", "b"), ("t10", "0"), ("t1", "aa")]
-        {
-            configs.put(&owner(), &config(task, id)).unwrap();
-        }
-        assert_eq!(ids(&configs.list("t1").unwrap()), ["a", "aa", "b", "c"]);
-        assert_eq!(ids(&configs.list("t10").unwrap()), ["0", "a"]);
-        assert_eq!(ids(&configs.list("t").unwrap()), ["z"]);
-        assert!(configs.list("t100").unwrap().is_empty());
-        assert!(configs.list("").unwrap().is_empty());
-        for stored in configs.list("t1").unwrap() {
-            assert_eq!(stored.config.task_id.as_deref(), Some("t1"));
-        }
-        // delete_task removes exactly that task's configs.
-        assert_eq!(configs.delete_task("t1").unwrap(), 4);
-        assert!(configs.list("t1").unwrap().is_empty());
-        assert_eq!(ids(&configs.list("t10").unwrap()), ["0", "a"]);
-        assert_eq!(ids(&configs.list("t").unwrap()), ["z"]);
-    }
-
-    #[test]
-    fn task_ids_are_listed_once_each_even_for_prefix_ids() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        assert!(configs.task_ids().unwrap().is_empty());
-        for (task, id) in [("t1", "a"), ("t1", "b"), ("t10", "a"), ("t2", "z")] {
-            configs.put(&owner(), &config(task, id)).unwrap();
-        }
-        assert_eq!(configs.task_ids().unwrap(), ["t1", "t2", "t10"], "by length, then bytes: the key order");
-    }
-
-    #[test]
-    fn put_needs_task_id_and_id() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        let mut c = config("t1", "c1");
-        c.id = None;
-        assert!(matches!(configs.put(&owner(), &c), Err(StoreError::Corrupt(_))));
-        let mut c = config("t1", "c1");
-        c.task_id = None;
-        assert!(matches!(configs.put(&owner(), &c), Err(StoreError::Corrupt(_))));
-        let long = "x".repeat(70_000);
-        assert!(configs.put(&owner(), &config(&long, "c1")).is_err());
-        assert!(configs.get(&long, "c1").unwrap().is_none());
-        assert!(configs.list(&long).unwrap().is_empty());
-    }
-
-    #[test]
-    fn reopening_with_the_same_key_file_reads_the_secrets() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let (store, configs) = open(dir.path());
-            configs.put(&owner(), &config("t1", "c1")).unwrap();
-            store.flush().unwrap();
-        }
-        let (_store, configs) = open(dir.path());
-        assert_eq!(configs.get("t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
-    }
-
-    #[test]
-    fn a_different_key_fails_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let (store, configs) = open(dir.path());
-            configs.put(&owner(), &config("t1", "c1")).unwrap();
-            store.flush().unwrap();
-        }
-        let store = crate::sled_store::open_retrying(dir.path());
-        let configs = PushConfigStore::new(store.tree("push_configs").unwrap(), SecretKey::generate().unwrap());
-        let msg = key_error(configs.get("t1", "c1").unwrap_err());
-        assert!(msg.contains("does not decrypt") && msg.contains("t1/c1"), "{msg}");
-        assert!(!msg.contains(TOKEN_SECRET) && !msg.contains(CRED_SECRET), "{msg}");
-        assert!(configs.list("t1").is_err());
-        // Deleting still works without the key.
-        assert!(configs.delete("t1", "c1").unwrap());
-    }
-
-    fn raw(configs: &PushConfigStore, task: &str, id: &str) -> serde_json::Value {
-        serde_json::from_slice(&configs.tree.get(record_key(task, id).unwrap()).unwrap().unwrap()).unwrap()
-    }
-
-    fn write_raw(configs: &PushConfigStore, task: &str, id: &str, value: &serde_json::Value) {
-        configs.tree.insert(record_key(task, id).unwrap(), serde_json::to_vec(value).unwrap()).unwrap();
-    }
-
-    #[test]
-    fn sealed_values_moved_between_records_or_fields_fail_to_decrypt() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        configs.put(&owner(), &config("t1", "c1")).unwrap();
-        configs.put(&owner(), &config("t1", "c2")).unwrap();
-        configs.put(&owner(), &config("t2", "c1")).unwrap();
-        let (a, b, c) = (raw(&configs, "t1", "c1"), raw(&configs, "t1", "c2"), raw(&configs, "t2", "c1"));
-
-        // Swap the tokens of two configs of one task.
-        let (mut a2, mut b2) = (a.clone(), b.clone());
-        a2["sealed_token"] = b["sealed_token"].clone();
-        b2["sealed_token"] = a["sealed_token"].clone();
-        write_raw(&configs, "t1", "c1", &a2);
-        write_raw(&configs, "t1", "c2", &b2);
-        for id in ["c1", "c2"] {
-            let msg = key_error(configs.get("t1", id).unwrap_err());
-            assert!(msg.contains("sealed token") && !msg.contains(TOKEN_SECRET), "{msg}");
-        }
-
-        // Same config id, another task.
-        let mut a3 = a.clone();
-        a3["sealed_credentials"] = c["sealed_credentials"].clone();
-        write_raw(&configs, "t1", "c1", &a3);
-        assert!(key_error(configs.get("t1", "c1").unwrap_err()).contains("credentials"));
-
-        // Token and credentials swapped within one record.
-        let mut a4 = a.clone();
-        a4["sealed_token"] = a["sealed_credentials"].clone();
-        a4["sealed_credentials"] = a["sealed_token"].clone();
-        write_raw(&configs, "t1", "c1", &a4);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
-
-        // The URL or the owner edited on disk.
-        let mut a5 = a.clone();
-        a5["config"]["url"] = "https://attacker.example.com/".into();
-        write_raw(&configs, "t1", "c1", &a5);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
-        let mut a6 = a.clone();
-        a6["owner"]["principal"] = "mallory".into();
-        write_raw(&configs, "t1", "c1", &a6);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
-
-        // A whole record moved under another key.
-        write_raw(&configs, "t1", "c1", &b);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Corrupt(_))));
-
-        // A flipped ciphertext bit.
-        let mut a7 = a.clone();
-        let mut sealed = STANDARD.decode(a["sealed_token"].as_str().unwrap()).unwrap();
-        sealed[NONCE_LEN] ^= 1;
-        a7["sealed_token"] = STANDARD.encode(sealed).into();
-        write_raw(&configs, "t1", "c1", &a7);
-        assert!(matches!(configs.get("t1", "c1"), Err(StoreError::Key(_))));
-
-        // The untouched originals still open.
-        write_raw(&configs, "t1", "c1", &a);
-        assert_eq!(configs.get("t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
-    }
-
-    #[test]
-    fn each_seal_uses_a_fresh_nonce() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_store, configs) = open(dir.path());
-        configs.put(&owner(), &config("t1", "c1")).unwrap();
-        let first = raw(&configs, "t1", "c1");
-        configs.put(&owner(), &config("t1", "c1")).unwrap();
-        let second = raw(&configs, "t1", "c1");
-        assert_ne!(first["sealed_token"], second["sealed_token"]);
-        assert_ne!(first["sealed_credentials"], second["sealed_credentials"]);
-        assert!(first["config"].get("token").is_none());
-        assert!(first["config"]["authentication"].get("credentials").is_none());
-        assert_eq!(first["config"]["authentication"]["scheme"], "Bearer");
-    }
-
-    #[test]
-    fn debug_redacts_the_secrets() {
-        let stored = StoredPushConfig { owner: owner(), config: config("t1", "c1") };
-        let text = format!("{stored:?}");
-        assert!(text.contains("<redacted>") && text.contains("Bearer") && text.contains(URL), "{text}");
-        assert!(!text.contains(TOKEN_SECRET) && !text.contains(CRED_SECRET), "{text}");
-    }
-
-    fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                files(&path, out);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-
-    fn contains(haystack: &[u8], needle: &str) -> bool {
-        haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
-    }
-
-    #[test]
-    fn the_raw_data_dir_holds_no_plaintext_secret() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let (store, configs) = open(dir.path());
-            for (task, id) in [("t1", "c1"), ("t1", "c2"), ("t2", "c1")] {
-                configs.put(&owner(), &config(task, id)).unwrap();
-            }
-            // Overwritten and deleted configs leave old values in sled's log: sealed too.
-            configs.put(&owner(), &config("t1", "c1")).unwrap();
-            configs.delete("t1", "c2").unwrap();
-            store.flush().unwrap();
-            // Read the files while the store is still open, as well as after it closes.
-            let mut paths = Vec::new();
-            files(dir.path(), &mut paths);
-            assert_no_secret(&paths);
-        }
-        let mut paths = Vec::new();
-        files(dir.path(), &mut paths);
-        assert_no_secret(&paths);
-    }
-
-    fn assert_no_secret(paths: &[std::path::PathBuf]) {
-        let mut saw_url = false;
-        for path in paths {
-            let bytes = std::fs::read(path).unwrap();
-            for secret in [TOKEN_SECRET, CRED_SECRET] {
-                assert!(!contains(&bytes, secret), "{} holds the plaintext {secret}", path.display());
-            }
-            saw_url |= contains(&bytes, URL);
-        }
-        // The scan does see the records: their plain URL is in there.
-        assert!(saw_url, "no file holds the config URL; the scan read nothing useful: {paths:?}");
-    }
-}
+mod tests;

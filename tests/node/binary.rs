@@ -305,7 +305,7 @@ async fn start_up_removes_push_configs_whose_task_is_gone() {
     assert!(node.terminate().success());
     let (_store, configs) = configs_of(&data);
     assert_eq!(configs.task_ids().unwrap(), [kept.as_str()], "only the orphan went");
-    assert_eq!(configs.list(&kept).unwrap()[0].config.token.as_deref(), Some("tok-1"));
+    assert_eq!(configs.list(a2ad_storage::Scope::Node, &kept).unwrap()[0].config.token.as_deref(), Some("tok-1"));
 }
 
 #[actix_web::test]

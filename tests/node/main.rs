@@ -9,6 +9,7 @@ mod actors;
 mod admin;
 mod artifacts;
 mod auth;
+mod auth_throttle;
 mod binary;
 mod bindings;
 mod card;

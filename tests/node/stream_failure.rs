@@ -16,7 +16,7 @@ use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ErrorCode, Message, Role, TaskState};
 use a2ad_storage::{
-    ContextKey, GroupCommit, LoggedEvent, Owner, SessionRecord, SledStore, StoreCounts, StoreError, TaskEntry,
+    ContextKey, GroupCommit, LoggedEvent, Owner, Scope, SessionRecord, SledStore, StoreCounts, StoreError, TaskEntry,
     TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use actix::Actor;
@@ -36,11 +36,17 @@ impl TaskStore for FailingDisk {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
         self.inner.put_task(record, events)
     }
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.events_after(task_id, after, limit)
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events_after(scope, id, after, limit)
     }
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get_task(task_id)
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get_task(scope, task_id)
     }
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.inner.list_tasks(query)

@@ -6,7 +6,7 @@ use crate::agent::TurnSignal;
 use crate::messages::TurnOutcome;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Message, StreamResponse};
-use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SessionWrite, TaskRecord};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner, Scope, SessionRecord, SessionWrite, TaskRecord};
 use actix::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -181,12 +181,12 @@ impl ContextActor {
     }
 
     /// This context's task `task_id` as stored, if `owner` owns it; else TaskNotFound, so
-    /// that another owner's task is never revealed.
+    /// that another owner's task is never revealed (the store's read is owner-scoped).
     pub(super) fn stored_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, RuntimeError> {
         self.rt
             .store
-            .get_task(task_id)?
-            .filter(|r| &r.owner == owner && r.task.context_id == self.key.context_id)
+            .get_task(Scope::Owner(owner), task_id)?
+            .filter(|r| r.task.context_id == self.key.context_id)
             .ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))
     }
 

@@ -8,7 +8,7 @@ use crate::messages::{
 };
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
-use a2ad_storage::LoggedEvent;
+use a2ad_storage::{LoggedEvent, Scope};
 use actix::prelude::*;
 use std::time::Instant;
 
@@ -28,7 +28,8 @@ impl Handler<CancelTask> for ContextActor {
     /// CANCELED; a terminal one cannot be canceled.
     fn handle(&mut self, msg: CancelTask, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
-        let running = self.turn.as_ref().map(|t| (t.record.task.id == msg.task_id, t.record.owner == msg.owner));
+        let scope = Scope::Owner(&msg.owner);
+        let running = self.turn.as_ref().map(|t| (t.record.task.id == msg.task_id, scope.admits(&t.record.owner)));
         match running {
             Some((true, true)) => return self.end_turn(TaskState::Canceled, None, ctx),
             Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
@@ -136,7 +137,7 @@ impl ContextActor {
     pub(super) fn subscribe(&mut self, msg: Subscribe) -> Result<Subscription, A2aError> {
         let buffer = self.rt.settings.stream_buffer;
         if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
-            if turn.record.owner != msg.owner {
+            if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
                 return Err(RuntimeError::TaskNotFound(msg.task_id).into());
             }
             // Someone else watches the task now: it is kept, whatever the agent answers.

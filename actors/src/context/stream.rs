@@ -13,7 +13,7 @@
 use crate::messages::Subscription;
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, ErrorCode, StreamResponse};
-use a2ad_storage::{LoggedEvent, TaskRecord};
+use a2ad_storage::{LoggedEvent, Scope, TaskRecord};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,7 +81,7 @@ pub(super) fn first_events(
     if after >= last {
         return Ok(Vec::new());
     }
-    let mut events = rt.store.events_after(&record.task.id, after, usize::MAX)?;
+    let mut events = rt.store.events_after(Scope::Owner(&record.owner), &record.task.id, after, usize::MAX)?;
     let stored_up_to = events.last().map_or(after, |e| e.seq);
     events.extend(unsaved.iter().filter(|e| e.seq > stored_up_to).cloned());
     let contiguous = events.iter().zip(after + 1..).all(|(e, expected)| e.seq == expected);

@@ -109,7 +109,7 @@ impl Handler<Rewatch> for ContextActor {
             None => self
                 .rt
                 .store
-                .get_task(&task_id)
+                .get_task(a2ad_storage::Scope::Owner(&self.key.owner), &task_id)
                 .map_err(Into::into)
                 .and_then(|r| r.ok_or_else(|| crate::RuntimeError::TaskNotFound(task_id.clone())))
                 .and_then(|record| first_events(&self.rt, &record, &[], Some(after)).map(|e| (e, record.state()))),

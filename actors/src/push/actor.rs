@@ -64,7 +64,7 @@ impl PushWorker {
     /// destination's line, or goes back to the queue ([`super::lanes::Lanes::admit`]).
     fn route(&mut self, job: PushJob, ctx: &mut Context<Self>) {
         self.held.insert(job.id());
-        let stored = match self.configs.get(&job.task_id, &job.config_id) {
+        let stored = match self.configs.get(a2ad_storage::Scope::Node, &job.task_id, &job.config_id) {
             Ok(Some(stored)) => stored,
             Ok(None) => return self.conclude(job, Attempt::Gone, ctx),
             Err(e) => return self.conclude(job, Attempt::Unreadable(e.to_string()), ctx),

@@ -146,7 +146,7 @@ impl PushHooks {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let configs = self.configs.list(task_id)?;
+        let configs = self.configs.list(a2ad_storage::Scope::Node, task_id)?;
         let mut jobs = Vec::new();
         for event in events.iter().filter(|e| !configs.is_empty() && (!self.terminal_only || ends_turn(e))) {
             for stored in &configs {

@@ -37,8 +37,8 @@ async fn interrupted_turns_fail_with_an_event_and_a_reason_and_nothing_else_chan
     }
     assert_eq!(fail_interrupted_turns(&node.rt).unwrap(), 2);
     for (id, before) in states {
-        let record = node.store.get_task(id).unwrap().unwrap();
-        let events = node.store.events_after(id, 0, 10).unwrap();
+        let record = node.store.get_task(a2ad_storage::Scope::Node, id).unwrap().unwrap();
+        let events = node.store.events_after(a2ad_storage::Scope::Node, id, 0, 10).unwrap();
         if before.is_active() {
             assert_eq!((record.state(), record.last_event_seq), (TaskState::Failed, 5), "{id}");
             assert_eq!(record.task.status.message.as_ref().map(|m| m.text()).as_deref(), Some(RESTART_MESSAGE));

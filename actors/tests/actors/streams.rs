@@ -92,7 +92,7 @@ async fn a_message_only_reply_is_one_message_event_and_leaves_only_the_session()
         TurnOutcome::Task(_) => None,
     };
     assert_eq!(reply.as_deref(), Some("hello back"));
-    assert!(node.store.get_task(&id).unwrap().is_none(), "the reply's task is gone");
+    assert!(node.store.get_task(a2ad_storage::Scope::Node, &id).unwrap().is_none(), "the reply's task is gone");
     let session = node.store.get_session(&ContextKey::new(Owner::anonymous(), "ctx"), 10).unwrap().unwrap();
     let kept: Vec<(String, Option<String>)> = session.history.iter().map(|m| (m.text(), m.task_id.clone())).collect();
     assert_eq!(kept, [("hi".to_owned(), None), ("hello back".to_owned(), None)]);

@@ -5,7 +5,7 @@ use crate::support::{answer, done, send, streamed, until, Events, Node};
 use a2ad_actors::agent::{AgentError, AgentEvent};
 use a2ad_actors::messages::CancelTask;
 use a2ad_protocol::{Artifact, ErrorCode, Part, TaskState};
-use a2ad_storage::{ContextKey, Owner, TaskQuery, TaskStore};
+use a2ad_storage::{ContextKey, Owner, Scope, TaskQuery, TaskStore};
 
 fn artifact(text: &str) -> AgentEvent {
     let artifact = Artifact {
@@ -35,9 +35,10 @@ async fn a_streamed_turn_sends_the_task_then_its_events_and_stores_them_all() {
     assert_eq!(lines, ["1 task WORKING", "2 status WORKING", "3 artifact", "4 status COMPLETED"]);
     let task = done(ticket).await.unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
-    let stored = node.store.get_task(&task.id).unwrap().unwrap();
+    let stored = node.store.get_task(a2ad_storage::Scope::Node, &task.id).unwrap().unwrap();
     assert_eq!((stored.state(), stored.last_event_seq, stored.task.artifacts.len()), (TaskState::Completed, 4, 1));
-    let logged: Vec<u64> = node.store.events_after(&task.id, 0, 100).unwrap().iter().map(|e| e.seq).collect();
+    let logged: Vec<u64> =
+        node.store.events_after(a2ad_storage::Scope::Node, &task.id, 0, 100).unwrap().iter().map(|e| e.seq).collect();
     assert_eq!(logged, [1, 2, 3, 4], "every event is in the log");
     let session = node.store.get_session(&ContextKey::new(Owner::anonymous(), "ctx"), 10).unwrap().unwrap();
     let texts: Vec<String> = session.history.iter().map(|m| m.text()).collect();
@@ -80,7 +81,7 @@ async fn a_blocking_turn_stores_its_task_with_its_progress_not_before() {
     let turn = node.turns.next().await;
     turn.end(TaskState::Completed, Some("at once"));
     assert_eq!(done(quick).await.unwrap().status.state, TaskState::Completed);
-    let logged: Vec<u64> = node.store.events_after(&id, 0, 10).unwrap().iter().map(|e| e.seq).collect();
+    let logged: Vec<u64> = node.store.events_after(Scope::Node, &id, 0, 10).unwrap().iter().map(|e| e.seq).collect();
     assert_eq!(logged, [1, 2], "the first event is logged with the end");
 
     let slow = node.start_turn(send("slow", "two")).await.unwrap();
@@ -88,13 +89,13 @@ async fn a_blocking_turn_stores_its_task_with_its_progress_not_before() {
     let turn = node.turns.next().await;
     let store = node.store.clone();
     until("the running task is stored", || {
-        let stored = store.get_task(&id).unwrap();
+        let stored = store.get_task(Scope::Node, &id).unwrap();
         async move { stored.is_some_and(|r| r.state() == TaskState::Working && r.last_event_seq == 1) }
     })
     .await;
     turn.end(TaskState::Completed, None);
     assert_eq!(done(slow).await.unwrap().status.state, TaskState::Completed);
-    assert_eq!(node.store.get_task(&id).unwrap().map(|r| r.last_event_seq), Some(2));
+    assert_eq!(node.store.get_task(Scope::Node, &id).unwrap().map(|r| r.last_event_seq), Some(2));
 }
 
 #[actix::test]

@@ -16,6 +16,7 @@
 //!     secrets: [{ kid: "2025-06", secret-env: A2AD_JWT_SECRET }]
 //!     issuer: https://idp.example
 //!     audience: a2ad
+//!   throttle: { failures-per-minute: 10, failure-burst: 10, password-checks: 1, basic-cache: 60s }
 //! ```
 
 use ring::digest;
@@ -41,6 +42,76 @@ pub struct AuthConfig {
     pub api_keys: Vec<ApiKeyConfig>,
     pub integrator_keys: Vec<IntegratorKeyConfig>,
     pub jwt: Option<JwtConfig>,
+    /// How failed attempts are throttled and password checks bounded (`auth.throttle`).
+    pub throttle: ThrottleConfig,
+}
+
+/// `auth.throttle`: failed authentications are limited per client address and per Basic
+/// user name (token buckets: a failure takes a token; with none left, attempts are
+/// refused with RATE_LIMITED before any credential is checked); PBKDF2 runs on the
+/// blocking pool, at most `password-checks` at once (more are refused, not queued); a
+/// verified Basic credential is remembered for `basic-cache`, so that a user does not
+/// pay PBKDF2 per request.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct ThrottleConfig {
+    /// Failed attempts per minute per client address (IPv6: per /64); 0 turns the
+    /// address and user limits off.
+    pub failures_per_minute: f64,
+    /// Failed attempts a client address may make at once above the rate.
+    pub failure_burst: u32,
+    /// Failed attempts per minute per Basic user name, across addresses; 0: no limit.
+    pub user_failures_per_minute: f64,
+    /// Failed attempts on one user name at once above the rate.
+    pub user_failure_burst: u32,
+    /// Client addresses (and, apart, user names) with a bucket of their own; past it,
+    /// new ones share one bucket, so memory stays bounded.
+    pub tracked_clients: usize,
+    /// PBKDF2 verifications running at once (at least 1): the CPU password guessing can take.
+    pub password_checks: usize,
+    /// How long a verified Basic credential is remembered (0 turns the cache off).
+    #[serde(deserialize_with = "crate::units::duration", serialize_with = "crate::units::show_duration")]
+    pub basic_cache: std::time::Duration,
+    /// How many verified Basic credentials are remembered at most.
+    pub basic_cache_size: usize,
+}
+
+impl ThrottleConfig {
+    /// The first bad value, as (key, message).
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        let rate_ok = |r: f64| r >= 0.0 && r.is_finite();
+        if !rate_ok(self.failures_per_minute) {
+            return Err(("auth.throttle.failures-per-minute", "must be zero (off) or more"));
+        }
+        if !rate_ok(self.user_failures_per_minute) {
+            return Err(("auth.throttle.user-failures-per-minute", "must be zero (off) or more"));
+        }
+        let at_least_one = [
+            ("auth.throttle.failure-burst", self.failure_burst as usize),
+            ("auth.throttle.user-failure-burst", self.user_failure_burst as usize),
+            ("auth.throttle.tracked-clients", self.tracked_clients),
+            ("auth.throttle.password-checks", self.password_checks),
+        ];
+        match at_least_one.into_iter().find(|(_, n)| *n == 0) {
+            Some((key, _)) => Err((key, "must be at least 1")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Default for ThrottleConfig {
+    fn default() -> Self {
+        ThrottleConfig {
+            failures_per_minute: 10.0,
+            failure_burst: 10,
+            user_failures_per_minute: 20.0,
+            user_failure_burst: 20,
+            tracked_clients: 10_000,
+            password_checks: 1,
+            basic_cache: std::time::Duration::from_secs(60),
+            basic_cache_size: 1024,
+        }
+    }
 }
 
 /// A static bearer token: exactly one of `token-sha256` (hex) or `token` (plaintext, hashed

@@ -1,12 +1,13 @@
 //! HS256 JWT verification with ring::hmac. Only `alg: HS256` is accepted (never `none`,
 //! never an asymmetric algorithm whose public key could be abused as an HMAC secret).
 
-use super::{valid_principal, valid_tenant};
+use super::{valid_principal, valid_tenant, AuthConfigError, JwtConfig};
 use a2ad_storage::Owner;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ring::hmac;
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// The longest token we look at.
@@ -191,4 +192,63 @@ impl JwtVerifier {
             Some(_) => Err(JwtError::InvalidClaim(name.to_owned())),
         }
     }
+}
+
+/// The smallest HS256 secret (RFC 7518 §3.2: at least the hash size).
+const MIN_JWT_SECRET_LEN: usize = 32;
+
+/// The verifier of the `auth.jwt` block; errors name the key.
+pub(super) fn build(config: &JwtConfig, env: &impl Fn(&str) -> Option<String>) -> Result<JwtVerifier, AuthConfigError> {
+    if config.secrets.is_empty() {
+        return Err(AuthConfigError::new("auth.jwt.secrets", "at least one secret is required"));
+    }
+    let mut kids = BTreeSet::new();
+    let mut keys = Vec::new();
+    for (i, entry) in config.secrets.iter().enumerate() {
+        let key = format!("auth.jwt.secrets[{i}]");
+        if let Some(kid) = &entry.kid {
+            if kid.is_empty() {
+                return Err(AuthConfigError::new(format!("{key}.kid"), "must not be empty"));
+            }
+            if !kids.insert(kid.as_str()) {
+                return Err(AuthConfigError::new(format!("{key}.kid"), "this kid is used twice"));
+            }
+        }
+        let (secret, secret_key) = match (&entry.secret, &entry.secret_env) {
+            (Some(secret), None) => (secret.expose().clone(), format!("{key}.secret")),
+            (None, Some(var)) => {
+                let secret_key = format!("{key}.secret-env");
+                let secret = env(var).ok_or_else(|| {
+                    AuthConfigError::new(&secret_key, format!("the environment variable {var} is not set"))
+                })?;
+                (secret, secret_key)
+            }
+            _ => return Err(AuthConfigError::new(key, "set exactly one of `secret` or `secret-env`")),
+        };
+        if secret.len() < MIN_JWT_SECRET_LEN {
+            return Err(AuthConfigError::new(
+                secret_key,
+                format!("an HS256 secret must be at least {MIN_JWT_SECRET_LEN} bytes"),
+            ));
+        }
+        keys.push(JwtKey { kid: entry.kid.clone(), key: hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes()) });
+    }
+    for (name, claim) in [("tenant-claim", &config.tenant_claim), ("subject-claim", &config.subject_claim)] {
+        if claim.is_empty() {
+            return Err(AuthConfigError::new(format!("auth.jwt.{name}"), "must not be empty"));
+        }
+    }
+    let leeway = i64::try_from(config.leeway_seconds)
+        .ok()
+        .filter(|l| *l <= 24 * 3600)
+        .ok_or_else(|| AuthConfigError::new("auth.jwt.leeway-seconds", "must be at most 86400"))?;
+    Ok(JwtVerifier {
+        keys,
+        issuer: config.issuer.clone(),
+        audience: config.audience.clone(),
+        tenant_claim: config.tenant_claim.clone(),
+        subject_claim: config.subject_claim.clone(),
+        leeway,
+        require_exp: config.require_exp,
+    })
 }

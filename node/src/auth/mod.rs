@@ -15,27 +15,33 @@
 //! checked with `ring::hmac::verify` against an HMAC (under a per-process random key) of
 //! each stored digest. No error carries any part of a credential.
 
+mod basic_cache;
 mod config;
 mod jwt;
 mod password;
+mod throttle;
 
 pub use config::{
     ApiKeyConfig, AuthConfig, AuthConfigError, BasicUserConfig, BearerTokenConfig, HashedSecret, IntegratorKeyConfig,
-    JwtConfig, JwtSecretConfig, Redacted, ENV_API_KEY, ENV_HTTP_TOKEN, ENV_PRINCIPAL, ENV_TENANT,
+    JwtConfig, JwtSecretConfig, Redacted, ThrottleConfig, ENV_API_KEY, ENV_HTTP_TOKEN, ENV_PRINCIPAL, ENV_TENANT,
 };
 pub use jwt::JwtError;
 pub use password::{hash_password, DEFAULT_PBKDF2_ITERATIONS, MIN_PBKDF2_ITERATIONS, PBKDF2_PREFIX};
+pub use throttle::ClientAddr;
 
-use a2ad_protocol::{ApiKeySecurityScheme, HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList};
+use a2ad_protocol::{
+    A2aError, ApiKeySecurityScheme, ErrorCode, HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
+};
 use a2ad_storage::Owner;
 use base64::Engine;
 use config::sha256;
-use jwt::{JwtKey, JwtVerifier};
+use jwt::JwtVerifier;
 use password::{PasswordHash, STANDARD_ANY_PAD};
 use ring::hmac;
 use ring::rand::SystemRandom;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use throttle::{Check, PasswordAttempt, Throttle};
 
 /// The card's name for bearer tokens and JWTs.
 pub const BEARER_AUTH: &str = "bearerAuth";
@@ -84,7 +90,8 @@ impl fmt::Debug for RequestCredentials {
 }
 
 /// Why a request was not authenticated. The messages never include a credential; callers
-/// answer every variant with 401 `{"error":"Unauthorized"}`.
+/// answer every variant with 401 `{"error":"Unauthorized"}`, except the two that
+/// [`AuthError::rate_limited`] turns into RATE_LIMITED (429 and `Retry-After`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     #[error("no credentials")]
@@ -101,6 +108,25 @@ pub enum AuthError {
     InvalidPlatformUserId,
     #[error("JWT refused: {0}")]
     Jwt(#[from] JwtError),
+    #[error("too many failed authentications (retry after {retry_after_seconds} s)")]
+    TooManyFailures { retry_after_seconds: u64 },
+    #[error("every password check is busy")]
+    PasswordChecksBusy,
+}
+
+impl AuthError {
+    /// The RATE_LIMITED error (with `retryAfterSeconds`) a throttled attempt is answered
+    /// with on every binding; `None` for the refusals that are 401.
+    pub fn rate_limited(&self) -> Option<A2aError> {
+        let (message, wait) = match self {
+            AuthError::TooManyFailures { retry_after_seconds } => {
+                ("Too many failed authentications: retry later", *retry_after_seconds)
+            }
+            AuthError::PasswordChecksBusy => ("Too many password checks at once: retry later", 1),
+            _ => return None,
+        };
+        Some(A2aError::new(ErrorCode::RateLimited, message).with_meta("retryAfterSeconds", wait.to_string()))
+    }
 }
 
 /// A stored secret: HMAC(compare key, SHA-256(secret)).
@@ -132,6 +158,7 @@ pub struct Authenticator {
     basic_users: Vec<BasicUser>,
     basic_dummy: PasswordHash,
     jwt: Option<JwtVerifier>,
+    throttle: Throttle,
 }
 
 impl fmt::Debug for Authenticator {
@@ -308,9 +335,19 @@ impl Authenticator {
             integrator_keys.push(IntegratorCredential { secret: store(&digest), tenant: entry.tenant.clone() });
         }
 
-        let jwt = config.jwt.as_ref().map(|jwt| build_jwt(jwt, &env_value)).transpose()?;
+        let jwt = config.jwt.as_ref().map(|jwt| jwt::build(jwt, &env_value)).transpose()?;
 
-        Ok(Authenticator { compare_key, bearer_tokens, api_keys, integrator_keys, basic_users, basic_dummy, jwt })
+        let throttle = Throttle::new(&config.throttle);
+        Ok(Authenticator {
+            compare_key,
+            bearer_tokens,
+            api_keys,
+            integrator_keys,
+            basic_users,
+            basic_dummy,
+            jwt,
+            throttle,
+        })
     }
 
     /// Whether any credential is configured. When not, callers skip [`Self::authenticate`]
@@ -331,13 +368,15 @@ impl Authenticator {
         !self.api_keys.is_empty() || !self.integrator_keys.is_empty()
     }
 
-    /// Checks one request's credentials.
-    pub fn authenticate(&self, credentials: &RequestCredentials) -> Result<Owner, AuthError> {
-        self.authenticate_at(credentials, chrono::Utc::now().timestamp())
+    /// Checks one request's credentials at `now` (Unix seconds, for JWT time checks), all
+    /// but a Basic password, which is left to verify ([`Self::authenticate`] does, off
+    /// the async workers).
+    fn classify(&self, credentials: &RequestCredentials, now: i64) -> Check {
+        self.check_cheap(credentials, now).unwrap_or_else(|e| Check::Done(Err(e)))
     }
 
-    /// [`Self::authenticate`] at `now` (Unix seconds), for JWT time checks.
-    pub(crate) fn authenticate_at(&self, credentials: &RequestCredentials, now: i64) -> Result<Owner, AuthError> {
+    /// [`Self::classify`], with `?` for the refusals.
+    fn check_cheap(&self, credentials: &RequestCredentials, now: i64) -> Result<Check, AuthError> {
         let present = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
         let authorization = present(&credentials.authorization);
         let api_key = present(&credentials.api_key);
@@ -350,10 +389,10 @@ impl Authenticator {
             let (scheme, value) = authorization.split_once(char::is_whitespace).unwrap_or((&authorization, ""));
             let value = value.trim();
             if scheme.eq_ignore_ascii_case("bearer") && self.bearer_enabled() {
-                return self.bearer(value, now);
+                return self.bearer(value, now).map(|owner| Check::Done(Ok(owner)));
             }
             if scheme.eq_ignore_ascii_case("basic") && !self.basic_users.is_empty() {
-                return self.basic(value);
+                return self.basic(value).map(Check::Password);
             }
             // A scheme we do not serve (perhaps meant for a proxy): only an API key may
             // still authenticate the request.
@@ -372,7 +411,7 @@ impl Authenticator {
         match platform_user {
             None => {
                 if let Some(found) = self.find(&self.api_keys, &digest, |c| &c.secret) {
-                    return Ok(found.owner.clone());
+                    return Ok(Check::Done(Ok(found.owner.clone())));
                 }
                 if self.find(&self.integrator_keys, &digest, |c| &c.secret).is_some() {
                     return Err(AuthError::PlatformUserRequired);
@@ -384,7 +423,7 @@ impl Authenticator {
                 if !valid_platform_user_id(&user) {
                     return Err(AuthError::InvalidPlatformUserId);
                 }
-                Ok(Owner { tenant: found.tenant.clone(), principal: user })
+                Ok(Check::Done(Ok(Owner { tenant: found.tenant.clone(), principal: user })))
             }
         }
     }
@@ -402,30 +441,31 @@ impl Authenticator {
         }
     }
 
-    fn basic(&self, value: &str) -> Result<Owner, AuthError> {
-        let decoded = STANDARD_ANY_PAD.decode(value).map_err(|_| AuthError::Malformed)?;
+    /// The Basic attempt in `value`, its password still to verify. An unknown user is
+    /// verified against the dummy hash, so that timing does not tell which users exist.
+    fn basic(&self, value: &str) -> Result<PasswordAttempt, AuthError> {
+        let mut decoded = STANDARD_ANY_PAD.decode(value).map_err(|_| AuthError::Malformed)?;
         let colon = decoded.iter().position(|&b| b == b':').ok_or(AuthError::Malformed)?;
-        let (user, password) = (&decoded[..colon], &decoded[colon + 1..]);
-        match self.find(&self.basic_users, &sha256(user), |u| &u.user) {
-            Some(found) if found.hash.verify(password) => Ok(found.owner.clone()),
-            Some(_) => Err(AuthError::Invalid),
-            None => {
-                // Spend the same time as for a known user, so that timing does not tell
-                // which users exist.
-                let _ = self.basic_dummy.verify(password);
-                Err(AuthError::Invalid)
-            }
-        }
+        let password = decoded.split_off(colon + 1);
+        decoded.truncate(colon);
+        let index = self.find_index(&self.basic_users, &sha256(&decoded), |u| &u.user);
+        let found = index.map(|i| (i, self.basic_users[i].hash.clone()));
+        Ok(PasswordAttempt { user: decoded, password, found })
     }
 
     /// The entry whose stored secret matches `digest`, compared in constant time
     /// (`hmac::verify`); every entry is checked.
     fn find<'a, T>(&self, entries: &'a [T], digest: &[u8; 32], secret: impl Fn(&T) -> &StoredSecret) -> Option<&'a T> {
+        self.find_index(entries, digest, secret).map(|i| &entries[i])
+    }
+
+    /// [`Self::find`], as an index.
+    fn find_index<T>(&self, entries: &[T], digest: &[u8; 32], secret: impl Fn(&T) -> &StoredSecret) -> Option<usize> {
         let mut found = None;
-        for entry in entries {
+        for (i, entry) in entries.iter().enumerate() {
             let matches = hmac::verify(&self.compare_key, digest, secret(entry).0.as_ref()).is_ok();
             if matches && found.is_none() {
-                found = Some(entry);
+                found = Some(i);
             }
         }
         found
@@ -499,63 +539,7 @@ impl Authenticator {
     }
 }
 
-/// The smallest HS256 secret (RFC 7518 §3.2: at least the hash size).
-const MIN_JWT_SECRET_LEN: usize = 32;
-
-fn build_jwt(config: &JwtConfig, env: &impl Fn(&str) -> Option<String>) -> Result<JwtVerifier, AuthConfigError> {
-    if config.secrets.is_empty() {
-        return Err(AuthConfigError::new("auth.jwt.secrets", "at least one secret is required"));
-    }
-    let mut kids = BTreeSet::new();
-    let mut keys = Vec::new();
-    for (i, entry) in config.secrets.iter().enumerate() {
-        let key = format!("auth.jwt.secrets[{i}]");
-        if let Some(kid) = &entry.kid {
-            if kid.is_empty() {
-                return Err(AuthConfigError::new(format!("{key}.kid"), "must not be empty"));
-            }
-            if !kids.insert(kid.as_str()) {
-                return Err(AuthConfigError::new(format!("{key}.kid"), "this kid is used twice"));
-            }
-        }
-        let (secret, secret_key) = match (&entry.secret, &entry.secret_env) {
-            (Some(secret), None) => (secret.expose().clone(), format!("{key}.secret")),
-            (None, Some(var)) => {
-                let secret_key = format!("{key}.secret-env");
-                let secret = env(var).ok_or_else(|| {
-                    AuthConfigError::new(&secret_key, format!("the environment variable {var} is not set"))
-                })?;
-                (secret, secret_key)
-            }
-            _ => return Err(AuthConfigError::new(key, "set exactly one of `secret` or `secret-env`")),
-        };
-        if secret.len() < MIN_JWT_SECRET_LEN {
-            return Err(AuthConfigError::new(
-                secret_key,
-                format!("an HS256 secret must be at least {MIN_JWT_SECRET_LEN} bytes"),
-            ));
-        }
-        keys.push(JwtKey { kid: entry.kid.clone(), key: hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes()) });
-    }
-    for (name, claim) in [("tenant-claim", &config.tenant_claim), ("subject-claim", &config.subject_claim)] {
-        if claim.is_empty() {
-            return Err(AuthConfigError::new(format!("auth.jwt.{name}"), "must not be empty"));
-        }
-    }
-    let leeway = i64::try_from(config.leeway_seconds)
-        .ok()
-        .filter(|l| *l <= 24 * 3600)
-        .ok_or_else(|| AuthConfigError::new("auth.jwt.leeway-seconds", "must be at most 86400"))?;
-    Ok(JwtVerifier {
-        keys,
-        issuer: config.issuer.clone(),
-        audience: config.audience.clone(),
-        tenant_claim: config.tenant_claim.clone(),
-        subject_claim: config.subject_claim.clone(),
-        leeway,
-        require_exp: config.require_exp,
-    })
-}
-
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod throttle_tests;

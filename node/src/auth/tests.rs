@@ -6,6 +6,24 @@ const SECRET_A: &str = "secret-a-0123456789abcdef0123456789";
 const SECRET_B: &str = "secret-b-0123456789abcdef0123456789";
 const NOW: i64 = 1_750_000_000;
 
+impl Authenticator {
+    /// The credential check of [`Authenticator::authenticate`] without its limits, the
+    /// password verified inline: what these tests are about.
+    pub(super) fn check(&self, credentials: &RequestCredentials) -> Result<Owner, AuthError> {
+        self.check_at(credentials, chrono::Utc::now().timestamp())
+    }
+
+    pub(super) fn check_at(&self, credentials: &RequestCredentials, now: i64) -> Result<Owner, AuthError> {
+        match self.classify(credentials, now) {
+            Check::Done(result) => result,
+            Check::Password(PasswordAttempt { password, found: Some((index, hash)), .. }) if hash.verify(&password) => {
+                Ok(self.basic_users[index].owner.clone())
+            }
+            Check::Password(_) => Err(AuthError::Invalid),
+        }
+    }
+}
+
 fn no_env(_: &str) -> Option<String> {
     None
 }
@@ -64,7 +82,7 @@ fn secret(kid: Option<&str>, secret: &str) -> JwtSecretConfig {
 }
 
 fn verify(auth: &Authenticator, token: &str) -> Result<Owner, AuthError> {
-    auth.authenticate_at(&bearer(token), NOW)
+    auth.check_at(&bearer(token), NOW)
 }
 
 fn hs256() -> Value {
@@ -78,7 +96,7 @@ fn nothing_configured_is_disabled() {
     assert_eq!(auth.www_authenticate(), "");
     let (schemes, requirements) = auth.security_schemes();
     assert!(schemes.is_empty() && requirements.is_empty());
-    assert_eq!(auth.authenticate(&RequestCredentials::default()), Err(AuthError::Missing));
+    assert_eq!(auth.check(&RequestCredentials::default()), Err(AuthError::Missing));
 }
 
 #[test]
@@ -95,7 +113,7 @@ fn config_reads_kebab_case_and_refuses_unknown_keys() {
     let jwt = config.jwt.as_ref().unwrap();
     assert_eq!((jwt.tenant_claim.as_str(), jwt.subject_claim.as_str(), jwt.leeway_seconds), ("tenant", "sub", 30));
     let auth = Authenticator::new(&config, no_env).unwrap();
-    assert_eq!(auth.authenticate(&bearer("t2")), Ok(owner("acme", "ops")));
+    assert_eq!(auth.check(&bearer("t2")), Ok(owner("acme", "ops")));
 
     for bad in [
         "bearer-token: []",
@@ -117,18 +135,18 @@ fn bearer_token_accepted_and_refused() {
     ));
     let auth = Authenticator::new(&config, no_env).unwrap();
     assert!(auth.enabled());
-    assert_eq!(auth.authenticate(&bearer("tok-one")), Ok(owner("acme", "ci")));
-    assert_eq!(auth.authenticate(&bearer("tok-two")), Ok(owner("beta", "ops")));
+    assert_eq!(auth.check(&bearer("tok-one")), Ok(owner("acme", "ci")));
+    assert_eq!(auth.check(&bearer("tok-two")), Ok(owner("beta", "ops")));
     let lowercase = RequestCredentials { authorization: Some("bearer   tok-one ".into()), ..Default::default() };
-    assert_eq!(auth.authenticate(&lowercase), Ok(owner("acme", "ci")));
-    assert_eq!(auth.authenticate(&bearer("tok-three")), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&bearer("tok-on")), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&bearer("")), Err(AuthError::Malformed));
-    assert_eq!(auth.authenticate(&basic("ci", "tok-one")), Err(AuthError::UnsupportedScheme));
-    assert_eq!(auth.authenticate(&api_key("tok-one", None)), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&RequestCredentials::default()), Err(AuthError::Missing));
+    assert_eq!(auth.check(&lowercase), Ok(owner("acme", "ci")));
+    assert_eq!(auth.check(&bearer("tok-three")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&bearer("tok-on")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&bearer("")), Err(AuthError::Malformed));
+    assert_eq!(auth.check(&basic("ci", "tok-one")), Err(AuthError::UnsupportedScheme));
+    assert_eq!(auth.check(&api_key("tok-one", None)), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&RequestCredentials::default()), Err(AuthError::Missing));
     let huge = bearer(&"x".repeat(20_000));
-    assert_eq!(auth.authenticate(&huge), Err(AuthError::Malformed));
+    assert_eq!(auth.check(&huge), Err(AuthError::Malformed));
 }
 
 #[test]
@@ -143,16 +161,16 @@ fn basic_user_accepted_and_refused() {
         ..Default::default()
     };
     let auth = Authenticator::new(&config, no_env).unwrap();
-    assert_eq!(auth.authenticate(&basic("alice", "correct horse")), Ok(owner("acme", "alice@acme")));
-    assert_eq!(auth.authenticate(&basic("alice", "correct horsE")), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&basic("alice", "")), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&basic("bob", "correct horse")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&basic("alice", "correct horse")), Ok(owner("acme", "alice@acme")));
+    assert_eq!(auth.check(&basic("alice", "correct horsE")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&basic("alice", "")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&basic("bob", "correct horse")), Err(AuthError::Invalid));
     let no_colon =
         RequestCredentials { authorization: Some(format!("Basic {}", STANDARD.encode("alice"))), ..Default::default() };
-    assert_eq!(auth.authenticate(&no_colon), Err(AuthError::Malformed));
+    assert_eq!(auth.check(&no_colon), Err(AuthError::Malformed));
     let not_b64 = RequestCredentials { authorization: Some("Basic %%%".into()), ..Default::default() };
-    assert_eq!(auth.authenticate(&not_b64), Err(AuthError::Malformed));
-    assert_eq!(auth.authenticate(&bearer("anything")), Err(AuthError::UnsupportedScheme));
+    assert_eq!(auth.check(&not_b64), Err(AuthError::Malformed));
+    assert_eq!(auth.check(&bearer("anything")), Err(AuthError::UnsupportedScheme));
     // A password with a colon: the user name ends at the first one.
     let config = AuthConfig {
         basic_users: vec![BasicUserConfig {
@@ -164,7 +182,7 @@ fn basic_user_accepted_and_refused() {
         ..Default::default()
     };
     let auth = Authenticator::new(&config, no_env).unwrap();
-    assert_eq!(auth.authenticate(&basic("bob", "a:b")), Ok(owner("acme", "bob")));
+    assert_eq!(auth.check(&basic("bob", "a:b")), Ok(owner("acme", "bob")));
 }
 
 #[test]
@@ -174,15 +192,15 @@ fn api_key_accepted_and_refused() {
         sha256_hex("key-two")
     ));
     let auth = Authenticator::new(&config, no_env).unwrap();
-    assert_eq!(auth.authenticate(&api_key("key-one", None)), Ok(owner("acme", "batch")));
-    assert_eq!(auth.authenticate(&api_key(" key-two ", None)), Ok(owner("acme", "cron")));
-    assert_eq!(auth.authenticate(&api_key("key-three", None)), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&api_key("key-one", None)), Ok(owner("acme", "batch")));
+    assert_eq!(auth.check(&api_key(" key-two ", None)), Ok(owner("acme", "cron")));
+    assert_eq!(auth.check(&api_key("key-three", None)), Err(AuthError::Invalid));
     // A plain API key cannot act for a platform user.
-    assert_eq!(auth.authenticate(&api_key("key-one", Some("u1"))), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&bearer("key-one")), Err(AuthError::UnsupportedScheme));
+    assert_eq!(auth.check(&api_key("key-one", Some("u1"))), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&bearer("key-one")), Err(AuthError::UnsupportedScheme));
     // Beside an Authorization scheme the node does not serve, the API key still counts.
     let both = RequestCredentials { authorization: Some("Negotiate abc".into()), ..api_key("key-one", None) };
-    assert_eq!(auth.authenticate(&both), Ok(owner("acme", "batch")));
+    assert_eq!(auth.check(&both), Ok(owner("acme", "batch")));
 }
 
 #[test]
@@ -190,19 +208,19 @@ fn integrator_key_acts_for_platform_user() {
     let config = yaml("integrator-keys:\n  - {key: int-one, tenant: platform}\n  - {key: int-two, tenant: platform}");
     let auth = Authenticator::new(&config, no_env).unwrap();
     assert_eq!(
-        auth.authenticate(&api_key("int-one", Some("user-42@example.com"))),
+        auth.check(&api_key("int-one", Some("user-42@example.com"))),
         Ok(owner("platform", "user-42@example.com"))
     );
-    assert_eq!(auth.authenticate(&api_key("int-two", Some("u:1_a.b-c"))), Ok(owner("platform", "u:1_a.b-c")));
-    assert_eq!(auth.authenticate(&api_key("int-bad", Some("user-42"))), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&api_key("int-two", Some("u:1_a.b-c"))), Ok(owner("platform", "u:1_a.b-c")));
+    assert_eq!(auth.check(&api_key("int-bad", Some("user-42"))), Err(AuthError::Invalid));
 }
 
 #[test]
 fn integrator_key_requires_platform_user_id() {
     let config = yaml("integrator-keys:\n  - {key: int-one, tenant: platform}");
     let auth = Authenticator::new(&config, no_env).unwrap();
-    assert_eq!(auth.authenticate(&api_key("int-one", None)), Err(AuthError::PlatformUserRequired));
-    assert_eq!(auth.authenticate(&api_key("int-one", Some("  "))), Err(AuthError::PlatformUserRequired));
+    assert_eq!(auth.check(&api_key("int-one", None)), Err(AuthError::PlatformUserRequired));
+    assert_eq!(auth.check(&api_key("int-one", Some("  "))), Err(AuthError::PlatformUserRequired));
 }
 
 #[test]
@@ -210,9 +228,9 @@ fn integrator_key_refuses_bad_platform_user_id() {
     let config = yaml("integrator-keys:\n  - {key: int-one, tenant: platform}");
     let auth = Authenticator::new(&config, no_env).unwrap();
     for bad in ["a/b", "a b", "ü", "<script>", &"a".repeat(129), "a\u{0}b"] {
-        assert_eq!(auth.authenticate(&api_key("int-one", Some(bad))), Err(AuthError::InvalidPlatformUserId), "{bad:?}");
+        assert_eq!(auth.check(&api_key("int-one", Some(bad))), Err(AuthError::InvalidPlatformUserId), "{bad:?}");
     }
-    assert!(auth.authenticate(&api_key("int-one", Some(&"a".repeat(128)))).is_ok());
+    assert!(auth.check(&api_key("int-one", Some(&"a".repeat(128)))).is_ok());
     assert!(valid_platform_user_id("A-z_0.9:@x"));
 }
 
@@ -225,10 +243,10 @@ fn env_tokens() {
     };
     let auth = Authenticator::new(&AuthConfig::default(), env).unwrap();
     assert!(auth.enabled());
-    assert_eq!(auth.authenticate(&bearer("env-token")), Ok(owner("default", "token")));
-    assert_eq!(auth.authenticate(&api_key("env-key", None)), Ok(owner("default", "token")));
-    assert_eq!(auth.authenticate(&bearer("env-key")), Err(AuthError::Invalid));
-    assert_eq!(auth.authenticate(&api_key("env-token", None)), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&bearer("env-token")), Ok(owner("default", "token")));
+    assert_eq!(auth.check(&api_key("env-key", None)), Ok(owner("default", "token")));
+    assert_eq!(auth.check(&bearer("env-key")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&api_key("env-token", None)), Err(AuthError::Invalid));
     // Empty variables set nothing.
     let auth = Authenticator::new(&AuthConfig::default(), |_| Some(String::new())).unwrap();
     assert!(!auth.enabled());
@@ -251,7 +269,7 @@ fn jwt_accepted() {
     // The real clock: a token valid now.
     let mut c = claims();
     c["exp"] = json!(chrono::Utc::now().timestamp() + 60);
-    assert_eq!(auth.authenticate(&bearer(&sign(hs256(), c, SECRET_A))), Ok(owner("acme", "alice")));
+    assert_eq!(auth.check(&bearer(&sign(hs256(), c, SECRET_A))), Ok(owner("acme", "alice")));
     // Not a JWT and not a static token.
     assert_eq!(verify(&auth, "opaque"), Err(AuthError::Invalid));
 }
@@ -403,7 +421,7 @@ fn jwt_key_rotation_without_kid_tries_all() {
     let config = yaml("jwt: {secrets: [{secret-env: MY_JWT_SECRET}]}");
     let auth = Authenticator::new(&config, |n| (n == "MY_JWT_SECRET").then(|| SECRET_B.to_owned())).unwrap();
     let c = json!({"tenant": "t", "sub": "s", "exp": chrono::Utc::now().timestamp() + 60});
-    assert_eq!(auth.authenticate(&bearer(&sign(hs256(), c, SECRET_B))), Ok(owner("t", "s")));
+    assert_eq!(auth.check(&bearer(&sign(hs256(), c, SECRET_B))), Ok(owner("t", "s")));
 }
 
 #[test]
@@ -411,10 +429,10 @@ fn bearer_tokens_and_jwt_together() {
     let mut config = yaml("bearer-tokens: [{token: static, tenant: acme, principal: ci}]");
     config.jwt = Some(JwtConfig::new(vec![secret(None, SECRET_A)]));
     let auth = Authenticator::new(&config, no_env).unwrap();
-    assert_eq!(auth.authenticate(&bearer("static")), Ok(owner("acme", "ci")));
+    assert_eq!(auth.check(&bearer("static")), Ok(owner("acme", "ci")));
     let c = json!({"tenant": "t", "sub": "s", "exp": chrono::Utc::now().timestamp() + 60});
-    assert_eq!(auth.authenticate(&bearer(&sign(hs256(), c, SECRET_A))), Ok(owner("t", "s")));
-    assert_eq!(auth.authenticate(&bearer("nope")), Err(AuthError::Invalid));
+    assert_eq!(auth.check(&bearer(&sign(hs256(), c, SECRET_A))), Ok(owner("t", "s")));
+    assert_eq!(auth.check(&bearer("nope")), Err(AuthError::Invalid));
 }
 
 #[test]
@@ -523,9 +541,9 @@ fn debug_shows_no_secrets() {
     assert!(!shown.contains("SECRET") && shown.contains("Bearer") && shown.contains("u1"), "{shown}");
     // Errors carry no credential either.
     for err in [
-        auth.authenticate(&bearer("tok-SECRET-wrong")).unwrap_err(),
-        auth.authenticate(&basic("alice", "SECRET")).unwrap_err(),
-        auth.authenticate(&api_key("key-SECRET-x", Some("u/1"))).unwrap_err(),
+        auth.check(&bearer("tok-SECRET-wrong")).unwrap_err(),
+        auth.check(&basic("alice", "SECRET")).unwrap_err(),
+        auth.check(&api_key("key-SECRET-x", Some("u/1"))).unwrap_err(),
     ] {
         assert!(!format!("{err} {err:?}").contains("SECRET"));
     }

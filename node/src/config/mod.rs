@@ -270,6 +270,7 @@ impl Config {
     /// place.
     pub fn validate(&mut self) -> Result<(), ConfigError> {
         self.push.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
+        self.auth.throttle.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
         self.check_values()?;
         if let Some(url) = &mut self.public_url {
             url.truncate(url.trim_end_matches('/').len());

@@ -82,6 +82,7 @@ fn everything_auth() -> AuthConfig {
                 secret_env: Some("V".into()),
             }])
         }),
+        throttle: crate::auth::ThrottleConfig::default(),
     }
 }
 

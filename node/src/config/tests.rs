@@ -262,3 +262,24 @@ fn push_isolation_keys_are_read_and_bad_ones_named() {
         assert!(e.contains(key) && e.contains(why), "{yaml}: {e}");
     }
 }
+
+#[test]
+fn auth_throttle_keys_are_read_and_checked() {
+    let c =
+        load_text("auth:\n  throttle: {failures-per-minute: 5, password-checks: 2, basic-cache: 30s}\n", &[]).unwrap();
+    assert_eq!(c.auth.throttle.failures_per_minute, 5.0);
+    assert_eq!(c.auth.throttle.password_checks, 2);
+    assert_eq!(c.auth.throttle.basic_cache, Duration::from_secs(30));
+    assert_eq!(c.auth.throttle.failure_burst, 10, "the others keep their defaults");
+    for (text, key) in [
+        ("auth: {throttle: {failures-per-minute: -1}}\n", "auth.throttle.failures-per-minute"),
+        ("auth: {throttle: {password-checks: 0}}\n", "auth.throttle.password-checks"),
+        ("auth: {throttle: {basic-cache: soon}}\n", "basic-cache"),
+        ("auth: {throttle: {failure-limit: 3}}\n", "failure-limit"),
+    ] {
+        let e = load_text(text, &[]).unwrap_err().to_string();
+        assert!(e.contains(key), "{e}");
+    }
+    let env = [("auth.throttle.password-checks", "3")];
+    assert_eq!(load_text("", &env).unwrap().auth.throttle.password_checks, 3);
+}

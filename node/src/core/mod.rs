@@ -21,7 +21,7 @@ use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Task};
-use a2ad_storage::{ContextKey, Owner, TaskRecord};
+use a2ad_storage::{ContextKey, Owner, Scope, TaskRecord};
 use actix::prelude::*;
 use std::sync::Arc;
 
@@ -152,12 +152,18 @@ impl Core {
         Ok(())
     }
 
-    /// The caller's owner identity from its credentials (any binding).
-    pub fn authenticate(&self, credentials: &crate::auth::RequestCredentials) -> Result<Owner, crate::auth::AuthError> {
+    /// The caller's owner identity from its credentials (any binding), sent from
+    /// `client`, whose failed attempts are limited (`auth.throttle`). A refusal is 401,
+    /// except those [`crate::auth::AuthError::rate_limited`] makes RATE_LIMITED.
+    pub async fn authenticate(
+        &self,
+        credentials: &crate::auth::RequestCredentials,
+        client: crate::auth::ClientAddr,
+    ) -> Result<Owner, crate::auth::AuthError> {
         if !self.auth.enabled() {
             return Ok(Owner::anonymous());
         }
-        self.auth.authenticate(credentials)
+        self.auth.authenticate(credentials, client).await
     }
 
     /// Counts a request against the caller's rate limit.
@@ -185,13 +191,10 @@ impl Core {
         Err(RuntimeError::ContextUnavailable.into())
     }
 
-    /// The caller's task, or TaskNotFound: another owner's task is never revealed.
+    /// The caller's task, or TaskNotFound: another owner's task is never revealed (the
+    /// store reads it by owner and id together, see [`Scope`]).
     pub(crate) fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
-        self.rt
-            .store
-            .get_task(task_id)?
-            .filter(|record| &record.owner == owner)
-            .ok_or_else(|| A2aError::task_not_found(task_id))
+        self.rt.store.get_task(Scope::Owner(owner), task_id)?.ok_or_else(|| A2aError::task_not_found(task_id))
     }
 }
 

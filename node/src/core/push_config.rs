@@ -11,7 +11,7 @@ use a2ad_protocol::{
     ids, A2aError, ErrorCode, ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
     TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
-use a2ad_storage::Owner;
+use a2ad_storage::{Owner, Scope};
 
 impl Core {
     /// The push stack, or PushNotificationNotSupported when push is off.
@@ -88,9 +88,9 @@ impl Core {
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         let (hooks, _) = self.push()?;
         self.owned_task(owner, &req.task_id)?;
-        match hooks.configs.get(&req.task_id, &req.id)? {
-            Some(stored) if &stored.owner == owner => Ok(stored.config),
-            _ => Err(A2aError::task_not_found(&req.task_id).with_meta("configId", req.id)),
+        match hooks.configs.get(Scope::Owner(owner), &req.task_id, &req.id)? {
+            Some(stored) => Ok(stored.config),
+            None => Err(A2aError::task_not_found(&req.task_id).with_meta("configId", req.id)),
         }
     }
 
@@ -101,15 +101,14 @@ impl Core {
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
         let (hooks, _) = self.push()?;
         self.owned_task(owner, &req.task_id)?;
-        let configs =
-            hooks.configs.list(&req.task_id)?.into_iter().filter(|s| &s.owner == owner).map(|s| s.config).collect();
+        let configs = hooks.configs.list(Scope::Owner(owner), &req.task_id)?.into_iter().map(|s| s.config).collect();
         Ok(ListTaskPushNotificationConfigsResponse { configs, next_page_token: String::new() })
     }
 
     pub async fn delete_push_config(&self, owner: &Owner, req: TaskPushNotificationConfigRef) -> Result<(), A2aError> {
         let (hooks, _) = self.push()?;
         self.owned_task(owner, &req.task_id)?;
-        hooks.configs.delete(&req.task_id, &req.id)?;
+        hooks.configs.delete(Scope::Owner(owner), &req.task_id, &req.id)?;
         self.rt.commit.commit_unlogged().await?;
         Ok(())
     }
@@ -118,7 +117,7 @@ impl Core {
     /// keep it, start-up sweeps configs whose task is gone).
     pub(super) fn forget_push_config(&self, task_id: &str, config_id: &str) {
         if let Ok((hooks, _)) = self.push() {
-            if let Err(e) = hooks.configs.delete(task_id, config_id) {
+            if let Err(e) = hooks.configs.delete(Scope::Node, task_id, config_id) {
                 tracing::warn!(task_id, error = %e, "could not remove the push config of a refused turn");
             }
         }

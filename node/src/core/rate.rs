@@ -1,50 +1,31 @@
 //! A request rate per principal: a token bucket each, refilled at `rate` tokens per
 //! second up to `burst`. Over it, the caller gets RateLimited with the seconds to wait.
 
+use crate::rate::TokenBuckets;
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::Owner;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Instant;
 
-/// Buckets past this many are pruned of the full (idle) ones.
-const PRUNE_AT: usize = 10_000;
+/// Principals with a bucket of their own; past it, new ones share one (see
+/// [`TokenBuckets`]): integrator keys can name any number of principals.
+const MAX_TRACKED: usize = 100_000;
 
 pub struct RateLimiter {
     rate: f64,
-    burst: f64,
-    buckets: Mutex<HashMap<Owner, Bucket>>,
-}
-
-struct Bucket {
-    tokens: f64,
-    at: Instant,
+    buckets: TokenBuckets<Owner>,
 }
 
 impl RateLimiter {
     /// `None` when `rate` is 0 (no limit).
     pub fn new(rate: f64, burst: u32) -> Option<Self> {
-        (rate > 0.0).then(|| RateLimiter { rate, burst: f64::from(burst.max(1)), buckets: Mutex::default() })
+        (rate > 0.0).then(|| RateLimiter { rate, buckets: TokenBuckets::new(rate, burst, MAX_TRACKED) })
     }
 
     /// Takes a token for `owner`, or says how long to wait for one.
     pub fn admit(&self, owner: &Owner) -> Result<(), A2aError> {
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() > PRUNE_AT {
-            let (rate, burst) = (self.rate, self.burst);
-            buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * rate < burst);
-        }
-        let bucket = buckets.entry(owner.clone()).or_insert(Bucket { tokens: self.burst, at: now });
-        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * self.rate).min(self.burst);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            return Ok(());
-        }
-        let wait = ((1.0 - bucket.tokens) / self.rate).ceil().max(1.0) as u64;
-        Err(A2aError::new(ErrorCode::RateLimited, format!("Too many requests: the limit is {} per second", self.rate))
-            .with_meta("retryAfterSeconds", wait.to_string()))
+        self.buckets.take(owner).map_err(|wait| {
+            A2aError::new(ErrorCode::RateLimited, format!("Too many requests: the limit is {} per second", self.rate))
+                .with_meta("retryAfterSeconds", wait.to_string())
+        })
     }
 }
 

@@ -14,7 +14,7 @@
 //! record (so that its first event is pushed), and a sweep running alongside requests
 //! could take that config for an orphan.
 
-use a2ad_storage::{artifact_dir, PushConfigStore, StoreError, TaskStore};
+use a2ad_storage::{artifact_dir, PushConfigStore, Scope, StoreError, TaskStore};
 use std::path::Path;
 
 /// Removes every artifact directory whose task the store does not hold; returns how
@@ -32,7 +32,7 @@ pub fn remove_orphan_artifact_dirs(store: &dyn TaskStore, data_dir: &Path) -> Re
         let Ok(task_id) = entry.file_name().into_string() else { continue };
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
         let Some(dir) = artifact_dir(data_dir, &task_id).filter(|_| is_dir) else { continue };
-        if store.get_task(&task_id)?.is_some() {
+        if store.get_task(Scope::Node, &task_id)?.is_some() {
             continue;
         }
         match std::fs::remove_dir_all(&dir) {
@@ -49,7 +49,7 @@ pub fn remove_orphan_artifact_dirs(store: &dyn TaskStore, data_dir: &Path) -> Re
 pub fn remove_orphan_push_configs(store: &dyn TaskStore, configs: &PushConfigStore) -> Result<usize, StoreError> {
     let mut removed = 0;
     for task_id in configs.task_ids()? {
-        if store.get_task(&task_id)?.is_none() {
+        if store.get_task(Scope::Node, &task_id)?.is_none() {
             removed += configs.delete_task(&task_id)?;
         }
     }
@@ -97,7 +97,7 @@ mod tests {
 
         assert_eq!(remove_orphan_push_configs(&store, &configs).unwrap(), 3);
         assert_eq!(configs.task_ids().unwrap(), ["kept-1"], "a stored task keeps its config");
-        assert_eq!(configs.list("kept-1").unwrap()[0].config.token.as_deref(), Some("tok"), "intact");
+        assert_eq!(configs.list(Scope::Node, "kept-1").unwrap()[0].config.token.as_deref(), Some("tok"), "intact");
         assert_eq!(remove_orphan_push_configs(&store, &configs).unwrap(), 0, "idempotent");
     }
 

@@ -109,8 +109,9 @@ impl Sweeper {
     /// Cancels one unanswered interrupted task through its context's actor.
     async fn expire(&self, owner: a2ad_storage::Owner, task_id: String, status_millis: i64) -> bool {
         let store = Arc::clone(&self.core.runtime().store);
-        let id = task_id.clone();
-        let Ok(Some(record)) = blocking(move || Ok(store.get_task(&id)?)).await else { return false };
+        let (id, whose) = (task_id.clone(), owner.clone());
+        let scoped = move || Ok(store.get_task(a2ad_storage::Scope::Owner(&whose), &id)?);
+        let Ok(Some(record)) = blocking(scoped).await else { return false };
         let timeout = self.config.for_tenant(&owner.tenant).interrupted_timeout.unwrap_or_default();
         let reason =
             format!("The task expired: no answer within {} (retention.interrupted-timeout).", humanize(timeout));

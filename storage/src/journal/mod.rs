@@ -286,8 +286,14 @@ impl TaskStore for WalStore {
         Ok(StepOutcome { previous, untaken })
     }
 
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.events_after(task_id, after, limit)
+    fn events_after(
+        &self,
+        scope: crate::Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.events_after(scope, task_id, after, limit)
     }
 
     fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
@@ -309,8 +315,8 @@ impl TaskStore for WalStore {
         Ok(read_seq(tree.get(task_id)?.as_deref()))
     }
 
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get_task(task_id)
+    fn get_task(&self, scope: crate::Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get_task(scope, task_id)
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {

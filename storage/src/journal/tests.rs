@@ -51,19 +51,19 @@ fn write_steps(store: &WalStore) {
 }
 
 fn assert_steps(store: &WalStore, queue: &PushQueue) {
-    let t1 = store.get_task("t1").unwrap().expect("t1");
+    let t1 = store.get_task(crate::Scope::Node, "t1").unwrap().expect("t1");
     assert_eq!((t1.state(), t1.last_event_seq), (TaskState::Working, 2));
-    let seqs: Vec<u64> = store.events_after("t1", 0, 10).unwrap().iter().map(|e| e.seq).collect();
+    let seqs: Vec<u64> = store.events_after(crate::Scope::Node, "t1", 0, 10).unwrap().iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![1, 2]);
-    assert!(store.get_task("t2").unwrap().is_some());
-    assert!(store.get_task("gone").unwrap().is_none());
-    assert!(store.get_task("reply").unwrap().is_none());
+    assert!(store.get_task(crate::Scope::Node, "t2").unwrap().is_some());
+    assert!(store.get_task(crate::Scope::Node, "gone").unwrap().is_none());
+    assert!(store.get_task(crate::Scope::Node, "reply").unwrap().is_none());
     let history = store.get_session(&ContextKey::new(Owner::anonymous(), "c1"), 10).unwrap().expect("session");
     assert_eq!(history.history.len(), 2);
     assert!(store.get_session(&ContextKey::new(Owner::anonymous(), "c4"), 10).unwrap().is_some());
     let ended = store.get_session(&ContextKey::new(Owner::anonymous(), "c5"), 10).unwrap().expect("c5");
     assert_eq!(ended.history.len(), 2, "a turn's end writes its task and session in one record");
-    assert_eq!(store.get_task("t5").unwrap().map(|r| r.state()), Some(TaskState::Completed));
+    assert_eq!(store.get_task(crate::Scope::Node, "t5").unwrap().map(|r| r.state()), Some(TaskState::Completed));
     let jobs = queue.due(i64::MAX, 10, &HashSet::new()).unwrap();
     assert_eq!(jobs.len(), 1, "the push job is back with its event");
     assert_eq!((jobs[0].event_seq, jobs[0].body.as_str()), (2, &*event(2).json));

@@ -107,14 +107,16 @@ fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
     let done = record(&owner, "t1", "c", TaskState::Completed, 2000);
     let old = same(&stores, |s| s.put_task(&done, &[event(3), event(4), event(5)]).unwrap());
     assert_eq!(old, Some(TaskState::Working));
-    let seqs = same(&stores, |s| s.events_after("t1", 0, usize::MAX).unwrap());
+    let seqs = same(&stores, |s| s.events_after(crate::Scope::Node, "t1", 0, usize::MAX).unwrap());
     assert_eq!(seqs.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 4, 5]);
-    same(&stores, |s| s.events_after("t1", 3, 1).unwrap());
-    same(&stores, |s| s.events_after("nope", 0, 10).unwrap());
+    same(&stores, |s| s.events_after(crate::Scope::Node, "t1", 3, 1).unwrap());
+    same(&stores, |s| s.events_after(crate::Scope::Node, "nope", 0, 10).unwrap());
     same(&stores, |s| s.counts().unwrap());
     let removed = same(&stores, |s| s.delete_task("t1").unwrap().map(|r| r.task.id));
     assert_eq!(removed.as_deref(), Some("t1"));
-    same(&stores, |s| (s.delete_task("t1").unwrap(), s.events_after("t1", 0, 10).unwrap(), s.counts().unwrap()));
+    same(&stores, |s| {
+        (s.delete_task("t1").unwrap(), s.events_after(crate::Scope::Node, "t1", 0, 10).unwrap(), s.counts().unwrap())
+    });
 }
 
 #[test]
@@ -140,8 +142,32 @@ fn sessions_keep_their_last_messages_settle_atomically_and_are_forgotten_when_un
     session.append(&reply, 3);
     let settled = same(&stores, |s| s.settle_reply("reply", &session, &reply, 3).unwrap().map(|r| r.task.id));
     assert_eq!(settled.as_deref(), Some("reply"));
-    same(&stores, |s| (s.get_task("reply").unwrap(), s.get_session(&key, 3).unwrap(), s.counts().unwrap()));
+    same(&stores, |s| {
+        (s.get_task(crate::Scope::Node, "reply").unwrap(), s.get_session(&key, 3).unwrap(), s.counts().unwrap())
+    });
     assert!(same(&stores, |s| s.forget_session_if_unused(&key).unwrap()));
     same(&stores, |s| (s.forget_session_if_unused(&key).unwrap(), s.get_session(&key, 3).unwrap()));
     same(&stores, |s| s.counts().unwrap());
+}
+
+#[test]
+fn reads_by_id_are_scoped_to_the_owner() {
+    use crate::Scope;
+    let (_dir, stores) = both(10);
+    let alice = Owner { tenant: "t".into(), principal: "alice".into() };
+    // A principal whose name extends alice's, and the same name in another tenant.
+    let alicia = Owner { tenant: "t".into(), principal: "alice2".into() };
+    let other = Owner { tenant: "u".into(), principal: "alice".into() };
+    let task = record(&alice, "t1", "c", TaskState::Working, 1000);
+    same(&stores, |s| s.put_task(&task, &[event(1), event(2)]).unwrap());
+    for store in &stores {
+        assert_eq!(store.get_task(Scope::Owner(&alice), "t1").unwrap().as_ref(), Some(&task));
+        assert_eq!(store.events_after(Scope::Owner(&alice), "t1", 0, 10).unwrap().len(), 2);
+        for stranger in [&alicia, &other] {
+            assert_eq!(store.get_task(Scope::Owner(stranger), "t1").unwrap(), None, "a foreign id reads as unknown");
+            assert!(store.events_after(Scope::Owner(stranger), "t1", 0, 10).unwrap().is_empty());
+        }
+        assert!(store.get_task(Scope::Node, "t1").unwrap().is_some(), "the node reads every owner's");
+        assert_eq!(store.get_task(Scope::Owner(&alice), "t2").unwrap(), None);
+    }
 }

@@ -177,8 +177,8 @@ mod tests {
         let report = compact(dir.path()).unwrap();
         assert!(report.after < report.before, "{report:?}");
         let store = super::super::open_retrying(dir.path());
-        assert!(store.get_task("t2995").unwrap().is_some(), "live tasks survive");
-        assert!(store.get_task("t5").unwrap().is_none());
+        assert!(store.get_task(crate::Scope::Node, "t2995").unwrap().is_some(), "live tasks survive");
+        assert!(store.get_task(crate::Scope::Node, "t5").unwrap().is_none());
         assert!(dir.path().join("push-secret.key").exists(), "other files stay");
         assert!(!dir.path().join(NEW_DIR).exists() && !dir.path().join(OLD_DIR).exists());
     }
@@ -198,7 +198,7 @@ mod tests {
         assert!(!dir.path().join(NEW_DIR).exists());
         {
             let store = super::super::open_retrying(dir.path());
-            assert!(store.get_task("t4").unwrap().is_some());
+            assert!(store.get_task(crate::Scope::Node, "t4").unwrap().is_some());
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
         // A complete copy whose swap stopped half-way: set aside the old, move in the new.
@@ -210,7 +210,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(OLD_DIR)).unwrap();
         std::fs::rename(dir.path().join("conf"), dir.path().join(OLD_DIR).join("conf")).unwrap();
         let store = super::super::open_retrying(dir.path());
-        assert!(store.get_task("t4").unwrap().is_some(), "open finished the swap");
+        assert!(store.get_task(crate::Scope::Node, "t4").unwrap().is_some(), "open finished the swap");
         assert!(!new_dir.exists() && !dir.path().join(OLD_DIR).exists());
     }
 

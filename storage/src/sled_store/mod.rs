@@ -43,7 +43,7 @@ mod writes;
 pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
 use crate::{
-    ContextKey, LoggedEvent, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+    ContextKey, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord,
     TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
@@ -182,11 +182,33 @@ impl SledStore {
         Ok(batch)
     }
 
+    /// The stored value of task `task_id` if it is in `scope`: the owner is compared on
+    /// the raw JSON, before anything is decoded (see [`Scope`]); a value that does not
+    /// start with its owner is decoded to compare.
+    fn scoped_task_bytes(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<sled::IVec>, StoreError> {
+        let prefix = scope.json_prefix();
+        let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else {
+            // The comparison a found record costs, so that a miss costs about the same.
+            std::hint::black_box(Scope::admits_json(prefix.as_deref(), std::hint::black_box(UNKNOWN_OWNER)));
+            return Ok(None);
+        };
+        let json = bytes.get(Stamp::LEN..).unwrap_or_default();
+        let admitted = match Scope::admits_json(prefix.as_deref(), json) {
+            Some(admitted) => admitted,
+            None => scope.admits(&Self::decode_task(&bytes)?.owner),
+        };
+        Ok(admitted.then_some(bytes))
+    }
+
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
         let json = bytes.get(Stamp::LEN..).ok_or_else(|| StoreError::Corrupt("short task record".into()))?;
         serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))
     }
 }
+
+/// What an unknown id's read compares the caller's owner with (see
+/// [`SledStore::scoped_task_bytes`]): the start of a record of some other owner.
+const UNKNOWN_OWNER: &[u8] = br#"{"owner":{"tenant":"","principal":""},"agent":""}"#;
 
 /// The generation (`last_event_seq`) of a stored task, read off the end of its JSON
 /// without decoding it: `last_event_seq` is the last field of [`TaskRecord`], so the
@@ -259,7 +281,16 @@ impl TaskStore for SledStore {
         }
     }
 
-    fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        if scope != Scope::Node && self.scoped_task_bytes(scope, task_id)?.is_none() {
+            return Ok(Vec::new());
+        }
         let start = index::event_key(task_id, after.saturating_add(1));
         let prefix = index::event_prefix(task_id);
         let mut out = Vec::new();
@@ -277,8 +308,8 @@ impl TaskStore for SledStore {
         Ok(out)
     }
 
-    fn get_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))?.map(|b| Self::decode_task(&b)).transpose()
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.scoped_task_bytes(scope, task_id)?.map(|b| Self::decode_task(&b)).transpose()
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -294,7 +325,7 @@ impl TaskStore for SledStore {
         let mut records = Vec::with_capacity(page.ids.len());
         for id in &page.ids {
             // A task removed between the index scan and this read is simply skipped.
-            if let Some(record) = self.get_task(id)? {
+            if let Some(record) = self.get_task(Scope::Owner(&query.owner), id)? {
                 records.push(record);
             }
         }
@@ -306,7 +337,7 @@ impl TaskStore for SledStore {
         for entry in self.tasks.scan_prefix([Prefix::Active as u8]) {
             let (key, _) = entry?;
             let id = String::from_utf8_lossy(&key[1..]).into_owned();
-            if let Some(record) = self.get_task(&id)? {
+            if let Some(record) = self.get_task(Scope::Node, &id)? {
                 if states.contains(&record.state()) {
                     out.push(record);
                 }

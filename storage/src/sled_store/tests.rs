@@ -133,11 +133,13 @@ fn the_event_log_keeps_the_last_events_in_order() {
             &[LoggedEvent::encode(1, &StreamResponse::Task(rec.task.clone()))],
         )
         .unwrap();
-    let seqs = |after| store.events_after("t1", after, 100).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>();
+    let seqs = |after| {
+        store.events_after(crate::Scope::Node, "t1", after, 100).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>()
+    };
     assert_eq!(seqs(0), vec![3, 4, 5], "only the last 3 are retained");
     assert_eq!(seqs(3), vec![4, 5]);
     assert!(seqs(5).is_empty(), "another task's log is not read");
-    assert!(store.events_after("t1", 0, 1).unwrap()[0].json.contains("\"task\""));
+    assert!(store.events_after(crate::Scope::Node, "t1", 0, 1).unwrap()[0].json.contains("\"task\""));
 }
 
 #[test]
@@ -159,9 +161,13 @@ fn delete_task_clears_the_record_every_index_and_the_event_log() {
 
     let removed = store.delete_task("t1").unwrap().expect("the task was there");
     assert_eq!(removed.task.id, "t1");
-    assert!(store.get_task("t1").unwrap().is_none());
-    assert!(store.events_after("t1", 0, 100).unwrap().is_empty(), "the event log is gone");
-    assert_eq!(store.events_after("t10", 0, 100).unwrap().len(), 1, "a task whose id extends it keeps its log");
+    assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_none());
+    assert!(store.events_after(crate::Scope::Node, "t1", 0, 100).unwrap().is_empty(), "the event log is gone");
+    assert_eq!(
+        store.events_after(crate::Scope::Node, "t10", 0, 100).unwrap().len(),
+        1,
+        "a task whose id extends it keeps its log"
+    );
     let page = store.list_tasks(&query(&owner)).unwrap();
     assert_eq!((ids(&page), page.total), (vec!["t10"], 1), "the by-time index");
     let mut by_ctx = query(&owner);
@@ -249,8 +255,8 @@ fn settle_reply_writes_the_session_and_removes_the_task_together() {
         store.flush().unwrap();
     }
     let store = open_retrying(dir.path());
-    assert!(store.get_task("t-reply").unwrap().is_none(), "the task is gone");
-    assert!(store.events_after("t-reply", 0, 10).unwrap().is_empty(), "with its event log");
+    assert!(store.get_task(crate::Scope::Node, "t-reply").unwrap().is_none(), "the task is gone");
+    assert!(store.events_after(crate::Scope::Node, "t-reply", 0, 10).unwrap().is_empty(), "with its event log");
     assert!(
         store.tasks_in_states(&[TaskState::Working]).unwrap().is_empty(),
         "and its active entry: recovery has nothing to fail"
@@ -307,7 +313,7 @@ fn a_stale_generation_is_a_conflict_and_changes_nothing() {
     stale.last_event_seq = 4;
     let refused = store.put_task(&stale, &[]).expect_err("a stale writer");
     assert!(matches!(refused, StoreError::Conflict { stored: 5, offered: 4, .. }), "{refused:?}");
-    assert_eq!(store.get_task("t1").unwrap().unwrap(), newer, "never a silent overwrite");
+    assert_eq!(store.get_task(crate::Scope::Node, "t1").unwrap().unwrap(), newer, "never a silent overwrite");
     assert_eq!(stored_generation(br#"{"a":1,"last_event_seq":12}"#), Some(12));
     assert_eq!(stored_generation(br#"{"a":1}"#), None);
 }
@@ -325,10 +331,35 @@ fn a_store_keeps_the_segment_size_it_was_made_with() {
     assert_eq!(segment_size_for(dir.path()), 512 * 1024);
     let store = SledStore::open(dir.path()).unwrap();
     store.put_task(&record(&owner, "t1", "c1", TaskState::Completed, 1), &[]).unwrap();
-    assert!(store.get_task("t1").unwrap().is_some());
+    assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_some());
 
     let fresh = tempfile::tempdir().unwrap();
     assert_eq!(segment_size_for(fresh.path()), SEGMENT_SIZE);
     drop(SledStore::open(fresh.path()).unwrap());
     assert_eq!(segment_size_for(fresh.path()), SEGMENT_SIZE);
+}
+
+/// The owner is compared on the raw value: another owner's record is not decoded (a
+/// value that would not decode reads as absent for a stranger, and as corrupt for its
+/// owner), and a value written without the owner first is still checked, by decoding.
+#[test]
+fn a_scoped_read_compares_the_owner_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let alice = Owner { tenant: "t".into(), principal: "alice".into() };
+    let bob = Owner { tenant: "t".into(), principal: "bob".into() };
+    let mut value = Stamp::of(&record(&alice, "x", "c", TaskState::Working, 1)).encode().to_vec();
+    value.extend_from_slice(br#"{"owner":{"tenant":"t","principal":"alice"},"agent":"#);
+    store.tasks.insert(index::key(Prefix::Task, b"bad"), value).unwrap();
+    assert!(store.get_task(crate::Scope::Owner(&bob), "bad").unwrap().is_none(), "never decoded");
+    assert!(matches!(store.get_task(crate::Scope::Owner(&alice), "bad"), Err(StoreError::Corrupt(_))));
+
+    // Fields in another order: no owner prefix, so the record is decoded and compared.
+    let task = record(&alice, "odd", "c", TaskState::Working, 1);
+    let mut value = Stamp::of(&task).encode().to_vec();
+    let json = serde_json::json!({"agent": task.agent, "task": task.task, "owner": task.owner, "last_event_seq": 0});
+    value.extend_from_slice(json.to_string().as_bytes());
+    store.tasks.insert(index::key(Prefix::Task, b"odd"), value).unwrap();
+    assert!(store.get_task(crate::Scope::Owner(&bob), "odd").unwrap().is_none());
+    assert_eq!(store.get_task(crate::Scope::Owner(&alice), "odd").unwrap(), Some(task));
 }

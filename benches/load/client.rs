@@ -82,6 +82,9 @@ pub struct Target {
     pub path: &'static str,
     pub body_for: BodyFor,
     pub expect: &'static str,
+    /// The `A2A-Version` header to send, if any. a2ad takes a request without one; a
+    /// server that reads its absence as 0.3, as the spec says (the Rust SDK), needs "1.0".
+    pub a2a_version: Option<&'static str>,
 }
 
 async fn connection_loop(
@@ -91,7 +94,7 @@ async fn connection_loop(
     deadline: Instant,
     max_requests: u64,
 ) -> (u64, u64, Histogram<u64>) {
-    let Target { addr, path, body_for, expect } = target;
+    let Target { addr, path, body_for, expect, a2a_version } = target;
     let mut hist = new_histogram();
     let (mut requests, mut errors) = (0u64, 0u64);
     let mut stream = TcpStream::connect(addr).await.expect("connect");
@@ -102,7 +105,7 @@ async fn connection_loop(
         let body = body_for(conn, seq);
         seq += 1;
         let sent = Instant::now();
-        post_to(&mut stream, path, &body).await.expect("write");
+        post_versioned(&mut stream, path, a2a_version, &body).await.expect("write");
         let ok = read_response(&mut stream, &mut buf).await.is_some_and(|text| text.contains(expect));
         if sent >= measure_from {
             requests += 1;
@@ -161,8 +164,19 @@ pub async fn post(stream: &mut TcpStream, body: &str) -> std::io::Result<()> {
 
 /// Writes a JSON POST to `path`.
 pub async fn post_to<S: AsyncWrite + Unpin>(stream: &mut S, path: &str, body: &str) -> std::io::Result<()> {
+    post_versioned(stream, path, None, body).await
+}
+
+/// Writes a JSON POST to `path`, with an `A2A-Version` header when `a2a_version` is given.
+pub async fn post_versioned<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    path: &str,
+    a2a_version: Option<&str>,
+    body: &str,
+) -> std::io::Result<()> {
+    let version = a2a_version.map(|v| format!("A2A-Version: {v}\r\n")).unwrap_or_default();
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n{version}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await

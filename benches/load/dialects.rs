@@ -46,7 +46,7 @@ async fn measure(
 ) -> LoadResult {
     let dir = tempfile::tempdir().expect("temp dir");
     let node = Node::start_in(bin, &dir.path().join("data"), CONFIG, &[]);
-    let target = Target { addr: node.addr, path: "/", body_for, expect };
+    let target = Target { addr: node.addr, path: "/", body_for, expect, a2a_version: None };
     client::run(target, connections, warmup, duration, u64::MAX).await
 }
 

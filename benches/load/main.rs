@@ -5,7 +5,8 @@
 //!
 //! 1. Throughput and latency of `SendMessage` (echo, persistence on, blocking) on the
 //!    release binary with one worker pinned to one core, at 64 connections; then the same
-//!    load on a bare actix-web handler that parses the same body; and the ratio.
+//!    load on a bare actix-web handler that parses the same body, and on the official Rust
+//!    SDK's in-memory server when it is built (`benches/rust-sdk-peer`); and the ratios.
 //! 2. Streaming, push and RSS per idle context at 100k contexts (see `streams.rs`,
 //!    `push.rs`, `memory.rs`).
 //!
@@ -26,6 +27,7 @@ mod node;
 mod push;
 mod push_hang;
 mod retention;
+mod sdk_peer;
 mod streams;
 mod transports;
 mod ws_stream;
@@ -47,6 +49,8 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --stream-characters N    fire-hose characters of the ws-stream part (50000)
   --retention-tasks N      tasks of the retention part (10000, at most 10000)
   --push-hang-healthy N    healthy deliveries the push-hang part times (50)
+env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
+  the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
 parts: core streams push memory transports dialects ws-stream retention push-hang";
 
 /// Every part, in the order they run; the first four are the default set.
@@ -198,8 +202,9 @@ fn run_added_parts(
     }
 }
 
-/// SendMessage on the bare handler and over JSON-RPC, HTTP+JSON and gRPC; returns the
-/// bare handler's throughput (the reference of the streaming ratio).
+/// SendMessage on the bare handler, on the Rust SDK's in-memory server (when built; see
+/// `sdk_peer.rs`) and on a2ad over JSON-RPC, HTTP+JSON and gRPC; returns the bare
+/// handler's throughput (the reference of the streaming ratio).
 fn run_core(
     runtime: &tokio::runtime::Runtime,
     bin: &std::path::Path,
@@ -207,10 +212,14 @@ fn run_core(
     warmup: Duration,
     duration: Duration,
 ) -> f64 {
-    let load = |addr| {
-        let target = client::Target { addr, path: "/", body_for: send_body, expect: "TASK_STATE_COMPLETED" };
-        client::run(target, options.connections, warmup, duration, u64::MAX)
+    let json_rpc = |addr| client::Target {
+        addr,
+        path: "/",
+        body_for: send_body,
+        expect: "TASK_STATE_COMPLETED",
+        a2a_version: None,
     };
+    let load = |target| client::run(target, options.connections, warmup, duration, u64::MAX);
     println!(
         "SendMessage, {} connections, {} s after {} s warm-up, server on 1 core:",
         options.connections,
@@ -218,44 +227,81 @@ fn run_core(
         warmup.as_secs()
     );
     let bare = Node::start_bare();
-    let bare_result = runtime.block_on(load(bare.addr));
+    let bare_result = runtime.block_on(load(json_rpc(bare.addr)));
     drop(bare);
+    let peer = sdk_peer::binary().map(|program| {
+        let peer = Node::start_peer(&program);
+        measure(runtime, &peer, load(sdk_peer::target(peer.addr)), warmup + duration)
+    });
     let node = Node::start(bin, &["--workers", "1"]);
-    let (cpu_before, written_before) = (node.cpu_seconds(), node::write_bytes_of(node.pid()));
-    let node_result = runtime.block_on(load(node.addr));
-    let node_rss = node.rss_kib();
-    // Warm-up and measured seconds both ran at about the measured rate.
-    let requests = node_result.throughput() * (warmup + duration).as_secs_f64();
-    let cpu_per_request = (node.cpu_seconds() - cpu_before) / requests * 1e6;
-    let written_per_task = node::write_bytes_of(node.pid()).saturating_sub(written_before) as f64 / requests;
+    let a2ad = measure(runtime, &node, load(json_rpc(node.addr)), warmup + duration);
     drop(node);
     let rest = Node::start(bin, &["--workers", "1"]);
-    let target = client::Target {
-        addr: rest.addr,
-        path: "/a2a/message:send",
-        body_for: rest_body,
-        expect: "TASK_STATE_COMPLETED",
-    };
-    let rest_result = runtime.block_on(client::run(target, options.connections, warmup, duration, u64::MAX));
+    let target = client::Target { path: "/a2a/message:send", body_for: rest_body, ..json_rpc(rest.addr) };
+    let rest_result = runtime.block_on(load(target));
     drop(rest);
     let grpc = Node::start(bin, &["--workers", "1"]);
     let grpc_result = runtime.block_on(grpc_load::run(grpc.grpc_addr(), options.connections, warmup, duration));
     drop(grpc);
     println!("{}", bare_result.summary("bare actix-web handler"));
-    println!("{}", node_result.summary("a2ad JSON-RPC (sled, fsync)"));
+    match &peer {
+        Ok(peer) => println!("{}", peer.result.summary("rust SDK (in-memory)")),
+        Err(skipped) => println!("{skipped}"),
+    }
+    println!("{}", a2ad.result.summary("a2ad JSON-RPC (sled, fsync)"));
     println!("{}", rest_result.summary("a2ad HTTP+JSON"));
     println!("{}", grpc_result.summary("a2ad gRPC"));
     println!(
         "ratio a2ad / bare: {:.3}  (a2ad RSS after run: {} MiB)",
-        node_result.throughput() / bare_result.throughput(),
-        node_rss / 1024
+        a2ad.result.throughput() / bare_result.throughput(),
+        a2ad.rss_kib / 1024
     );
-    println!(
-        "a2ad JSON-RPC: {cpu_per_request:.0} us server CPU and {written_per_task:.0} bytes written (/proc/PID/io \
-         write_bytes) per request"
-    );
+    println!("{}", a2ad.per_request("a2ad JSON-RPC"));
+    if let Ok(peer) = &peer {
+        let ratio = a2ad.result.throughput() / peer.result.throughput();
+        println!("ratio a2ad / rust SDK: {ratio:.3}  (rust SDK RSS after run: {} MiB)", peer.rss_kib / 1024);
+        println!("{}", peer.per_request("rust SDK"));
+    }
 
     bare_result.throughput()
+}
+
+/// One server's figures under one load: the load's result, and what the server spent.
+struct Measured {
+    result: client::LoadResult,
+    cpu_us_per_request: f64,
+    written_per_request: f64,
+    rss_kib: u64,
+}
+
+impl Measured {
+    fn per_request(&self, label: &str) -> String {
+        format!(
+            "{label}: {:.0} us server CPU and {:.0} bytes written (/proc/PID/io write_bytes) per request",
+            self.cpu_us_per_request, self.written_per_request
+        )
+    }
+}
+
+/// Runs `load` (warm-up and measured seconds: `ran_for`) against `server`, reading its CPU
+/// time and bytes written before and after.
+fn measure(
+    runtime: &tokio::runtime::Runtime,
+    server: &Node,
+    load: impl std::future::Future<Output = client::LoadResult>,
+    ran_for: Duration,
+) -> Measured {
+    let (cpu_before, written_before) = (server.cpu_seconds(), node::write_bytes_of(server.pid()));
+    let result = runtime.block_on(load);
+    // Warm-up and measured seconds both ran at about the measured rate.
+    let requests = result.throughput() * ran_for.as_secs_f64();
+    let written = node::write_bytes_of(server.pid()).saturating_sub(written_before);
+    Measured {
+        cpu_us_per_request: (server.cpu_seconds() - cpu_before) / requests * 1e6,
+        written_per_request: written as f64 / requests,
+        rss_kib: server.rss_kib(),
+        result,
+    }
 }
 
 fn run_streaming(

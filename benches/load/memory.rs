@@ -30,8 +30,13 @@ fn new_context_body(conn: usize, seq: u64) -> String {
 
 async fn fill(bin: &Path, contexts: u64, idle_timeout: &str) -> u64 {
     let node = Node::start(bin, &["--workers", "1", "--idle-timeout", idle_timeout]);
-    let target =
-        client::Target { addr: node.addr, path: "/", body_for: new_context_body, expect: "TASK_STATE_COMPLETED" };
+    let target = client::Target {
+        addr: node.addr,
+        path: "/",
+        body_for: new_context_body,
+        expect: "TASK_STATE_COMPLETED",
+        a2a_version: None,
+    };
     let result = client::run(target, 64, Duration::ZERO, Duration::from_secs(600), contexts).await;
     assert_eq!(result.errors, 0, "every context was created");
     // Let evictions and the allocator settle.

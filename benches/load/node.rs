@@ -47,6 +47,12 @@ impl Node {
         Self::spawn(cmd, None)
     }
 
+    /// A peer server (`benches/rust-sdk-peer`): a program that serves on 127.0.0.1:0 with
+    /// no arguments and names its URL on its first stdout line.
+    pub fn start_peer(program: &Path) -> Node {
+        Self::spawn(pinned(program), None)
+    }
+
     fn spawn(mut cmd: Command, data: Option<tempfile::TempDir>) -> Node {
         let mut child =
             cmd.env("RUST_LOG", "warn").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");

@@ -55,7 +55,8 @@ pub async fn deliveries_per_second(bin: &Path, n: u64, queue_config: &str) -> (f
     std::fs::write(&config, text).expect("config");
     let node = Node::start(bin, &["--workers", "1", "--config", config.to_str().expect("utf-8")]);
     let started = Instant::now();
-    let target = Target { addr: node.addr, path: "/", body_for: body, expect: "TASK_STATE_COMPLETED" };
+    let target =
+        Target { addr: node.addr, path: "/", body_for: body, expect: "TASK_STATE_COMPLETED", a2a_version: None };
     let _ = client::run(target, 64, Duration::ZERO, Duration::from_secs(300), n).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     while count.load(Ordering::Relaxed) < n && Instant::now() < deadline {

@@ -90,7 +90,8 @@ pub async fn measure(bin: &Path, n: u64) -> RetentionFigures {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
     let node = Node::start_in(bin, &data, CONFIG, &[]);
-    let target = Target { addr: node.addr, path: "/", body_for: body, expect: "TASK_STATE_COMPLETED" };
+    let target =
+        Target { addr: node.addr, path: "/", body_for: body, expect: "TASK_STATE_COMPLETED", a2a_version: None };
     let made = client::run(target, 64, Duration::ZERO, Duration::from_secs(300), n).await;
     assert_eq!(made.errors, 0, "every task was created");
     let n = made.requests;

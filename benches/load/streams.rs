@@ -42,7 +42,13 @@ pub async fn streams_per_second(
     duration: Duration,
 ) -> client::LoadResult {
     let (node, _config) = start(bin, &[]);
-    let target = client::Target { addr: node.addr, path: "/", body_for: stream_body, expect: "TASK_STATE_COMPLETED" };
+    let target = client::Target {
+        addr: node.addr,
+        path: "/",
+        body_for: stream_body,
+        expect: "TASK_STATE_COMPLETED",
+        a2a_version: None,
+    };
     client::run(target, connections, warmup, duration, u64::MAX).await
 }
 

@@ -89,8 +89,13 @@ fn start(bin: &Path, dir: &tempfile::TempDir, extra: &str) -> Node {
 pub async fn http(bin: &Path, shape: Shape) -> Measured {
     let dir = tempfile::tempdir().expect("temp dir");
     let node = start(bin, &dir, "");
-    let target =
-        client::Target { addr: node.addr, path: "/", body_for: crate::send_body, expect: "TASK_STATE_COMPLETED" };
+    let target = client::Target {
+        addr: node.addr,
+        path: "/",
+        body_for: crate::send_body,
+        expect: "TASK_STATE_COMPLETED",
+        a2a_version: None,
+    };
     with_cpu(node.pid(), shape.warmup, client::run(target, shape.in_flight, shape.warmup, shape.duration, u64::MAX))
         .await
 }

@@ -183,6 +183,15 @@ impl WalStore {
         }
     }
 
+    /// (the jobs the step's record takes, those handed back): all of them or none, by
+    /// whether this store holds the node's push queue.
+    fn take_jobs(&self, jobs: Vec<PushJob>) -> (Vec<PushJob>, Vec<PushJob>) {
+        match self.queue {
+            Some(_) => (jobs, Vec::new()),
+            None => (Vec::new(), jobs),
+        }
+    }
+
     fn apply_session(&self, write: SessionWrite<'_>) -> Result<(), StoreError> {
         self.inner.put_session(write.session, write.appended, write.history_limit)
     }
@@ -256,10 +265,7 @@ impl TaskStore for WalStore {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
     ) -> Result<StepOutcome, StoreError> {
-        let (taken, untaken) = match self.queue {
-            Some(_) => (jobs, Vec::new()),
-            None => (Vec::new(), jobs),
-        };
+        let (taken, untaken) = self.take_jobs(jobs);
         let payload = step::encode_put_task(record, events, &taken, None)?;
         let previous = self.logged(&payload, || self.apply_put(record, events, taken))?;
         Ok(StepOutcome { previous, untaken })
@@ -273,10 +279,7 @@ impl TaskStore for WalStore {
         jobs: Vec<PushJob>,
         session: SessionWrite<'_>,
     ) -> Result<StepOutcome, StoreError> {
-        let (taken, untaken) = match self.queue {
-            Some(_) => (jobs, Vec::new()),
-            None => (Vec::new(), jobs),
-        };
+        let (taken, untaken) = self.take_jobs(jobs);
         let payload = step::encode_put_task(record, events, &taken, Some(session))?;
         let previous = self.logged(&payload, || {
             let previous = self.apply_put(record, events, taken)?;

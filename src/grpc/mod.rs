@@ -7,6 +7,7 @@
 //! results go back the same way, so the three bindings cannot drift apart.
 
 mod convert;
+mod refusals;
 mod service;
 
 use crate::core::Core;
@@ -50,6 +51,7 @@ impl GrpcServer {
                 let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
                 let service =
                     A2aServiceServer::new(service::A2aGrpc::new(core)).max_decoding_message_size(message_limit);
+                let service = refusals::TableStatuses::new(service, message_limit);
                 let served = tonic::transport::Server::builder()
                     .add_service(service)
                     .serve_with_incoming_shutdown(incoming, async {

@@ -72,26 +72,34 @@ pub async fn read_limited(mut payload: web::Payload, limit: usize, pace: BodyPac
 }
 
 /// Refuses a request whose `Content-Type` is not JSON (`application/json`, or any
-/// `…+json` such as `application/a2a+json`), or that has none: browsers send
-/// `text/plain`, form types or no type at all without a CORS preflight, so only a JSON
-/// type proves the request came from a client that may call us.
+/// `application/…+json` such as `application/a2a+json`), or that has a body and no type:
+/// browsers send `text/plain`, form types or an untyped body without a CORS preflight,
+/// so only a JSON type proves the request came from a client that may call us. A POST
+/// without a body needs no type (the Python SDK's `:subscribe` sends none).
 pub fn require_json(req: &HttpRequest) -> Result<(), A2aError> {
     let essence = req
         .headers()
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        .map(|v| v.to_str().unwrap_or("?").split(';').next().unwrap_or("").trim().to_ascii_lowercase());
     match essence {
         Some(e) if e == "application/json" || (e.starts_with("application/") && e.ends_with("+json")) => Ok(()),
         Some(e) => Err(A2aError::new(
             ErrorCode::UnsupportedMediaType,
             format!("Request body must be JSON (Content-Type: application/json), not `{}`", truncated(&e)),
         )),
-        None => Err(A2aError::new(
+        None if has_body(req) => Err(A2aError::new(
             ErrorCode::UnsupportedMediaType,
-            "Request body must be JSON: the request has no Content-Type (send application/json)",
+            "Request body must be JSON: the request has a body and no Content-Type (send application/json)",
         )),
+        None => Ok(()),
     }
+}
+
+/// Whether the request carries a body: a non-zero `Content-Length`, or a chunked one.
+fn has_body(req: &HttpRequest) -> bool {
+    let headers = req.headers();
+    let length = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).map(str::trim);
+    headers.contains_key(header::TRANSFER_ENCODING) || length.is_some_and(|l| l != "0")
 }
 
 /// A JSON request body, `None` when it is empty or only white space: the content type is
@@ -131,7 +139,9 @@ mod tests {
         for refused in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data", "text/json+x"] {
             assert_eq!(with(refused).unwrap_err().code, ErrorCode::UnsupportedMediaType, "{refused}");
         }
-        assert!(require_json(&TestRequest::default().to_http_request()).is_err());
+        assert!(require_json(&TestRequest::default().to_http_request()).is_ok(), "no body, no type");
+        let untyped = TestRequest::default().insert_header(("Content-Length", "2")).to_http_request();
+        assert_eq!(require_json(&untyped).unwrap_err().code, ErrorCode::UnsupportedMediaType);
     }
 
     #[test]

@@ -44,6 +44,7 @@ mod stdio;
 mod stream_failure;
 mod streaming;
 mod streaming_off;
+mod strict_parsing;
 mod tasks;
 mod unix;
 mod websocket;

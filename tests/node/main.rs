@@ -23,6 +23,7 @@ mod examples;
 mod extensions;
 mod follow;
 mod grpc;
+mod hostile_load;
 mod input_parts;
 mod interop;
 mod interop_js;

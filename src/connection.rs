@@ -20,7 +20,8 @@ use futures_util::Stream;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use futures_util::task::ArcWake;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -153,29 +154,60 @@ pub async fn drain_or_abort(socket: &ConnSocket, timeout: Duration) {
     }
 }
 
-/// Whether the server is waiting for the socket to take what the stream gave it.
+/// Whether an event waits for the server to take it.
 #[derive(Debug, Default)]
 struct Progress {
-    /// When the stream last yielded an item the server has not asked past yet.
+    /// Since when an event has waited: the stream yielded one the server has not asked
+    /// past yet, or woke the server for one it has not come for.
     waiting_since: Option<Instant>,
     /// The stream was dropped (ended, or its connection went).
     dropped: bool,
+    /// The server's waker, woken on the stream's behalf.
+    waker: Option<Waker>,
 }
 
-/// A stream as the server writes it, watched for a socket that stops taking events. The
-/// server asking for the next item means the last one was taken.
+/// The waker the stream gets: it notes when the stream has something for the server.
+struct WakeRecorder(Arc<Mutex<Progress>>);
+
+impl ArcWake for WakeRecorder {
+    fn wake_by_ref(recorder: &Arc<Self>) {
+        let waker = {
+            let mut progress = recorder.0.lock().unwrap_or_else(|p| p.into_inner());
+            progress.waiting_since.get_or_insert_with(Instant::now);
+            progress.waker.clone()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// A stream as the server writes it, watched for a socket that stops taking events: the
+/// server coming back for the next item means the last one was taken; a server that does
+/// not come although the stream has something (it woke the server) is held up by its
+/// socket.
 pub struct Watched<S> {
     inner: S,
     progress: Arc<Mutex<Progress>>,
+    recorder: Waker,
 }
 
 impl<S: Stream + Unpin> Stream for Watched<S> {
     type Item = S::Item;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
-        let polled = Pin::new(&mut self.inner).poll_next(cx);
-        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
-        progress.waiting_since = matches!(polled, Poll::Ready(Some(_))).then(Instant::now);
+        {
+            let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+            progress.waiting_since = None;
+            if !progress.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                progress.waker = Some(cx.waker().clone());
+            }
+        }
+        let recorder = self.recorder.clone();
+        let polled = Pin::new(&mut self.inner).poll_next(&mut Context::from_waker(&recorder));
+        if let Poll::Ready(Some(_)) = polled {
+            self.progress.lock().unwrap_or_else(|p| p.into_inner()).waiting_since = Some(Instant::now());
+        }
         polled
     }
 }
@@ -201,7 +233,8 @@ pub fn watch<S: Stream + Unpin>(
         socket.limit_send_buffer(bounds.send_buffer);
         tokio::spawn(watchdog(Arc::clone(&progress), socket, bounds.write_timeout, stalled));
     }
-    Watched { inner: stream, progress }
+    let recorder = futures_util::task::waker(Arc::new(WakeRecorder(Arc::clone(&progress))));
+    Watched { inner: stream, progress, recorder }
 }
 
 /// The watchdog of one stream: see [`watch`].

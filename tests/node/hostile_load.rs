@@ -219,3 +219,58 @@ async fn streams_whose_clients_do_not_read_are_dropped_and_take_bounded_memory()
     let health = reqwest::get(format!("{}/health", node.url)).await.unwrap();
     assert_eq!(health.status(), 200);
 }
+
+#[actix_web::test]
+async fn a_grpc_stream_whose_client_does_not_read_is_dropped() {
+    use a2a_pb::proto::{self, a2a_service_client::A2aServiceClient, stream_response::Payload};
+    let app = crate::support::spawn_app(|c| {
+        let drip = crate::support::echo_agent("drip", a2ad_protocol::TaskState::Completed, 1, Duration::from_millis(1));
+        c.agents = vec![drip];
+        c.stream_write_timeout = Duration::from_millis(300);
+        c.stream_send_buffer = 4096;
+        c.stream_buffer = 10_000;
+    })
+    .await;
+    let port: u16 = app.grpc_url.rsplit(':').next().unwrap().parse().unwrap();
+    // A client that buffers at most 64 KiB of a stream (HTTP/2 flow control) it does not read.
+    let channel = tonic::transport::Endpoint::from_shared(app.grpc_url.clone())
+        .unwrap()
+        .initial_stream_window_size(Some(65_535))
+        .initial_connection_window_size(Some(65_535))
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = A2aServiceClient::new(channel);
+    // ~2,000 events (~300 KB): more than that window holds.
+    let message = proto::Message {
+        message_id: a2ad_protocol::ids::new_id(),
+        role: proto::Role::User as i32,
+        parts: vec![proto::Part { content: Some(proto::part::Content::Text("z".repeat(1000))), ..Default::default() }],
+        ..Default::default()
+    };
+    let request = proto::SendMessageRequest { message: Some(message), ..Default::default() };
+    let mut stream = grpc.send_streaming_message(request).await.unwrap().into_inner();
+    // Not read: the node must let go of the connection by itself.
+    let started = Instant::now();
+    while established_on(port).0 > 0 {
+        assert!(started.elapsed() < PATIENCE, "the node still holds the unread gRPC stream");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (mut completed, mut ended_by) = (false, None);
+    loop {
+        match tokio::time::timeout(PATIENCE, stream.message()).await.expect("the stream ends in time") {
+            Ok(Some(event)) => {
+                if let Some(Payload::StatusUpdate(update)) = event.payload {
+                    completed |= update.status.unwrap().state == proto::TaskState::Completed as i32;
+                }
+            }
+            Ok(None) => break,
+            Err(status) => {
+                ended_by = Some(status);
+                break;
+            }
+        }
+    }
+    assert!(!completed, "a client that did not read got the whole stream");
+    assert!(ended_by.is_some(), "the stream ended in an error (reset, or SUBSCRIBER_TOO_SLOW)");
+}

@@ -10,12 +10,9 @@ use a2ad_actors::messages::Subscription;
 use a2ad_protocol::dialect::{v03, v03_rest};
 use a2ad_protocol::jsonrpc::error_body;
 use a2ad_protocol::{A2aError, StreamResponse};
-use a2ad_protocol::ErrorCode;
+use a2ad_storage::LoggedEvent;
 use futures_util::stream::{BoxStream, StreamExt};
-use futures_util::FutureExt as _;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use serde_json::json;
 use serde_json::Value;
 
@@ -103,49 +100,32 @@ impl RpcStream {
 
     /// The frames until `stop` resolves: then the stream ends as one whose subscriber fell
     /// behind, with a SubscriberTooSlow error frame naming the last event it delivered (to
-    /// resume with `Last-Event-ID`). The transport resolves `stop` when its client stops
-    /// taking events (`a2ad::connection`); `stop` is only looked at when the next frame is
-    /// asked for, so the error frame is what the client reads next.
+    /// resume with `Last-Event-ID`); see [`Subscription::into_items_until`]. The transport
+    /// resolves `stop` when its client stops taking events (`a2ad::connection`).
     pub fn frames_until(self, stop: impl Future<Output = ()> + Send + 'static) -> BoxStream<'static, Frame> {
-        let envelope = self.envelope.clone();
-        let delivered = Arc::new(AtomicU64::new(0));
-        let stopped = Arc::new(AtomicBool::new(false));
-        let (seen, flagged) = (Arc::clone(&delivered), Arc::clone(&stopped));
-        let frames = self
-            .frames()
-            .inspect(move |frame| {
-                if let Some(seq) = frame.seq {
-                    seen.store(seq, Ordering::Relaxed);
-                }
-            })
-            .take_until(stop.map(move |()| flagged.store(true, Ordering::Relaxed)));
-        let tail = futures_util::stream::once(async move {
-            stopped.load(Ordering::Relaxed).then(|| {
-                let last = delivered.load(Ordering::Relaxed).to_string();
-                let error = A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last);
-                Frame { seq: None, event: Some("error"), data: envelope.error(&error) }
-            })
-        })
-        .filter_map(|frame| async move { frame });
-        frames.chain(tail).boxed()
+        let items = match self.source {
+            Ok(subscription) => subscription.into_items_until(stop),
+            Err(error) => futures_util::stream::once(async move { Err(error) }).boxed(),
+        };
+        frames_of(items, self.envelope)
     }
 
     /// The frames, ending when the task reaches a final state, the subscriber falls
     /// behind (an error frame), or the node stops.
     pub fn frames(self) -> BoxStream<'static, Frame> {
-        let envelope = self.envelope;
-        let items = match self.source {
-            Ok(subscription) => subscription.into_items(),
-            Err(error) => futures_util::stream::once(async move { Err(error) }).boxed(),
-        };
-        if let Envelope::V01 { id, window, owner } = envelope {
-            return super::v01::frames(items, id, window, owner);
-        }
-        items
-            .map(move |item| match item {
-                Ok(event) => Frame { seq: Some(event.seq), event: None, data: envelope.data(&event.json) },
-                Err(error) => Frame { seq: None, event: Some("error"), data: envelope.error(&error) },
-            })
-            .boxed()
+        self.frames_until(futures_util::future::pending())
     }
+}
+
+/// Each item of a subscription as a frame in `envelope`.
+fn frames_of(items: BoxStream<'static, Result<LoggedEvent, A2aError>>, envelope: Envelope) -> BoxStream<'static, Frame> {
+    if let Envelope::V01 { id, window, owner } = envelope {
+        return super::v01::frames(items, id, window, owner);
+    }
+    items
+        .map(move |item| match item {
+            Ok(event) => Frame { seq: Some(event.seq), event: None, data: envelope.data(&event.json) },
+            Err(error) => Frame { seq: None, event: Some("error"), data: envelope.error(&error) },
+        })
+        .boxed()
 }

@@ -136,7 +136,11 @@ fn established_on(port: u16) -> (usize, u64) {
 
 /// Opens a JSON-RPC stream with a small receive buffer and reads nothing until `go`;
 /// then reads what is left. Returns what it read and whether the node reset it.
-async fn unread_stream(addr: String, go: tokio::sync::watch::Receiver<bool>) -> (String, bool) {
+async fn unread_stream(
+    addr: String,
+    sent: tokio::sync::mpsc::Sender<()>,
+    go: tokio::sync::watch::Receiver<bool>,
+) -> (String, bool) {
     let socket = TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut stream = socket.connect(addr.parse().unwrap()).await.expect("connects");
@@ -148,6 +152,7 @@ async fn unread_stream(addr: String, go: tokio::sync::watch::Receiver<bool>) -> 
         body.len()
     );
     stream.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+    let _ = sent.send(()).await;
     let mut go = go;
     let _ = go.wait_for(|go| *go).await;
     let mut read = Vec::new();
@@ -180,16 +185,20 @@ async fn streams_whose_clients_do_not_read_are_dropped_and_take_bounded_memory()
     let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
     let before = rss_mib(pid);
     let (go, wait) = tokio::sync::watch::channel(false);
-    let clients: Vec<_> = (0..200).map(|_| actix_web::rt::spawn(unread_stream(addr.clone(), wait.clone()))).collect();
+    let (sent, mut requests) = tokio::sync::mpsc::channel(200);
+    let clients: Vec<_> =
+        (0..200).map(|_| actix_web::rt::spawn(unread_stream(addr.clone(), sent.clone(), wait.clone()))).collect();
     let dropped = async {
-        // Until every client is connected, then until the node holds none of them.
+        // Once every client has sent its request, until the node holds none of them.
+        let (mut asked, mut most_queued) = (0, 0);
         let started = Instant::now();
-        let (mut seen_all, mut most_queued) = (false, 0);
         while started.elapsed() < PATIENCE {
+            while requests.try_recv().is_ok() {
+                asked += 1;
+            }
             let (open, queued) = established_on(port);
             most_queued = most_queued.max(queued);
-            seen_all |= open >= 200;
-            if seen_all && open == 0 {
+            if asked == 200 && open == 0 {
                 return (true, most_queued);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

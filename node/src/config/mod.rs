@@ -197,7 +197,7 @@ impl Default for Config {
             stream_keep_alive: Duration::from_secs(15),
             stream_buffer: 256,
             stream_write_timeout: Duration::from_secs(10),
-            stream_send_buffer: 64 * 1024,
+            stream_send_buffer: 128 * 1024,
             event_retention: 1000,
             rest_prefix: DEFAULT_REST_PREFIX.into(),
             shutdown_grace: Duration::from_secs(10),

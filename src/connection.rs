@@ -16,11 +16,11 @@
 //!   does not within one more `stream-write-timeout`, or that still holds unsent bytes that
 //!   long after its stream ended, is reset ([`ConnSocket::abort`]).
 
+use futures_util::task::ArcWake;
 use futures_util::Stream;
 use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use futures_util::task::ArcWake;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -238,7 +238,12 @@ pub fn watch<S: Stream + Unpin>(
 }
 
 /// The watchdog of one stream: see [`watch`].
-async fn watchdog(progress: Arc<Mutex<Progress>>, socket: Arc<ConnSocket>, timeout: Duration, stalled: CancellationToken) {
+async fn watchdog(
+    progress: Arc<Mutex<Progress>>,
+    socket: Arc<ConnSocket>,
+    timeout: Duration,
+    stalled: CancellationToken,
+) {
     let tick = (timeout / 4).max(Duration::from_millis(5));
     loop {
         tokio::time::sleep(tick).await;

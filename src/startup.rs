@@ -10,6 +10,7 @@ use crate::card::{build_card, CardDocument};
 use crate::config::{Config, PushQueueKind};
 use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
+use crate::http::body::BodyPace;
 use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::os_error::io_cause;
@@ -28,7 +29,6 @@ use a2ad_storage::{
     Checkpointer, DurableQueue, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
 };
 use actix::prelude::*;
-use crate::http::body::BodyPace;
 use actix_web::{dev::Server, web, App, HttpServer};
 use failure::{store_cause, NewDirs};
 use listeners::Listeners;

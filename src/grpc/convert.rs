@@ -21,7 +21,8 @@ pub fn to_json<P: Message, J: Message + Default + Serialize>(message: &P) -> Res
 pub fn from_json<J: Message + DeserializeOwned, P: Message + Default>(value: Value) -> Result<P, Status> {
     let twin: J =
         serde_json::from_value(value).map_err(|e| to_status(A2aError::internal(format!("Internal error: {e}"))))?;
-    P::decode(twin.encode_to_vec().as_slice()).map_err(|e| to_status(A2aError::internal(format!("result to prost: {e}"))))
+    P::decode(twin.encode_to_vec().as_slice())
+        .map_err(|e| to_status(A2aError::internal(format!("result to prost: {e}"))))
 }
 
 /// The error table's gRPC status, with a `google.rpc.ErrorInfo` in the details, and a

@@ -94,11 +94,13 @@ fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
 fn status_of(error: Option<&A2aError>) -> StatusCode {
     use ErrorCode::*;
     match error {
-        Some(e @ A2aError {
-            code:
-                PayloadTooLarge | UnsupportedMediaType | RequestTimeout | RateLimited | LimitExceeded | StoreUnavailable,
-            ..
-        }) => StatusCode::from_u16(e.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        Some(
+            e @ A2aError {
+                code:
+                    PayloadTooLarge | UnsupportedMediaType | RequestTimeout | RateLimited | LimitExceeded | StoreUnavailable,
+                ..
+            },
+        ) => StatusCode::from_u16(e.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         _ => StatusCode::OK,
     }
 }

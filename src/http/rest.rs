@@ -54,9 +54,7 @@ async fn answer(req: &HttpRequest, state: &AppState, owner: &a2ad_storage::Owner
             Ok(bytes) => HttpResponse::Ok().content_type("application/a2a+json").body(bytes),
             Err(e) => error_response(&A2aError::internal(format!("could not encode the result: {e}"))),
         },
-        Ok(Reply::Stream(subscription)) => {
-            sse::sse_response(req, RpcStream::new(subscription, Envelope::Bare), state)
-        }
+        Ok(Reply::Stream(subscription)) => sse::sse_response(req, RpcStream::new(subscription, Envelope::Bare), state),
         Err(e) => error_response(&e),
     }
 }

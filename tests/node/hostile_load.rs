@@ -106,7 +106,10 @@ async fn connections_past_max_connections_wait_until_one_closes() {
     // makes the test stricter, never flaky: the ninth is merely served later).
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut ninth = TcpStream::connect(&addr).await.unwrap();
-    ninth.write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+    ninth
+        .write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
     let mut answer = Vec::new();
     tokio::time::timeout(PATIENCE, ninth.read_to_end(&mut answer)).await.expect("served in the end").unwrap();
     let ninth_served = Instant::now();
@@ -145,7 +148,8 @@ async fn unread_stream(
     socket.set_recv_buffer_size(4096).unwrap();
     let mut stream = socket.connect(addr.parse().unwrap()).await.expect("connects");
     let text = "z".repeat(300);
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": send_params(&text, json!({}))});
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": send_params(&text, json!({}))});
     let body = body.to_string();
     let head = format!(
         "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",

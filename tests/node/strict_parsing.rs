@@ -93,9 +93,16 @@ async fn a_concurrency_limit_is_429_with_retry_after_on_every_binding() {
         c.limits.max_running_turns = 1;
     })
     .await;
-    let long = |ctx: &str| send_params(&"x".repeat(50), json!({"contextId": ctx, "configuration": {"returnImmediately": true}}));
+    let long = |ctx: &str| {
+        send_params(&"x".repeat(50), json!({"contextId": ctx, "configuration": {"returnImmediately": true}}))
+    };
     let first = app.ok("SendMessage", long("c-1")).await;
-    let rpc = post_json(&app, "/", &json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": long("c-2")}).to_string()).await;
+    let rpc = post_json(
+        &app,
+        "/",
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": long("c-2")}).to_string(),
+    )
+    .await;
     assert_eq!(rpc.status(), 429);
     assert_eq!(rpc.headers()["retry-after"], "1");
     assert_eq!(rpc.json::<Value>().await.unwrap()["error"]["code"], -32053);

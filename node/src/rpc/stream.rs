@@ -12,9 +12,9 @@ use a2ad_protocol::jsonrpc::error_body;
 use a2ad_protocol::{A2aError, StreamResponse};
 use a2ad_storage::LoggedEvent;
 use futures_util::stream::{BoxStream, StreamExt};
-use std::future::Future;
 use serde_json::json;
 use serde_json::Value;
+use std::future::Future;
 
 /// How one binding frames an event.
 #[derive(Clone)]
@@ -118,7 +118,10 @@ impl RpcStream {
 }
 
 /// Each item of a subscription as a frame in `envelope`.
-fn frames_of(items: BoxStream<'static, Result<LoggedEvent, A2aError>>, envelope: Envelope) -> BoxStream<'static, Frame> {
+fn frames_of(
+    items: BoxStream<'static, Result<LoggedEvent, A2aError>>,
+    envelope: Envelope,
+) -> BoxStream<'static, Frame> {
     if let Envelope::V01 { id, window, owner } = envelope {
         return super::v01::frames(items, id, window, owner);
     }

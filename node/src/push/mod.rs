@@ -7,7 +7,7 @@ pub mod url_guard;
 
 pub use settings::{PushConfig, PushQueueKind};
 
-use a2ad_actors::push::{PushHooks, PushSettings, PushWorker};
+use a2ad_actors::push::{PushBoard, PushHooks, PushSettings, PushWorker};
 use a2ad_storage::{
     JobQueue, PushConfigStore, PushQueue, RedisQueue, RedisQueueOptions, SecretKey, SledStore, StoreError,
 };
@@ -50,17 +50,23 @@ impl PushStack {
             retry_base: config.retry_base,
             retry_max: config.retry_max,
             concurrency: config.concurrency,
+            destination_concurrency: config.destination_concurrency,
+            tenant_concurrency: config.tenant_concurrency,
+            circuit_failures: config.circuit_failures,
+            circuit_open: config.circuit_open,
             ..PushSettings::default()
         };
         let hooks = PushHooks { configs, queue, terminal_only: config.terminal_only };
         Ok(PushStack { hooks, policy, settings, timeout: config.timeout })
     }
 
-    /// Starts the delivery worker.
-    pub fn start_worker(&self) -> Addr<PushWorker> {
+    /// Starts the delivery worker; its board shows its destinations to the metrics.
+    pub fn start_worker(&self) -> (Addr<PushWorker>, PushBoard) {
         let sender = Arc::new(sender::HttpSender::new(Arc::clone(&self.policy), self.timeout));
-        PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone())
-            .start()
+        let worker =
+            PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone());
+        let board = worker.board();
+        (worker.start(), board)
     }
 }
 

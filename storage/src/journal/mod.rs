@@ -39,8 +39,8 @@ pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
 use crate::{
-    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, StepOutcome, StoreCounts, StoreError,
-    TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StepOutcome, StoreCounts,
+    StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{HashMap, HashSet};
@@ -108,6 +108,7 @@ impl WalStore {
             report.replayed += 1;
         }
         if report.replayed > 0 {
+            store.inner.after_replay()?;
             store.checkpoint()?;
         }
         Ok((store, report))
@@ -144,12 +145,18 @@ impl WalStore {
     /// A replayed step, applied as the live write did.
     fn apply(&self, step: Step) -> Result<(), StoreError> {
         match step {
-            Step::PutTask { record, events, jobs } => match self.apply_put(&record, &events, jobs) {
-                // The store holds a newer write of the task already (flushed after this
-                // record): nothing to redo.
-                Err(StoreError::Conflict { .. }) => Ok(()),
-                other => other.map(drop),
-            },
+            Step::PutTask { record, events, jobs, session } => {
+                match self.apply_put(&record, &events, jobs) {
+                    // The store holds a newer write of the task already (flushed after
+                    // this record): nothing to redo.
+                    Err(StoreError::Conflict { .. }) | Ok(_) => {}
+                    Err(e) => return Err(e),
+                }
+                match session {
+                    Some(step) => self.apply_session(step.as_write()),
+                    None => Ok(()),
+                }
+            }
             Step::PutSession { session, appended, history_limit } => {
                 self.inner.put_session(&session, &appended, history_limit)
             }
@@ -160,6 +167,10 @@ impl WalStore {
                 self.apply_settle(&task_id, &session, &appended, history_limit).map(drop)
             }
         }
+    }
+
+    fn apply_session(&self, write: SessionWrite<'_>) -> Result<(), StoreError> {
+        self.inner.put_session(write.session, write.appended, write.history_limit)
     }
 
     fn apply_delete(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -235,8 +246,29 @@ impl TaskStore for WalStore {
             Some(_) => (jobs, Vec::new()),
             None => (Vec::new(), jobs),
         };
-        let payload = step::encode_put_task(record, events, &taken)?;
+        let payload = step::encode_put_task(record, events, &taken, None)?;
         let previous = self.logged(&payload, || self.apply_put(record, events, taken))?;
+        Ok(StepOutcome { previous, untaken })
+    }
+
+    /// One record for the task's step and the session: replay applies both.
+    fn put_step_with_session(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+        session: SessionWrite<'_>,
+    ) -> Result<StepOutcome, StoreError> {
+        let (taken, untaken) = match self.queue {
+            Some(_) => (jobs, Vec::new()),
+            None => (Vec::new(), jobs),
+        };
+        let payload = step::encode_put_task(record, events, &taken, Some(session))?;
+        let previous = self.logged(&payload, || {
+            let previous = self.apply_put(record, events, taken)?;
+            self.apply_session(session)?;
+            Ok(previous)
+        })?;
         Ok(StepOutcome { previous, untaken })
     }
 

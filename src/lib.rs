@@ -16,6 +16,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod connection;
 pub mod grpc;
 pub mod http;
 mod os_error;

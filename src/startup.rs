@@ -10,6 +10,7 @@ use crate::card::{build_card, CardDocument};
 use crate::config::{Config, PushQueueKind};
 use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
+use crate::http::body::BodyPace;
 use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::os_error::io_cause;
@@ -181,6 +182,14 @@ fn node_card(
     Ok(CardDocument::new(card))
 }
 
+/// How streams are bounded on every binding (`stream-write-timeout`, `stream-send-buffer`).
+pub(crate) fn stream_bounds(config: &Config) -> crate::connection::StreamBounds {
+    crate::connection::StreamBounds {
+        write_timeout: config.stream_write_timeout,
+        send_buffer: config.stream_send_buffer,
+    }
+}
+
 /// Builds the card, then serves HTTP (and gRPC, and the Unix socket) on the bound
 /// listeners: a card that cannot be signed stops start-up before any server runs.
 fn serve(
@@ -200,6 +209,8 @@ fn serve(
         card,
         body_limit: config.body_limit,
         rest_body_limit: config.limits.rest_body_limit.unwrap_or(config.body_limit),
+        body_pace: BodyPace { timeout: config.body_timeout, min_rate: config.body_min_rate },
+        stream_bounds: stream_bounds(config),
         stream_keep_alive: config.stream_keep_alive,
         metrics_token: config.metrics_token.clone(),
     });
@@ -224,6 +235,9 @@ fn serve(
             })
     })
     .workers(workers)
+    // actix counts per worker; the key is per listener.
+    .max_connections(config.max_connections.div_ceil(workers.max(1)))
+    .on_connect(crate::connection::on_http_connect)
     .shutdown_timeout(config.shutdown_grace.as_secs() + 5)
     .disable_signals()
     // Every small SSE write goes out at once instead of waiting for the client's delayed

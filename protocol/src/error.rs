@@ -24,6 +24,7 @@ pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrpcStatus {
     InvalidArgument = 3,
+    DeadlineExceeded = 4,
     NotFound = 5,
     PermissionDenied = 7,
     ResourceExhausted = 8,
@@ -39,6 +40,7 @@ impl GrpcStatus {
     pub fn name(self) -> &'static str {
         match self {
             GrpcStatus::InvalidArgument => "INVALID_ARGUMENT",
+            GrpcStatus::DeadlineExceeded => "DEADLINE_EXCEEDED",
             GrpcStatus::NotFound => "NOT_FOUND",
             GrpcStatus::PermissionDenied => "PERMISSION_DENIED",
             GrpcStatus::ResourceExhausted => "RESOURCE_EXHAUSTED",
@@ -83,6 +85,13 @@ pub enum ErrorCode {
     VersionNotSupported,
     // a2ad's own, in the server range: the request was fine but the node cannot take it.
     PayloadTooLarge,
+    /// A request body that is not declared as JSON (`Content-Type`): refused before it is
+    /// read, so that a browser's form or `text/plain` post (a CORS "simple request", sent
+    /// without a preflight) cannot reach a method.
+    UnsupportedMediaType,
+    /// The request body did not arrive in time (`body-timeout`, `body-min-rate`); the
+    /// connection is closed.
+    RequestTimeout,
     ServerBusy,
     /// A stream's subscriber fell behind its bounded buffer and was dropped; it resumes
     /// with `SubscribeToTask` and `Last-Event-ID`.
@@ -153,6 +162,16 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => {
                 (-32600, 413, ResourceExhausted, "PAYLOAD_TOO_LARGE", "Request body is too large")
             }
+            ErrorCode::UnsupportedMediaType => (
+                -32600,
+                415,
+                InvalidArgument,
+                "UNSUPPORTED_MEDIA_TYPE",
+                "Request body must be JSON (Content-Type: application/json)",
+            ),
+            ErrorCode::RequestTimeout => {
+                (-32600, 408, DeadlineExceeded, "REQUEST_TIMEOUT", "The request body did not arrive in time")
+            }
             ErrorCode::ServerBusy => (-32050, 503, Unavailable, "SERVER_BUSY", "The node is at capacity"),
             ErrorCode::RateLimited => (-32052, 429, ResourceExhausted, "RATE_LIMITED", "Too many requests"),
             ErrorCode::LimitExceeded => (-32053, 429, ResourceExhausted, "LIMIT_EXCEEDED", "A limit was reached"),
@@ -192,6 +211,8 @@ impl ErrorCode {
         ErrorCode::ExtensionSupportRequired,
         ErrorCode::VersionNotSupported,
         ErrorCode::PayloadTooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::RequestTimeout,
         ErrorCode::ServerBusy,
         ErrorCode::SubscriberTooSlow,
         ErrorCode::RateLimited,
@@ -261,6 +282,17 @@ impl A2aError {
     /// The store refused a write ([`ErrorCode::StoreUnavailable`]); `Retry-After: 1`.
     pub fn store_unavailable() -> Self {
         Self::of(ErrorCode::StoreUnavailable).with_meta("retryAfterSeconds", "1")
+    }
+
+    /// The seconds a caller should wait before retrying (`Retry-After` on HTTP,
+    /// `retry-after` metadata on gRPC): what the error says (`retryAfterSeconds`), else one
+    /// second for every refusal the table answers with 429 (rate and concurrency limits)
+    /// or 503 (busy, store unavailable); `None` for errors a retry does not cure.
+    pub fn retry_after(&self) -> Option<&str> {
+        if let Some(seconds) = self.metadata.get("retryAfterSeconds") {
+            return Some(seconds);
+        }
+        matches!(self.code.info().http, 429 | 503).then_some("1")
     }
 
     pub fn busy(message: impl Into<String>) -> Self {
@@ -350,6 +382,13 @@ mod tests {
         let id = e.metadata["correlationId"].clone();
         assert!(e.message.contains(&id) && wire.contains(&id));
         assert_eq!(e.detail.as_deref(), Some("sled: /var/lib/a2ad/db: permission denied"));
+    }
+
+    #[test]
+    fn refusals_a_retry_cures_say_when() {
+        assert_eq!(A2aError::of(ErrorCode::LimitExceeded).retry_after(), Some("1"));
+        assert_eq!(A2aError::of(ErrorCode::RateLimited).with_meta("retryAfterSeconds", "3").retry_after(), Some("3"));
+        assert_eq!(A2aError::of(ErrorCode::InvalidRequest).retry_after(), None);
     }
 
     #[test]

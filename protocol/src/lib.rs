@@ -18,6 +18,7 @@ pub mod ids;
 pub mod jcs;
 pub mod jsonrpc;
 pub mod method;
+pub mod strict_json;
 pub mod timestamp;
 pub mod types;
 

@@ -7,6 +7,8 @@
 //! results go back the same way, so the three bindings cannot drift apart.
 
 mod convert;
+mod incoming;
+mod refusals;
 mod service;
 
 use crate::core::Core;
@@ -15,6 +17,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use tokio::sync::oneshot;
+
+/// How the gRPC server bounds what clients may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct GrpcSettings {
+    /// Runtime worker threads.
+    pub threads: usize,
+    /// The largest request message (`limits.grpc-message-limit`).
+    pub message_limit: usize,
+    /// Connections open at once (`max-connections`).
+    pub max_connections: usize,
+    /// How streams whose client does not read are dropped.
+    pub stream_bounds: crate::connection::StreamBounds,
+}
 
 /// A running gRPC server. Stops when [`GrpcServer::stop`] is called or it is dropped.
 pub struct GrpcServer {
@@ -25,14 +40,13 @@ pub struct GrpcServer {
 
 impl GrpcServer {
     /// Serves on `listener` (bound by start-up with the other listeners, so that a taken
-    /// port stops start-up before anything runs) on a thread of its own with `threads`
-    /// runtime workers, refusing messages over `message_limit` bytes.
+    /// port stops start-up before anything runs) on a thread of its own, as `settings` say.
     pub fn start(
         core: Arc<Core>,
         listener: std::net::TcpListener,
-        threads: usize,
-        message_limit: usize,
+        settings: GrpcSettings,
     ) -> std::io::Result<GrpcServer> {
+        let GrpcSettings { threads, message_limit, max_connections, stream_bounds } = settings;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -47,9 +61,10 @@ impl GrpcServer {
                     Ok(listener) => listener,
                     Err(e) => return tracing::error!(error = %e, "gRPC listener failed"),
                 };
-                let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-                let service =
-                    A2aServiceServer::new(service::A2aGrpc::new(core)).max_decoding_message_size(message_limit);
+                let incoming = incoming::incoming(listener, max_connections);
+                let service = A2aServiceServer::new(service::A2aGrpc::new(core, stream_bounds))
+                    .max_decoding_message_size(message_limit);
+                let service = refusals::TableStatuses::new(service, message_limit);
                 let served = tonic::transport::Server::builder()
                     .add_service(service)
                     .serve_with_incoming_shutdown(incoming, async {

@@ -15,11 +15,13 @@ use tonic::{Request, Response, Status};
 
 pub struct A2aGrpc {
     core: Arc<Core>,
+    /// How streams whose client does not read are dropped.
+    stream_bounds: crate::connection::StreamBounds,
 }
 
 impl A2aGrpc {
-    pub fn new(core: Arc<Core>) -> Self {
-        A2aGrpc { core }
+    pub fn new(core: Arc<Core>, stream_bounds: crate::connection::StreamBounds) -> Self {
+        A2aGrpc { core, stream_bounds }
     }
 
     /// Decodes `request` as the 1.0 `method` and runs it, counting it in the metrics.
@@ -91,10 +93,14 @@ impl A2aGrpc {
         P: Message,
         J: Message + Default + Serialize,
     {
+        let socket = request.extensions().get::<super::incoming::GrpcConnInfo>().map(|c| Arc::clone(&c.socket));
         match self.run::<P, J>(method, request).await? {
             (Reply::Stream(subscription), activated) => {
                 let open = self.core.metrics().open_stream();
-                Ok(with_extensions(Response::new(event_stream(subscription, open)), &activated))
+                let stalled = tokio_util::sync::CancellationToken::new();
+                let events = event_stream(subscription, open, stalled.clone().cancelled_owned());
+                let events = crate::connection::watch(events, socket, self.stream_bounds, stalled).boxed();
+                Ok(with_extensions(Response::new(events), &activated))
             }
             (Reply::Result(_), _) => Err(to_status(A2aError::internal("a streaming method answered once"))),
         }
@@ -126,9 +132,15 @@ fn with_extensions<T>(mut response: Response<T>, activated: &[String]) -> Respon
 /// behind gets a final RESOURCE_EXHAUSTED status naming the last event it received.
 type EventStream = BoxStream<'static, Result<proto::StreamResponse, Status>>;
 
-/// `open` keeps the stream counted as open until the stream is dropped.
-fn event_stream(sub: Subscription, open: crate::metrics::StreamGuard) -> EventStream {
-    sub.into_items()
+/// `open` keeps the stream counted as open until the stream is dropped. Once `stalled`
+/// resolves (the client stopped taking events, see [`crate::connection`]), the stream
+/// ends as a subscriber that fell behind does, with the last event it delivered.
+fn event_stream(
+    sub: Subscription,
+    open: crate::metrics::StreamGuard,
+    stalled: impl std::future::Future<Output = ()> + Send + 'static,
+) -> EventStream {
+    sub.into_items_until(stalled)
         .map(move |item| {
             let _open = &open;
             let event = item.map_err(to_status)?;

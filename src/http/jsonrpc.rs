@@ -1,9 +1,11 @@
 //! JSON-RPC 2.0 on `POST /`: the HTTP transport of [`crate::rpc`].
 //!
-//! Here only what is HTTP's: authentication, the body limit, a body that is not JSON at
-//! all (-32005 when its `Content-Type` is not JSON either, else -32700), the headers that
-//! become [`RpcMeta`], and the status. Errors go back with HTTP 200, as the SDKs expect,
-//! except an oversized body (413) and a rate-limited caller (429 + `Retry-After`).
+//! Here only what is HTTP's: authentication, the content type (JSON only: 415), the body
+//! limit and pace (413, 408), the headers that become [`RpcMeta`], and the status. Errors
+//! go back with HTTP 200, as the SDKs expect, except those refused before the body was
+//! read as JSON-RPC (408, 413, 415), a caller over a rate or concurrency limit (429 +
+//! `Retry-After`) and a store that refuses writes (503 + `Retry-After`). A notification
+//! (a request without `id`) is run and answered with 204 and no body.
 
 use super::caller::{caller, Refused};
 use super::{body, echo_extensions, observe, sse, AppState};
@@ -22,17 +24,10 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
         Err(Refused::Unauthorized(plain)) => return unauthenticated(&req, payload, &state, *plain).await,
         Err(Refused::Limited(error)) => return error_response(&Value::Null, &error),
     };
-    let bytes = match body::read_limited(&req, payload, state.body_limit).await {
-        Ok(bytes) => bytes,
+    let decoded = match body::read_json(&req, payload, state.body_limit, state.body_pace).await {
+        Ok(Some(decoded)) => decoded,
+        Ok(None) => return error_response(&Value::Null, &A2aError::of(ErrorCode::ParseError)),
         Err(e) => return error_response(&Value::Null, &e),
-    };
-    let decoded: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) if !body::declares_json(&req) => {
-            let e = A2aError::new(ErrorCode::ContentTypeNotSupported, "Request body must be JSON (application/json)");
-            return error_response(&Value::Null, &e);
-        }
-        Err(_) => return error_response(&Value::Null, &A2aError::of(ErrorCode::ParseError)),
     };
     let answer = rpc::handle(&state.core, &owner, decoded, &request_meta(&req)).await;
     respond(&req, &state, answer)
@@ -46,7 +41,7 @@ async fn unauthenticated(
     state: &AppState,
     plain: HttpResponse,
 ) -> HttpResponse {
-    let Ok(bytes) = body::read_limited(req, payload, state.body_limit).await else { return plain };
+    let Ok(bytes) = body::read_limited(payload, state.body_limit, state.body_pace).await else { return plain };
     let Ok(decoded) = serde_json::from_slice::<Value>(&bytes) else { return plain };
     let method = decoded.get("method").and_then(Value::as_str).unwrap_or_default();
     if !rpc::v01::says_v01(method, super::requested_version(req).as_deref()) {
@@ -74,10 +69,11 @@ fn respond(req: &HttpRequest, state: &AppState, answer: RpcAnswer) -> HttpRespon
     }
     let mut response = match answer.outcome {
         RpcOutcome::Single(body) => json_response(status_of(answer.error.as_ref()), body),
-        RpcOutcome::Stream(stream) => sse::sse_response(req, stream, state.stream_keep_alive),
+        RpcOutcome::Stream(stream) => sse::sse_response(req, stream, state),
+        RpcOutcome::Silent => HttpResponse::NoContent().finish(),
     };
     if let Some(error) = &answer.error {
-        super::retry_after(error, &mut response);
+        super::finish_error(error, &mut response);
         observe::failed(&mut response, error);
     }
     echo_extensions(&answer.activated, &mut response);
@@ -87,19 +83,25 @@ fn respond(req: &HttpRequest, state: &AppState, answer: RpcAnswer) -> HttpRespon
 fn error_response(id: &Value, error: &A2aError) -> HttpResponse {
     crate::core::report(error);
     let mut response = json_response(status_of(Some(error)), error_body(id, error));
-    super::retry_after(error, &mut response);
+    super::finish_error(error, &mut response);
     observe::failed(&mut response, error);
     response
 }
 
-/// JSON-RPC errors travel with 200; only a refused body keeps its HTTP status, since the
-/// request was never read as JSON-RPC, and a rate limit answers 429 so that proxies and
-/// clients back off, as does a store that refuses writes (503, `Retry-After`).
+/// JSON-RPC errors travel with 200; only a refused body keeps the table's HTTP status
+/// (408, 413, 415), since the request was never read as JSON-RPC, and the rate and
+/// concurrency limits answer 429 so that proxies and clients back off, as does a store
+/// that refuses writes (503); both with `Retry-After`.
 fn status_of(error: Option<&A2aError>) -> StatusCode {
-    match error.map(|e| e.code) {
-        Some(ErrorCode::PayloadTooLarge) => StatusCode::PAYLOAD_TOO_LARGE,
-        Some(ErrorCode::RateLimited) => StatusCode::TOO_MANY_REQUESTS,
-        Some(ErrorCode::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
+    use ErrorCode::*;
+    match error {
+        Some(
+            e @ A2aError {
+                code:
+                    PayloadTooLarge | UnsupportedMediaType | RequestTimeout | RateLimited | LimitExceeded | StoreUnavailable,
+                ..
+            },
+        ) => StatusCode::from_u16(e.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         _ => StatusCode::OK,
     }
 }

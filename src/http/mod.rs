@@ -1,6 +1,6 @@
 //! The HTTP surface: routes, shared state, and helpers every handler uses.
 
-mod body;
+pub mod body;
 mod caller;
 mod card;
 mod jsonrpc;
@@ -29,6 +29,10 @@ pub struct AppState {
     pub body_limit: usize,
     /// The largest HTTP+JSON body.
     pub rest_body_limit: usize,
+    /// How fast a request body must arrive.
+    pub body_pace: body::BodyPace,
+    /// How streams that their client does not read are dropped.
+    pub stream_bounds: crate::connection::StreamBounds,
     /// A comment goes out on a stream idle for this long.
     pub stream_keep_alive: std::time::Duration,
     /// The bearer token `GET /metrics` asks for, if any.
@@ -89,13 +93,19 @@ fn echo_extensions(activated: &[String], response: &mut HttpResponse) {
     }
 }
 
-/// Adds `Retry-After` to the answer of a rate-limited request, or of a write the store
-/// could not make durable (503).
-fn retry_after(error: &a2ad_protocol::A2aError, response: &mut HttpResponse) {
-    if let Some(seconds) = error.metadata.get("retryAfterSeconds") {
-        if let Ok(value) = actix_web::http::header::HeaderValue::from_str(seconds) {
+/// What every HTTP error response gets besides its body: `Retry-After` on a 429 (rate
+/// and concurrency limits) or 503 (busy, store unavailable), and `Connection: close`
+/// after a body that did not arrive in time (408): the rest of it is not waited for.
+fn finish_error(error: &a2ad_protocol::A2aError, response: &mut HttpResponse) {
+    use actix_web::http::StatusCode;
+    let status = response.status();
+    if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Some(value) = error.retry_after().and_then(|s| actix_web::http::header::HeaderValue::from_str(s).ok()) {
             response.headers_mut().insert(actix_web::http::header::RETRY_AFTER, value);
         }
+    }
+    if status == StatusCode::REQUEST_TIMEOUT {
+        response.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
     }
 }
 

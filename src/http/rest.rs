@@ -54,9 +54,7 @@ async fn answer(req: &HttpRequest, state: &AppState, owner: &a2ad_storage::Owner
             Ok(bytes) => HttpResponse::Ok().content_type("application/a2a+json").body(bytes),
             Err(e) => error_response(&A2aError::internal(format!("could not encode the result: {e}"))),
         },
-        Ok(Reply::Stream(subscription)) => {
-            sse::sse_response(req, RpcStream::new(subscription, Envelope::Bare), state.stream_keep_alive)
-        }
+        Ok(Reply::Stream(subscription)) => sse::sse_response(req, RpcStream::new(subscription, Envelope::Bare), state),
         Err(e) => error_response(&e),
     }
 }
@@ -69,7 +67,7 @@ async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
         | Method::SendStreamingMessage
         | Method::CancelTask
         | Method::SubscribeToTask
-        | Method::CreateTaskPushNotificationConfig => read_json_object(req, payload, state.rest_body_limit).await?,
+        | Method::CreateTaskPushNotificationConfig => read_json_object(req, payload, state).await?,
         _ => Map::new(),
     };
     query_fields(req.query_string(), &mut fields)?;
@@ -87,9 +85,9 @@ async fn decode(req: &HttpRequest, payload: web::Payload, state: &AppState, rout
 async fn read_json_object(
     req: &HttpRequest,
     payload: web::Payload,
-    limit: usize,
+    state: &AppState,
 ) -> Result<Map<String, Value>, A2aError> {
-    match read_json(req, payload, limit).await? {
+    match read_json(req, payload, state).await? {
         None => Ok(Map::new()),
         Some(Value::Object(map)) => Ok(map),
         Some(_) => Err(A2aError::new(ErrorCode::InvalidRequest, "Invalid request: the body must be a JSON object")),

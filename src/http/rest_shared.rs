@@ -7,7 +7,7 @@
 
 use super::caller::{caller, Refused};
 use super::{activate_extensions, body, observe, AppState};
-use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_protocol::A2aError;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
@@ -50,28 +50,21 @@ pub(super) async fn admit(
     state: &AppState,
 ) -> Result<(a2ad_storage::Owner, Vec<String>), Box<HttpResponse>> {
     let owner = caller(req, &state.core).await.map_err(|refused| Box::new(refusal_response(refused)))?;
+    if req.method() == actix_web::http::Method::POST {
+        body::require_json(req).map_err(|e| Box::new(error_response(&e)))?;
+    }
     let activated = activate_extensions(req, &state.core).map_err(|e| Box::new(error_response(&e)))?;
     Ok((owner, activated))
 }
 
-/// The body as JSON, `None` when it is empty or only white space. A body that is not JSON
-/// is a parse error when it says it is JSON, and an unsupported content type otherwise.
+/// The body as JSON under `rest-body-limit`, `None` when it is empty or only white space
+/// (see [`body::read_json`]).
 pub(super) async fn read_json(
     req: &HttpRequest,
     payload: web::Payload,
-    limit: usize,
+    state: &AppState,
 ) -> Result<Option<Value>, A2aError> {
-    let bytes = body::read_limited(req, payload, limit).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    serde_json::from_slice(&bytes).map(Some).map_err(|_| {
-        if body::declares_json(req) {
-            A2aError::of(ErrorCode::ParseError)
-        } else {
-            A2aError::new(ErrorCode::ContentTypeNotSupported, "Request body must be JSON (application/json)")
-        }
-    })
+    body::read_json(req, payload, state.rest_body_limit, state.body_pace).await
 }
 
 /// An error as `{"error": google.rpc.Status}` (AIP-193) with the table's HTTP status,
@@ -81,7 +74,7 @@ pub(super) fn error_response(error: &A2aError) -> HttpResponse {
     let status = StatusCode::from_u16(error.code.info().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response =
         HttpResponse::build(status).content_type("application/json").body(error.to_rest_body().to_string());
-    super::retry_after(error, &mut response);
+    super::finish_error(error, &mut response);
     observe::failed(&mut response, error);
     response
 }

@@ -10,7 +10,7 @@ use super::{body, observe, AppState};
 use crate::metrics::Binding;
 use crate::rpc::v01::{execute, V01Reply};
 use a2ad_protocol::dialect::v01;
-use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_protocol::A2aError;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
@@ -35,6 +35,9 @@ async fn get(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>
 }
 
 async fn cancel(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
+    if let Err(e) = body::require_json(&req) {
+        return error_response(&e);
+    }
     run(&req, &state, "tasks/cancel", json!({"id": id.into_inner()})).await
 }
 
@@ -54,11 +57,8 @@ async fn run(req: &HttpRequest, state: &AppState, method: &'static str, params: 
 
 /// The body as JSON; an empty body is `{}`.
 async fn read_body(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<Value, A2aError> {
-    let bytes = body::read_limited(req, payload, state.rest_body_limit).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(json!({}));
-    }
-    serde_json::from_slice(&bytes).map_err(|_| A2aError::of(ErrorCode::ParseError))
+    let body = body::read_json(req, payload, state.rest_body_limit, state.body_pace).await?;
+    Ok(body.unwrap_or_else(|| json!({})))
 }
 
 /// 401 with the challenge, and the 0.1 authentication code in the body.
@@ -76,7 +76,7 @@ fn error_response(error: &A2aError) -> HttpResponse {
     let status = StatusCode::from_u16(v01::http_status(error.code)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = json!({"error": v01::error_object(error, false)});
     let mut response = HttpResponse::build(status).content_type("application/json").body(body.to_string());
-    super::retry_after(error, &mut response);
+    super::finish_error(error, &mut response);
     observe::failed(&mut response, error);
     response
 }

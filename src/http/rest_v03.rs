@@ -51,7 +51,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
     let mut response = match execute(&state.core, &owner, route, params).await {
         Ok(V03Reply::Result(result)) => json_response(result_to_proto(route, result)),
         Ok(V03Reply::Stream(subscription)) => {
-            sse::sse_response(&req, RpcStream::new(subscription, Envelope::RestV03), state.stream_keep_alive)
+            sse::sse_response(&req, RpcStream::new(subscription, Envelope::RestV03), &state)
         }
         Err(e) => error_response(&v03_rest::error_to_proto(e)),
     };
@@ -97,7 +97,7 @@ fn query_value(req: &HttpRequest, name: &str) -> Option<String> {
 
 /// The body as JSON; an empty body is `{}`.
 async fn read_body(req: &HttpRequest, payload: web::Payload, state: &AppState) -> Result<Value, A2aError> {
-    Ok(read_json(req, payload, state.rest_body_limit).await?.unwrap_or_else(|| json!({})))
+    Ok(read_json(req, payload, state).await?.unwrap_or_else(|| json!({})))
 }
 
 /// A 0.3 JSON-RPC result as the route's 0.3 ProtoJSON response.

@@ -12,12 +12,16 @@ use actix_web::{HttpRequest, HttpResponse, Responder};
 use actix_web_lab::sse::{Data, Event, Sse};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
-/// The SSE response for a subscription.
-pub fn sse_response(req: &HttpRequest, stream: RpcStream, keep_alive: Duration) -> HttpResponse {
+/// The SSE response for a subscription, bounded in bytes and time for a client that does
+/// not read it (see [`crate::connection`]).
+pub fn sse_response(req: &HttpRequest, stream: RpcStream, state: &super::AppState) -> HttpResponse {
     // Counted as open until the body stream is dropped (client gone or stream ended).
-    let open = req.app_data::<actix_web::web::Data<super::AppState>>().map(|s| s.core.metrics().open_stream());
-    let events = stream.frames().map(move |frame| {
+    let open = state.core.metrics().open_stream();
+    let stalled = CancellationToken::new();
+    let frames = stream.frames_until(stalled.clone().cancelled_owned());
+    let events = frames.map(move |frame| {
         let _open = &open;
         let mut data = Data::new(frame.data);
         if let Some(seq) = frame.seq {
@@ -28,7 +32,8 @@ pub fn sse_response(req: &HttpRequest, stream: RpcStream, keep_alive: Duration) 
         }
         Event::Data(data)
     });
-    let body = with_keep_alive(events.boxed(), keep_alive);
+    let body = with_keep_alive(events.boxed(), state.stream_keep_alive).boxed();
+    let body = crate::connection::watch(body, crate::connection::socket_of(req), state.stream_bounds, stalled);
     Sse::from_infallible_stream(body)
         .customize()
         .insert_header(("X-Accel-Buffering", "no"))

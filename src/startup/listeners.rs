@@ -5,7 +5,7 @@
 use super::StartupError;
 use crate::config::Config;
 use crate::core::Core;
-use crate::grpc::GrpcServer;
+use crate::grpc::{GrpcServer, GrpcSettings};
 use crate::os_error::io_cause;
 use crate::transports::unix::SocketFile;
 use std::net::{SocketAddr, TcpListener};
@@ -37,8 +37,8 @@ impl Listeners {
 }
 
 /// Binds a TCP listener for the config key `key`. Nagle is turned off per accepted
-/// connection by the server that takes the listener (HTTP: `tcp_nodelay`, gRPC: tonic's
-/// `with_nodelay`).
+/// connection by the server that takes the listener (HTTP: `tcp_nodelay`, gRPC: its
+/// accept loop, `grpc/incoming.rs`).
 fn bind_tcp(key: &'static str, addr: SocketAddr) -> Result<(TcpListener, SocketAddr), StartupError> {
     let error = |e: std::io::Error| StartupError::Bind { key, addr: addr.to_string(), cause: io_cause(&e) };
     let listener = TcpListener::bind(addr).map_err(error)?;
@@ -53,8 +53,13 @@ pub(super) fn serve_grpc(
     workers: usize,
     (listener, addr): (TcpListener, SocketAddr),
 ) -> Result<GrpcServer, StartupError> {
-    let limit = config.limits.grpc_message_limit.unwrap_or(config.body_limit);
-    GrpcServer::start(Arc::clone(core), listener, workers, limit).map_err(|e| StartupError::Bind {
+    let settings = GrpcSettings {
+        threads: workers,
+        message_limit: config.limits.grpc_message_limit.unwrap_or(config.body_limit),
+        max_connections: config.max_connections,
+        stream_bounds: super::stream_bounds(config),
+    };
+    GrpcServer::start(Arc::clone(core), listener, settings).map_err(|e| StartupError::Bind {
         key: "grpc-listen",
         addr: addr.to_string(),
         cause: io_cause(&e),

@@ -365,6 +365,8 @@ async fn respond(
     super::record_answer(core, Binding::Redis, &answer, started);
     match answer.outcome {
         RpcOutcome::Single(body) => write_single(shared, &request, &body).await,
+        // A notification: acknowledged, never answered.
+        RpcOutcome::Silent => Ok(Handled::Answered),
         RpcOutcome::Stream(stream) => {
             let _open = core.metrics().open_stream();
             let mut frames = stream.frames();

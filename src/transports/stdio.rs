@@ -111,6 +111,8 @@ async fn answer(
         RpcOutcome::Single(body) => {
             let _ = lines.send(String::from_utf8_lossy(&body).into_owned()).await;
         }
+        // A notification: JSON-RPC writes no line for it.
+        RpcOutcome::Silent => {}
         RpcOutcome::Stream(stream) => {
             let _open = core.metrics().open_stream();
             let mut frames = stream.frames();

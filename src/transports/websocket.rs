@@ -143,6 +143,11 @@ async fn upgrade(
     };
     // Resuming is per stream; a header on the upgrade cannot say which one.
     let meta = RpcMeta { last_event_id: None, ..crate::http::request_meta(&req) };
+    // A client that does not read holds at most this much of ours in the kernel.
+    let socket = crate::connection::socket_of(&req);
+    if let Some(socket) = &socket {
+        socket.limit_send_buffer(state.stream_bounds.send_buffer);
+    }
     let (response, session, messages) = actix_ws::handle(&req, body)?;
     let messages = messages
         .max_frame_size(settings.max_message)
@@ -162,6 +167,10 @@ async fn upgrade(
         let reader = read_loop(messages, Arc::clone(&conn), owner, meta, settings.queue);
         let writer = write_loop(session, queued, Arc::clone(&conn), &settings);
         tokio::join!(reader, writer);
+        // The close frame, or the last answers, may still sit unread in the socket.
+        if let Some(socket) = socket {
+            crate::connection::drain_or_abort(&socket, settings.send_timeout).await;
+        }
     });
     Ok(response)
 }
@@ -238,6 +247,8 @@ async fn answer(conn: Arc<Conn>, owner: Owner, meta: RpcMeta, request: Bytes, _p
             }
             super::record(&conn.core, Binding::WebSocket, method.as_deref(), status, started);
         }
+        // A notification: JSON-RPC sends no message for it.
+        RpcOutcome::Silent => super::record(&conn.core, Binding::WebSocket, method.as_deref(), status, started),
         RpcOutcome::Stream(stream) => {
             super::record(&conn.core, Binding::WebSocket, method.as_deref(), status, started);
             let _open = conn.core.metrics().open_stream();
@@ -299,7 +310,7 @@ async fn write_loop(
             .is_cancelled()
             .then(|| CloseReason { code: CloseCode::Away, description: Some("the node is shutting down".into()) })
     });
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, session.close(reason)).await;
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT.min(settings.send_timeout), session.close(reason)).await;
 }
 
 /// Waits for a write to the session unless the socket is closed meanwhile (`None`): a

@@ -293,7 +293,8 @@ async fn every_error_case_agrees() {
         .send()
         .await
         .unwrap();
-    assert_eq!(rest.json::<Value>().await.unwrap()["error"]["details"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
+    assert_eq!(rest.status(), 415);
+    assert_eq!(rest.json::<Value>().await.unwrap()["error"]["details"][0]["reason"], "UNSUPPORTED_MEDIA_TYPE");
     let rest = app.client.get(format!("{}/a2a/tasks?includeArtifacts=maybe", app.url)).send().await.unwrap();
     assert_eq!(rest.status(), 400);
 }

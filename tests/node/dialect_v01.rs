@@ -252,7 +252,7 @@ async fn the_transactions_routes() {
     let missing = app.client.get(format!("{url}/nope")).send().await.unwrap();
     assert_eq!(missing.status(), 404);
     assert_eq!(missing.json::<Value>().await.unwrap()["error"]["code"], -32001);
-    let bad = app.client.post(&url).body("{not json").send().await.unwrap();
+    let bad = app.client.post(&url).header("content-type", "application/json").body("{not json").send().await.unwrap();
     assert_eq!(bad.status(), 400);
     let bad = app
         .client

@@ -98,15 +98,18 @@ async fn an_oversized_body_is_refused_and_the_node_stays_healthy() {
 }
 
 #[actix_web::test]
-async fn a_non_json_body_sent_as_text_is_an_unsupported_content_type() {
+async fn a_body_not_declared_as_json_is_refused_with_415() {
     let app = spawn_app(|_| {}).await;
-    let body: Value = app.post_raw("hello agent", "text/plain").await.json().await.unwrap();
-    assert_eq!(body["error"]["code"], -32005);
-    assert_eq!(body["id"], Value::Null);
-    // The same JSON-RPC body with a lax content type is served (as the SDKs do).
+    let response = app.post_raw("hello agent", "text/plain").await;
+    assert_eq!(response.status(), 415);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!((body["error"]["code"].clone(), body["id"].clone()), (json!(-32600), Value::Null));
+    // A valid JSON-RPC body as `text/plain` (a CORS simple request) is refused too.
     let ok = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
-    let body: Value = app.post_raw(ok.to_string(), "text/plain").await.json().await.unwrap();
-    assert!(body.get("result").is_some(), "{body}");
+    let response = app.post_raw(ok.to_string(), "text/plain").await;
+    assert_eq!(response.status(), 415);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["data"][0]["reason"], "UNSUPPORTED_MEDIA_TYPE");
 }
 
 #[actix_web::test]

@@ -291,3 +291,21 @@ async fn a_stdio_subscription_to_an_interrupted_task_follows_its_next_turn() {
     let (status, _) = node.close().await;
     assert!(status.success());
 }
+
+#[actix_web::test]
+async fn stdio_refuses_repeated_keys_and_writes_nothing_for_a_notification() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = StdioNode::start(dir.path());
+    let notification = json!({"jsonrpc": "2.0", "method": "ListTasks", "params": {}});
+    node.write_line(&notification.to_string()).await;
+    node.write_line(r#"{"jsonrpc":"2.0","id":2,"method":"ListTasks","method":"GetTask","params":{}}"#).await;
+    node.send(json!(3), "ListTasks", json!({})).await;
+    // The notification wrote no line: the first line answers the second request.
+    let refused = node.next().await.unwrap();
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (Value::Null, json!(-32600)), "{refused}");
+    assert_eq!(refused["error"]["data"][0]["metadata"]["key"], "method");
+    let listed = node.next().await.unwrap();
+    assert_eq!(listed["id"], 3, "{listed}");
+    let (status, rest) = node.close().await;
+    assert!(status.success() && rest.is_empty(), "{status:?} {rest:?}");
+}

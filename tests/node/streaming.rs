@@ -211,6 +211,11 @@ async fn a_slow_subscriber_is_dropped_with_an_error_while_others_continue() {
         )];
         c.stream_buffer = 128;
         c.body_limit = 32 << 20;
+        // This is the node's subscriber buffer at work, not the socket bounds: the write
+        // deadline would reset the stalled stream while the other reads 12 MB, and the
+        // send-buffer cap slows that reader's 4 MB snapshot on a loaded machine.
+        c.stream_write_timeout = Duration::from_secs(600);
+        c.stream_send_buffer = 8 << 20;
     })
     .await;
     let id = start_slow(&app, &"y".repeat(4 << 20)).await;

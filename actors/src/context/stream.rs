@@ -15,8 +15,9 @@ use crate::RuntimeError;
 use a2ad_protocol::{A2aError, ErrorCode, StreamResponse};
 use a2ad_storage::{LoggedEvent, Scope, TaskRecord};
 use futures_util::stream::{self, BoxStream, StreamExt};
+use futures_util::FutureExt as _;
 use serde_json::json;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 impl Subscription {
@@ -25,13 +26,27 @@ impl Subscription {
     /// SubscriberTooSlow error that names the last event it was given; for a turn whose
     /// end could not be saved, that internal error.
     pub fn into_items(self) -> BoxStream<'static, Result<LoggedEvent, A2aError>> {
+        self.into_items_until(futures_util::future::pending())
+    }
+
+    /// [`Subscription::into_items`], ended early when `stop` resolves: then as a subscriber
+    /// that fell behind, with SubscriberTooSlow naming the last event given. The edges
+    /// resolve `stop` when the client's socket stops taking events; `stop` is looked at
+    /// only when the next item is asked for.
+    pub fn into_items_until(
+        self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> BoxStream<'static, Result<LoggedEvent, A2aError>> {
         let live = match self.live {
             Some(rx) => stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }).boxed(),
             None => stream::empty().boxed(),
         };
         let last_sent = Arc::new(AtomicU64::new(0));
         let sent = Arc::clone(&last_sent);
-        let events = stream::iter(self.initial).chain(live).map(move |event| {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let flagged = Arc::clone(&stopped);
+        let stop = stop.map(move |()| flagged.store(true, Ordering::Relaxed));
+        let events = stream::iter(self.initial).chain(live).take_until(stop).map(move |event| {
             sent.store(event.seq, Ordering::Relaxed);
             Ok(event)
         });
@@ -40,7 +55,7 @@ impl Subscription {
             if let Some(error) = failure.get() {
                 return Some(Err(error.clone()));
             }
-            overflowed.load(Ordering::Acquire).then(|| {
+            (overflowed.load(Ordering::Acquire) || stopped.load(Ordering::Relaxed)).then(|| {
                 let last = last_sent.load(Ordering::Relaxed).to_string();
                 Err(A2aError::of(ErrorCode::SubscriberTooSlow).with_meta("lastEventId", last))
             })

@@ -55,6 +55,16 @@ pub struct Config {
     /// The largest request body accepted.
     #[serde(deserialize_with = "units::byte_size")]
     pub body_limit: usize,
+    /// The time any request body gets to arrive, extended by a second per `body-min-rate`
+    /// bytes received; a slower sender is answered 408 and closed.
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
+    pub body_timeout: Duration,
+    /// The bytes per second that extend `body-timeout` by one second each.
+    #[serde(deserialize_with = "units::byte_size")]
+    pub body_min_rate: usize,
+    /// Connections open at once on each listener (HTTP, Unix socket, gRPC); past it, new
+    /// ones wait in the listen backlog.
+    pub max_connections: usize,
     /// The most context actors alive at once.
     pub max_contexts: usize,
     /// HTTP workers and context arbiters; 0 means one per CPU.
@@ -66,6 +76,13 @@ pub struct Config {
     pub stream_keep_alive: Duration,
     /// Events a stream subscriber may fall behind before it is dropped.
     pub stream_buffer: usize,
+    /// How long one stream event may wait for the client's socket to take it before the
+    /// stream ends as too slow (and, one more such period later, the connection is reset).
+    #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
+    pub stream_write_timeout: Duration,
+    /// The kernel send buffer (`SO_SNDBUF`) of a connection that carries a stream.
+    #[serde(deserialize_with = "units::byte_size")]
+    pub stream_send_buffer: usize,
     /// Events kept in each task's event log for resuming streams.
     pub event_retention: usize,
     /// Where the HTTP+JSON binding is mounted (`""` for the root).
@@ -171,11 +188,16 @@ impl Default for Config {
             data_dir: PathBuf::from("a2ad-data"),
             idle_timeout: Duration::from_secs(300),
             body_limit: 1024 * 1024,
+            body_timeout: Duration::from_secs(10),
+            body_min_rate: 1024,
+            max_connections: 10_000,
             max_contexts: 1_000_000,
             workers: 0,
             session_history_limit: 200,
             stream_keep_alive: Duration::from_secs(15),
             stream_buffer: 256,
+            stream_write_timeout: Duration::from_secs(10),
+            stream_send_buffer: 128 * 1024,
             event_retention: 1000,
             rest_prefix: DEFAULT_REST_PREFIX.into(),
             shutdown_grace: Duration::from_secs(10),
@@ -303,6 +325,7 @@ impl Config {
         if self.stream_buffer == 0 {
             return Err(ConfigError::invalid("stream-buffer", "must be at least 1"));
         }
+        self.check_edges()?;
         if self.event_retention == 0 {
             return Err(ConfigError::invalid("event-retention", "must be at least 1"));
         }
@@ -320,6 +343,26 @@ impl Config {
         }
         if self.max_contexts == 0 {
             return Err(ConfigError::invalid("max-contexts", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The bounds of connections, bodies and streams.
+    fn check_edges(&self) -> Result<(), ConfigError> {
+        if self.body_timeout < Duration::from_millis(100) {
+            return Err(ConfigError::invalid("body-timeout", "must be at least 100ms"));
+        }
+        if self.body_min_rate == 0 {
+            return Err(ConfigError::invalid("body-min-rate", "must be at least 1 byte (per second)"));
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::invalid("max-connections", "must be at least 1"));
+        }
+        if self.stream_write_timeout < Duration::from_millis(10) {
+            return Err(ConfigError::invalid("stream-write-timeout", "must be at least 10ms"));
+        }
+        if self.stream_send_buffer < 4096 {
+            return Err(ConfigError::invalid("stream-send-buffer", "must be at least 4KiB"));
         }
         Ok(())
     }

@@ -16,7 +16,8 @@ pub mod v01;
 pub mod v03;
 
 use crate::core::{Call, Core, Reply};
-use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body};
+use a2ad_protocol::jsonrpc::{error_body, parse_request, success_body, JsonRpcRequest};
+use a2ad_protocol::strict_json::decode_request_body;
 use a2ad_protocol::{A2aError, ErrorCode};
 use a2ad_storage::Owner;
 use serde_json::Value;
@@ -39,6 +40,10 @@ pub enum RpcOutcome {
     Single(Vec<u8>),
     /// A stream of responses, one per task event.
     Stream(RpcStream),
+    /// Nothing: the request was a notification (no `id`), which JSON-RPC 2.0 says is
+    /// never answered, not even with an error. HTTP answers 204; the message transports
+    /// write nothing.
+    Silent,
 }
 
 /// A request's answer, with what the transport may report or echo.
@@ -61,11 +66,12 @@ impl RpcAnswer {
 }
 
 /// Parses raw bytes as one JSON-RPC request and answers it. A body that is not JSON is
-/// -32700 (Parse error).
+/// -32700 (Parse error); one that names a key twice is -32600, naming it
+/// ([`decode_request_body`]).
 pub async fn handle_bytes(core: &Core, owner: &Owner, bytes: &[u8], meta: &RpcMeta) -> RpcAnswer {
-    match serde_json::from_slice(bytes) {
+    match decode_request_body(bytes) {
         Ok(decoded) => handle(core, owner, decoded, meta).await,
-        Err(_) => RpcAnswer::error(&Value::Null, None, A2aError::of(ErrorCode::ParseError)),
+        Err(e) => RpcAnswer::error(&Value::Null, None, e),
     }
 }
 
@@ -88,15 +94,28 @@ pub fn unauthenticated(bytes: &[u8], version: Option<&str>) -> RpcAnswer {
     RpcAnswer { outcome, method, error: Some(error), activated: vec![] }
 }
 
-/// Answers one decoded JSON-RPC request. Checks, in order: the envelope (-32600), the
-/// dialect (0.1 and 0.3 requests are answered by [`v01`] and [`v03`]), then for 1.0 the
-/// `A2A-Version` (-32009), the extensions (-32008), the method (-32601) and its params
-/// (-32602, naming the field).
+/// Answers one decoded JSON-RPC request. Checks, in order: the envelope (-32600, answered
+/// with `id: null` when the id could not be read, notification or not), the dialect (0.1
+/// and 0.3 requests are answered by [`v01`] and [`v03`]), then for 1.0 the `A2A-Version`
+/// (-32009), the extensions (-32008), the method (-32601) and its params (-32602, naming
+/// the field). A notification (a valid envelope without `id`) is run like any request,
+/// but its answer, result or error, is [`RpcOutcome::Silent`]: a stream it opened is
+/// dropped (the turn goes on).
 pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) -> RpcAnswer {
     let rpc = match parse_request(decoded) {
         Ok(rpc) => rpc,
         Err((id, e)) => return RpcAnswer::error(&id, None, e),
     };
+    let notification = rpc.id.is_none();
+    let answer = answer(core, owner, rpc, meta).await;
+    match notification {
+        true => RpcAnswer { outcome: RpcOutcome::Silent, ..answer },
+        false => answer,
+    }
+}
+
+/// Answers a request whose envelope is valid, in its dialect.
+async fn answer(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcMeta) -> RpcAnswer {
     if v01::owns(core, owner, &rpc.method, &rpc.params, meta.version.as_deref()) {
         return v01::handle(core, owner, rpc, meta).await;
     }

@@ -10,9 +10,11 @@ use a2ad_actors::messages::Subscription;
 use a2ad_protocol::dialect::{v03, v03_rest};
 use a2ad_protocol::jsonrpc::error_body;
 use a2ad_protocol::{A2aError, StreamResponse};
+use a2ad_storage::LoggedEvent;
 use futures_util::stream::{BoxStream, StreamExt};
 use serde_json::json;
 use serde_json::Value;
+use std::future::Future;
 
 /// How one binding frames an event.
 #[derive(Clone)]
@@ -96,22 +98,37 @@ impl RpcStream {
         RpcStream { source: Err(error), envelope }
     }
 
+    /// The frames until `stop` resolves: then the stream ends as one whose subscriber fell
+    /// behind, with a SubscriberTooSlow error frame naming the last event it delivered (to
+    /// resume with `Last-Event-ID`); see [`Subscription::into_items_until`]. The transport
+    /// resolves `stop` when its client stops taking events (`a2ad::connection`).
+    pub fn frames_until(self, stop: impl Future<Output = ()> + Send + 'static) -> BoxStream<'static, Frame> {
+        let items = match self.source {
+            Ok(subscription) => subscription.into_items_until(stop),
+            Err(error) => futures_util::stream::once(async move { Err(error) }).boxed(),
+        };
+        frames_of(items, self.envelope)
+    }
+
     /// The frames, ending when the task reaches a final state, the subscriber falls
     /// behind (an error frame), or the node stops.
     pub fn frames(self) -> BoxStream<'static, Frame> {
-        let envelope = self.envelope;
-        let items = match self.source {
-            Ok(subscription) => subscription.into_items(),
-            Err(error) => futures_util::stream::once(async move { Err(error) }).boxed(),
-        };
-        if let Envelope::V01 { id, window, owner } = envelope {
-            return super::v01::frames(items, id, window, owner);
-        }
-        items
-            .map(move |item| match item {
-                Ok(event) => Frame { seq: Some(event.seq), event: None, data: envelope.data(&event.json) },
-                Err(error) => Frame { seq: None, event: Some("error"), data: envelope.error(&error) },
-            })
-            .boxed()
+        self.frames_until(futures_util::future::pending())
     }
+}
+
+/// Each item of a subscription as a frame in `envelope`.
+fn frames_of(
+    items: BoxStream<'static, Result<LoggedEvent, A2aError>>,
+    envelope: Envelope,
+) -> BoxStream<'static, Frame> {
+    if let Envelope::V01 { id, window, owner } = envelope {
+        return super::v01::frames(items, id, window, owner);
+    }
+    items
+        .map(move |item| match item {
+            Ok(event) => Frame { seq: Some(event.seq), event: None, data: envelope.data(&event.json) },
+            Err(error) => Frame { seq: None, event: Some("error"), data: envelope.error(&error) },
+        })
+        .boxed()
 }

@@ -1,6 +1,7 @@
 //! The write-ahead log in front of the task store: one compact record per step.
 //!
-//! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue. Every
+//! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue (the
+//! local-file queue, or the outbox in front of Redis Streams). Every
 //! write that callers make durable with [`crate::GroupCommit`] (task + events + push
 //! jobs, session, removal, reply settlement) is appended to the [`Wal`] as one record
 //! (`step.rs`), then applied to the store without a flush. The group commit is then one
@@ -28,7 +29,8 @@
 //!
 //! Not logged (durable at the next checkpoint, at most a second later): push config
 //! writes (their commit flushes the store directly), the push worker's acks, retries and
-//! dead letters (a crash before the checkpoint delivers a job again: at least once).
+//! dead letters, and the forwarder's removals from the Redis outbox (a crash before the
+//! checkpoint delivers, or forwards, a job again: at least once).
 
 mod checkpointer;
 mod step;
@@ -39,7 +41,7 @@ pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
 use crate::{
-    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, StepOutcome, StoreCounts, StoreError,
+    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, StoreCounts, StoreError,
     TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
@@ -55,7 +57,9 @@ pub const WAL_DIR: &str = "wal";
 /// The task store behind the write-ahead log.
 pub struct WalStore {
     inner: Arc<dyn TaskStore>,
-    /// The local-file push queue, when the node has one: jobs go in with their step.
+    /// The node's local push queue, when push is on: the local-file queue itself, or the
+    /// outbox the [`crate::Forwarder`] empties into Redis Streams. A step's jobs go in
+    /// with the step, in its log record.
     queue: Option<PushQueue>,
     wal: Wal,
     /// Shared by writers from append to apply; taken exclusively by checkpoints.
@@ -221,23 +225,22 @@ impl WalStore {
 
 impl TaskStore for WalStore {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
-        self.put_step(record, events, Vec::new()).map(|outcome| outcome.previous)
+        self.put_step(record, events, Vec::new())
     }
 
-    /// Takes the jobs into the step's record when the store holds the local push queue.
+    /// Takes the jobs into the step's record and, with it, into the local queue (the
+    /// local-file queue or the Redis outbox); without one, jobs are refused.
     fn put_step(
         &self,
         record: &TaskRecord,
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
-    ) -> Result<StepOutcome, StoreError> {
-        let (taken, untaken) = match self.queue {
-            Some(_) => (jobs, Vec::new()),
-            None => (Vec::new(), jobs),
-        };
-        let payload = step::encode_put_task(record, events, &taken)?;
-        let previous = self.logged(&payload, || self.apply_put(record, events, taken))?;
-        Ok(StepOutcome { previous, untaken })
+    ) -> Result<Option<TaskState>, StoreError> {
+        if self.queue.is_none() && !jobs.is_empty() {
+            return Err(StoreError::NoPushQueue(jobs.len()));
+        }
+        let payload = step::encode_put_task(record, events, &jobs)?;
+        self.logged(&payload, || self.apply_put(record, events, jobs))
     }
 
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
@@ -332,7 +335,8 @@ fn read_seq(value: Option<&[u8]>) -> u64 {
     value.and_then(|v| <[u8; 8]>::try_from(v).ok()).map_or(0, u64::from_be_bytes)
 }
 
-/// The local push queue as the delivery worker sees it: [`JobQueue::due`] answers only
+/// The local push queue (or the Redis outbox) as the delivery worker (or the forwarder)
+/// sees it: [`JobQueue::due`] answers only
 /// jobs whose step is durable. Jobs are applied to the queue right after their record is
 /// appended, before the group commit syncs it; without this, a push could leave the node
 /// for an event a crash then loses, and recovery would give that event id to another one.

@@ -213,6 +213,10 @@ impl Metrics {
         }
         let depth = gauges.push_queue_depth.unwrap_or(0);
         gauge(&mut out, "a2ad_push_queue_depth", "Push jobs waiting (pending and retries).", depth);
+        if let Some(outbox) = gauges.push_outbox_depth {
+            let help = "Push jobs in the local outbox, not yet moved to the Redis queue.";
+            gauge(&mut out, "a2ad_push_outbox_depth", help, outbox);
+        }
         header(&mut out, "a2ad_push_retries_total", "counter", "Push deliveries rescheduled after a failure.");
         let _ = writeln!(out, "a2ad_push_retries_total {}", self.push_retries.load(Ordering::Relaxed));
         let dead = self.push_dead.load(Ordering::Relaxed);
@@ -240,6 +244,8 @@ pub struct Gauges {
     pub live_contexts: usize,
     pub running_turns: usize,
     pub push_queue_depth: Option<usize>,
+    /// With the Redis queue only (see [`a2ad_storage::Forwarder`]).
+    pub push_outbox_depth: Option<usize>,
     pub store_size_bytes: Option<u64>,
 }
 
@@ -318,10 +324,10 @@ impl TaskStore for MeteredStore {
         record: &TaskRecord,
         events: &[LoggedEvent],
         jobs: Vec<a2ad_storage::PushJob>,
-    ) -> Result<a2ad_storage::StepOutcome, StoreError> {
-        let outcome = self.inner.put_step(record, events, jobs)?;
-        self.metrics.move_task(outcome.previous, record.task.status.state);
-        Ok(outcome)
+    ) -> Result<Option<TaskState>, StoreError> {
+        let before = self.inner.put_step(record, events, jobs)?;
+        self.metrics.move_task(before, record.task.status.state);
+        Ok(before)
     }
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(task_id, after, limit)

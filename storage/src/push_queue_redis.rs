@@ -124,8 +124,13 @@ impl RedisQueue {
     /// password).
     pub fn connect(options: RedisQueueOptions) -> Result<Self, StoreError> {
         let queue = RedisQueue::open(options)?;
-        queue.with_conn("connect", |_, _| Ok(()))?;
+        queue.reach()?;
         Ok(queue)
+    }
+
+    /// Connects now unless connected (creating the stream and the group if need be).
+    pub fn reach(&self) -> Result<(), StoreError> {
+        self.with_conn("connect", |_, _| Ok(()))
     }
 
     pub fn options(&self) -> &RedisQueueOptions {

@@ -398,9 +398,16 @@ pub struct MeteredQueue {
 }
 
 impl MeteredQueue {
-    /// Wraps `inner`, seeding the dead-letter count from it (once).
+    /// Wraps `inner`, seeding the dead-letter count from it (once). A Redis queue that
+    /// cannot be reached now leaves the count at 0 (the node starts during an outage).
     pub fn new(inner: Arc<dyn JobQueue>, metrics: Arc<Metrics>) -> Result<Self, StoreError> {
-        metrics.push_dead.store(inner.dead()?.len() as i64, Ordering::Relaxed);
+        match inner.dead() {
+            Ok(dead) => metrics.push_dead.store(dead.len() as i64, Ordering::Relaxed),
+            Err(e @ StoreError::Redis { .. }) => {
+                tracing::warn!(error = %e, "cannot count the dead push jobs yet; the gauge starts at 0");
+            }
+            Err(e) => return Err(e),
+        }
         Ok(MeteredQueue { inner, metrics })
     }
 }

@@ -10,8 +10,8 @@
 //! the queue a step's jobs go into ([`MemoryStore::with_push_queue`]).
 
 use crate::{
-    ContextKey, Cursor, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery,
-    TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
+    ContextKey, Cursor, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
+    TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{BTreeMap, HashMap};

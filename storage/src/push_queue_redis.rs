@@ -137,13 +137,16 @@ impl RedisQueue {
         &self.options
     }
 
-    /// XGROUP CREATE ... $ MKSTREAM; an existing group is fine.
+    /// XGROUP CREATE ... 0 MKSTREAM; an existing group is fine. From the stream's start,
+    /// not `$`: settled entries are deleted, so whatever the stream holds is a job not yet
+    /// delivered, and a group recreated after it was lost (a FLUSHALL, a Redis that kept
+    /// the stream but not the group) must still deliver the jobs forwarded meanwhile.
     fn create_group(&self, conn: &mut Connection) -> Result<(), RedisError> {
         let created: Result<(), RedisError> = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(&self.options.stream)
             .arg(&self.options.group)
-            .arg("$")
+            .arg("0")
             .arg("MKSTREAM")
             .query(conn);
         match created {

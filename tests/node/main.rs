@@ -34,6 +34,7 @@ mod openai;
 mod push;
 mod receiver;
 mod redis;
+mod redis_outage;
 mod redis_transport;
 mod reply_only;
 mod retention;

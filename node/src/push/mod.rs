@@ -123,7 +123,10 @@ impl PushStack {
 /// failure is an error.
 fn warn_if_unreachable(queue: &RedisQueue) -> Result<(), PushSetupError> {
     match queue.reach() {
-        Err(StoreError::Redis { kind: RedisFailure::Refused | RedisFailure::TimedOut | RedisFailure::Dropped, message }) => {
+        Err(StoreError::Redis {
+            kind: RedisFailure::Refused | RedisFailure::TimedOut | RedisFailure::Dropped,
+            message,
+        }) => {
             tracing::warn!(error = %message, "the Redis push queue cannot be reached; pushes wait in the outbox until it can");
             Ok(())
         }

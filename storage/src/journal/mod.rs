@@ -41,8 +41,8 @@ pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
 use crate::{
-    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, StoreCounts, StoreError,
-    TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
+    TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{HashMap, HashSet};

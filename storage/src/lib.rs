@@ -65,9 +65,7 @@ pub trait TaskStore: Send + Sync + 'static {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
     ) -> Result<Option<TaskState>, StoreError> {
-        if !jobs.is_empty() {
-            return Err(StoreError::NoPushQueue(jobs.len()));
-        }
+        refuse_jobs_without_queue(false, &jobs)?;
         self.put_task(record, events)
     }
 
@@ -151,6 +149,15 @@ pub trait TaskStore: Send + Sync + 'static {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError>;
+}
+
+/// [`StoreError::NoPushQueue`] when a store without a push queue (`has_queue` false) is
+/// offered jobs: refused, never dropped.
+pub(crate) fn refuse_jobs_without_queue(has_queue: bool, jobs: &[PushJob]) -> Result<(), StoreError> {
+    match has_queue || jobs.is_empty() {
+        true => Ok(()),
+        false => Err(StoreError::NoPushQueue(jobs.len())),
+    }
 }
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id

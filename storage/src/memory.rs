@@ -131,13 +131,9 @@ impl TaskStore for MemoryStore {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
     ) -> Result<Option<TaskState>, StoreError> {
-        let queue = match (&self.push_queue, jobs.is_empty()) {
-            (_, true) => None,
-            (Some(queue), false) => Some(queue),
-            (None, false) => return Err(StoreError::NoPushQueue(jobs.len())),
-        };
+        crate::refuse_jobs_without_queue(self.push_queue.is_some(), &jobs)?;
         let previous = self.put_task(record, events)?;
-        if let Some(queue) = queue {
+        if let (Some(queue), false) = (&self.push_queue, jobs.is_empty()) {
             queue.enqueue(&jobs)?;
         }
         Ok(previous)

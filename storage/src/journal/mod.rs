@@ -236,9 +236,7 @@ impl TaskStore for WalStore {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
     ) -> Result<Option<TaskState>, StoreError> {
-        if self.queue.is_none() && !jobs.is_empty() {
-            return Err(StoreError::NoPushQueue(jobs.len()));
-        }
+        crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
         let payload = step::encode_put_task(record, events, &jobs)?;
         self.logged(&payload, || self.apply_put(record, events, jobs))
     }

@@ -20,11 +20,10 @@
 //! worker delivers both and receivers deduplicate on `X-A2A-Event-Id`, as for any
 //! redelivery. Event ids are the task's event sequence numbers, never minted here.
 
-use crate::thread_owner::ThreadOwner;
+use crate::thread_owner::{StopSignal, ThreadOwner};
 use crate::{JobQueue, StoreError};
 use std::collections::HashSet;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The sled tree of the outbox (see the module docs).
@@ -63,9 +62,6 @@ pub struct Forwarder {
     owner: ThreadOwner,
 }
 
-/// The stop flag and the condition variable the thread waits on between passes.
-type StopSignal = Arc<(Mutex<bool>, Condvar)>;
-
 impl Forwarder {
     /// Starts the thread: `outbox` is the durable view of the outbox
     /// ([`crate::DurableQueue`]), `target` the Redis queue (a connection of its own, so
@@ -75,16 +71,9 @@ impl Forwarder {
         target: Arc<dyn JobQueue>,
         settings: ForwarderSettings,
     ) -> Result<Forwarder, StoreError> {
-        let stop: StopSignal = Arc::new((Mutex::new(false), Condvar::new()));
-        let thread_stop = Arc::clone(&stop);
-        let thread = thread::Builder::new()
-            .name("a2ad-push-forward".into())
-            .spawn(move || run(&*outbox, &*target, &settings, &thread_stop))
-            .map_err(|e| StoreError::Io(format!("cannot start the push forwarder: {e}")))?;
-        let owner = ThreadOwner::new(thread, move || {
-            *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            stop.1.notify_all();
-        });
+        let owner = ThreadOwner::spawn_stoppable("a2ad-push-forward", "push forwarder", move |stop| {
+            run(&*outbox, &*target, &settings, stop)
+        })?;
         Ok(Forwarder { owner })
     }
 
@@ -111,13 +100,14 @@ pub(crate) fn forward_batch(outbox: &dyn JobQueue, target: &dyn JobQueue, max: u
 }
 
 fn run(outbox: &dyn JobQueue, target: &dyn JobQueue, settings: &ForwarderSettings, stop: &StopSignal) {
+    let batch = settings.batch.max(1);
     let mut outage = Outage::default();
     loop {
-        let stopping = *stop.0.lock().unwrap_or_else(|p| p.into_inner());
-        let wait = match forward_batch(outbox, target, settings.batch.max(1)) {
+        let stopping = stop.is_set();
+        let wait = match forward_batch(outbox, target, batch) {
             Ok(moved) => {
                 outage.ended(moved);
-                if moved >= settings.batch.max(1) && !stopping {
+                if moved >= batch && !stopping {
                     continue; // more are waiting
                 }
                 settings.idle_poll
@@ -127,10 +117,7 @@ fn run(outbox: &dyn JobQueue, target: &dyn JobQueue, settings: &ForwarderSetting
         if stopping {
             return;
         }
-        let guard = stop.0.lock().unwrap_or_else(|p| p.into_inner());
-        if !*guard {
-            let _ = stop.1.wait_timeout(guard, wait).unwrap_or_else(|p| p.into_inner());
-        }
+        stop.wait(wait);
     }
 }
 

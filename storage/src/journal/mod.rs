@@ -334,12 +334,12 @@ fn read_seq(value: Option<&[u8]>) -> u64 {
 }
 
 /// The local push queue (or the Redis outbox) as the delivery worker (or the forwarder)
-/// sees it: [`JobQueue::due`] answers only
-/// jobs whose step is durable. Jobs are applied to the queue right after their record is
-/// appended, before the group commit syncs it; without this, a push could leave the node
-/// for an event a crash then loses, and recovery would give that event id to another one.
-/// The barrier syncs the log up to [`Wal::last_lsn`] read AFTER the scan, which covers
-/// every job the scan saw (append precedes apply).
+/// sees it: [`JobQueue::due`] answers only jobs whose step is durable. Jobs are applied
+/// to the queue right after their record is appended, before the group commit syncs it;
+/// without this, a push could leave the node for an event a crash then loses, and
+/// recovery would give that event id to another one. The barrier syncs the log up to
+/// [`Wal::last_lsn`] read AFTER the scan, which covers every job the scan saw (append
+/// precedes apply).
 pub struct DurableQueue {
     inner: Arc<dyn JobQueue>,
     wal: Wal,

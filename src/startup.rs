@@ -296,7 +296,10 @@ impl NodeCore {
         remove_orphan_push_configs(&rt);
         commit.commit().await.map_err(store_error)?;
         let checkpointer = Checkpointer::start(journal, CHECKPOINT_EVERY, CHECKPOINT_BYTES).map_err(store_error)?;
-        let push_worker = push.as_ref().map(PushStack::start_worker);
+        let (push_worker, push_board) = push.as_ref().map(PushStack::start_worker).unzip();
+        if let Some(board) = push_board {
+            metrics.watch_push(board);
+        }
         let forwarder = push.as_ref().map(PushStack::start_forwarder).transpose().map_err(store_error)?.flatten();
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
         let core = Arc::new(Core::new(CoreParts {

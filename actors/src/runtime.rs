@@ -4,7 +4,7 @@ use crate::agent::AgentRegistry;
 use crate::limits::TurnLimits;
 use crate::push::PushHooks;
 use a2ad_protocol::Message;
-use a2ad_storage::{GroupCommit, LoggedEvent, SessionRecord, StoreError, TaskRecord, TaskStore};
+use a2ad_storage::{GroupCommit, LoggedEvent, SessionRecord, SessionWrite, StoreError, TaskRecord, TaskStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,11 +60,25 @@ impl Runtime {
     /// Streams), so no crash separates an event from its push job and no job leaves the
     /// node before the group commit made its step durable.
     pub fn persist(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
+        self.persist_step(record, events, None)
+    }
+
+    /// [`Runtime::persist`], with the context's session in the same commit when `session`
+    /// is given (the end of a turn: [`TaskStore::put_step_with_session`]).
+    pub fn persist_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        session: Option<SessionWrite<'_>>,
+    ) -> Result<(), StoreError> {
         let jobs = match &self.push {
             Some(push) => push.jobs_for(&record.task.id, events, chrono::Utc::now().timestamp_millis())?,
             None => Vec::new(),
         };
-        self.store.put_step(record, events, jobs)?;
+        match session {
+            Some(session) => self.store.put_step_with_session(record, events, jobs, session)?,
+            None => self.store.put_step(record, events, jobs)?,
+        };
         Ok(())
     }
 

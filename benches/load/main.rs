@@ -12,7 +12,8 @@
 //! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
 //! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
 //! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
-//! `retention` (`transports.rs`, `dialects.rs`, `ws_stream.rs`, `retention.rs`).
+//! `retention`, `push-hang` (`transports.rs`, `dialects.rs`, `ws_stream.rs`, `retention.rs`,
+//! `push_hang.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
 
 mod bare;
@@ -23,6 +24,7 @@ mod memory;
 mod mux;
 mod node;
 mod push;
+mod push_hang;
 mod retention;
 mod streams;
 mod transports;
@@ -44,10 +46,12 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --ws-sockets N           WebSocket connections of the transports part (4)
   --stream-characters N    fire-hose characters of the ws-stream part (50000)
   --retention-tasks N      tasks of the retention part (10000, at most 10000)
-parts: core streams push memory transports dialects ws-stream retention";
+  --push-hang-healthy N    healthy deliveries the push-hang part times (50)
+parts: core streams push memory transports dialects ws-stream retention push-hang";
 
 /// Every part, in the order they run; the first four are the default set.
-const PARTS: [&str; 8] = ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention"];
+const PARTS: [&str; 9] =
+    ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention", "push-hang"];
 
 struct Options {
     seconds: u64,
@@ -58,6 +62,7 @@ struct Options {
     ws_sockets: usize,
     stream_characters: usize,
     retention_tasks: u64,
+    push_hang_healthy: usize,
 }
 
 impl Options {
@@ -79,6 +84,7 @@ impl Options {
             ws_sockets: value("--ws-sockets", 4).max(1) as usize,
             stream_characters: value("--stream-characters", 50_000) as usize,
             retention_tasks: value("--retention-tasks", 10_000).clamp(1, 10_000),
+            push_hang_healthy: value("--push-hang-healthy", 50).max(1) as usize,
         }
     }
 
@@ -176,13 +182,16 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    for part in ["transports", "dialects", "ws-stream", "retention"].into_iter().filter(|p| options.runs(p)) {
+    for part in
+        ["transports", "dialects", "ws-stream", "retention", "push-hang"].into_iter().filter(|p| options.runs(p))
+    {
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);
             match part {
                 "transports" => runtime.block_on(transports::run_all(bin, shape)),
                 "dialects" => runtime.block_on(dialects::run_all(bin, options.connections, warmup, duration)),
                 "ws-stream" => runtime.block_on(ws_stream::run_all(bin, options.stream_characters)),
+                "push-hang" => run_push_hang(runtime, bin, options.push_hang_healthy),
                 _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),
             }
         }
@@ -308,6 +317,20 @@ fn run_push(runtime: &tokio::runtime::Runtime, bin: &std::path::Path) {
         }
         None => println!("push, redis-streams queue: skipped (no redis-server; run scripts/redis.sh)"),
     }
+}
+
+/// A healthy receiver's delivery delays behind 100 tasks pushing to one that never answers.
+fn run_push_hang(runtime: &tokio::runtime::Runtime, bin: &std::path::Path, healthy: usize) {
+    let hanging = 100;
+    let delays = runtime.block_on(push_hang::healthy_delays(bin, hanging, healthy));
+    let arrived: Vec<Duration> = delays.iter().flatten().copied().collect();
+    let ms = |d: Option<&Duration>| d.map_or("-".to_owned(), |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0));
+    println!(
+        "push, {healthy} healthy deliveries behind {hanging} hanging configs: {} arrived within 120 s, p50 {}, max {}",
+        arrived.len(),
+        ms(arrived.get(arrived.len() / 2)),
+        ms(arrived.last())
+    );
 }
 
 /// A redis-server on a free port, pinned next to the node (CPU 0), for the Redis run.

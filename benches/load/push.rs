@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 /// A keep-alive HTTP receiver that answers 200 to every POST and counts them.
-async fn receiver() -> (u16, Arc<AtomicU64>) {
+pub async fn receiver() -> (u16, Arc<AtomicU64>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let count = Arc::new(AtomicU64::new(0));

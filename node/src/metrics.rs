@@ -11,6 +11,7 @@
 //! * push retries and dead letters are counted by [`MeteredQueue`], which wraps the queue;
 //! * the gauges (contexts, turns, queue depth, store size) are read at scrape time.
 
+use a2ad_actors::push::{DestinationGauge, PushBoard, PushGauges};
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{
     ContextKey, DeadJob, JobQueue, LoggedEvent, PushJob, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
@@ -87,6 +88,8 @@ pub struct Metrics {
     tasks: [AtomicI64; STATES.len()],
     push_retries: AtomicU64,
     push_dead: AtomicI64,
+    /// The push worker's destinations, once it runs.
+    push_board: std::sync::OnceLock<PushBoard>,
     retention_removed: AtomicU64,
     retention_expired: AtomicU64,
 }
@@ -101,6 +104,7 @@ impl Default for Metrics {
             tasks: Default::default(),
             push_retries: AtomicU64::new(0),
             push_dead: AtomicI64::new(0),
+            push_board: std::sync::OnceLock::new(),
             retention_removed: AtomicU64::new(0),
             retention_expired: AtomicU64::new(0),
         }
@@ -221,6 +225,9 @@ impl Metrics {
         let _ = writeln!(out, "a2ad_push_retries_total {}", self.push_retries.load(Ordering::Relaxed));
         let dead = self.push_dead.load(Ordering::Relaxed);
         gauge(&mut out, "a2ad_push_dead_letters", "Push jobs in the dead letters.", dead);
+        if let Some(board) = self.push_board.get() {
+            render_push_destinations(&mut out, &board.gauges(PUSH_DESTINATIONS_NAMED));
+        }
         if let Some(bytes) = gauges.store_size_bytes {
             gauge(&mut out, "a2ad_store_size_bytes", "Bytes the task store occupies on disk.", bytes);
         }
@@ -236,6 +243,46 @@ impl Metrics {
         }
         out
     }
+}
+
+/// How many push destinations the metrics name; the rest are summed as `other`.
+pub const PUSH_DESTINATIONS_NAMED: usize = 20;
+
+impl Metrics {
+    /// Shows the push worker's destinations from now on (called once, at start-up).
+    pub fn watch_push(&self, board: PushBoard) {
+        let _ = self.push_board.set(board);
+    }
+}
+
+/// A per-destination series: its name, its help and how to read it.
+type DestinationSeries = (&'static str, &'static str, fn(&DestinationGauge) -> usize);
+
+/// The per-destination push gauges: the [`PUSH_DESTINATIONS_NAMED`] busiest destinations
+/// (open circuits first) by `host:port`, and the rest as `destination="other"`, so the
+/// label's values stay bounded however many receivers there are.
+fn render_push_destinations(out: &mut String, gauges: &PushGauges) {
+    let rows: Vec<&DestinationGauge> = gauges.named.iter().chain(std::iter::once(&gauges.other)).collect();
+    let series: [DestinationSeries; 3] = [
+        ("a2ad_push_destination_in_flight", "Push deliveries in flight, by destination.", |g| g.in_flight),
+        ("a2ad_push_destination_waiting", "Push jobs waiting for a destination's slot.", |g| g.waiting),
+        ("a2ad_push_destination_circuit_open", "Open (or half-open) destination circuits.", |g| g.open_circuits),
+    ];
+    for (name, help, value) in series {
+        header(out, name, "gauge", help);
+        for row in &rows {
+            let _ = writeln!(out, "{name}{{destination=\"{}\"}} {}", label_value(&row.destination), value(row));
+        }
+    }
+    header(out, "a2ad_push_deferred_total", "counter", "Push jobs put back without an attempt (busy or open).");
+    let _ = writeln!(out, "a2ad_push_deferred_total {}", gauges.deferred_total);
+    header(out, "a2ad_push_circuit_opens_total", "counter", "Times a push destination's circuit opened.");
+    let _ = writeln!(out, "a2ad_push_circuit_opens_total {}", gauges.circuit_opens_total);
+}
+
+/// A label value in the exposition format: `\`, `"` and newlines escaped.
+fn label_value(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// What a scrape reads from the rest of the node.
@@ -326,6 +373,17 @@ impl TaskStore for MeteredStore {
         jobs: Vec<a2ad_storage::PushJob>,
     ) -> Result<Option<TaskState>, StoreError> {
         let before = self.inner.put_step(record, events, jobs)?;
+        self.metrics.move_task(before, record.task.status.state);
+        Ok(before)
+    }
+    fn put_step_with_session(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<a2ad_storage::PushJob>,
+        session: a2ad_storage::SessionWrite<'_>,
+    ) -> Result<Option<TaskState>, StoreError> {
+        let before = self.inner.put_step_with_session(record, events, jobs, session)?;
         self.metrics.move_task(before, record.task.status.state);
         Ok(before)
     }
@@ -422,9 +480,12 @@ impl JobQueue for MeteredQueue {
     fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
         self.inner.ack(job)
     }
+    /// Counts a retry; a deferral (the same attempts, see `a2ad_push_deferred_total`) is not one.
     fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
         self.inner.reschedule(job, next)?;
-        self.metrics.push_retries.fetch_add(1, Ordering::Relaxed);
+        if next.attempts > job.attempts {
+            self.metrics.push_retries.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
     fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
@@ -452,4 +513,38 @@ pub fn token_matches(token: &str, given: Option<&str>) -> bool {
     };
     let (a, b) = (token.as_bytes(), given.trim().as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_destinations_render_by_name_then_other_with_labels_escaped() {
+        let row = |destination: &str, in_flight, waiting, open_circuits| DestinationGauge {
+            destination: destination.into(),
+            in_flight,
+            waiting,
+            open_circuits,
+        };
+        let gauges = PushGauges {
+            named: vec![row("hooks.example:443", 8, 3, 1), row("odd\"name\\:80", 1, 0, 0)],
+            other: row("other", 5, 2, 4),
+            deferred_total: 17,
+            circuit_opens_total: 6,
+        };
+        let mut out = String::new();
+        render_push_destinations(&mut out, &gauges);
+        for line in [
+            "a2ad_push_destination_in_flight{destination=\"hooks.example:443\"} 8",
+            "a2ad_push_destination_in_flight{destination=\"odd\\\"name\\\\:80\"} 1",
+            "a2ad_push_destination_in_flight{destination=\"other\"} 5",
+            "a2ad_push_destination_waiting{destination=\"hooks.example:443\"} 3",
+            "a2ad_push_destination_circuit_open{destination=\"other\"} 4",
+            "a2ad_push_deferred_total 17",
+            "a2ad_push_circuit_opens_total 6",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} in\n{out}");
+        }
+    }
 }

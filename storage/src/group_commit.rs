@@ -97,8 +97,8 @@ impl GroupCommit {
     pub async fn commit_unlogged(&self) -> Result<(), StoreError> {
         let Mode::Wal(store) = &self.0 else { return self.commit().await };
         let store = Arc::clone(store);
-        match tokio::task::spawn_blocking(move || store.checkpoint()).await {
-            Ok(result) => result.map(drop),
+        match tokio::task::spawn_blocking(move || store.flush_unlogged()).await {
+            Ok(result) => result,
             Err(_) => Err(StoreError::Closed),
         }
     }

@@ -69,6 +69,22 @@ pub trait TaskStore: Send + Sync + 'static {
         self.put_task(record, events)
     }
 
+    /// The step that ends a turn: [`TaskStore::put_step`] and the context's session
+    /// ([`TaskStore::put_session`]) as ONE commit, so that after a crash the task's end and
+    /// the session messages it adds are both there or both gone. The default writes them
+    /// one after the other (an in-memory store has no crash to survive).
+    fn put_step_with_session(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+        session: SessionWrite<'_>,
+    ) -> Result<Option<TaskState>, StoreError> {
+        let previous = self.put_step(record, events, jobs)?;
+        self.put_session(session.session, session.appended, session.history_limit)?;
+        Ok(previous)
+    }
+
     /// A task's logged events with a sequence number above `after`, oldest first, at most
     /// `limit`.
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError>;
@@ -116,6 +132,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Makes everything written so far durable. Blocks.
     fn flush(&self) -> Result<(), StoreError>;
 
+    /// Called once the write-ahead log replayed its tail into this store at open, before
+    /// anyone reads it: a store that applies a step's keys one by one mends what is not
+    /// idempotent there (the sled store rebuilds its counters). The default does nothing.
+    fn after_replay(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Bytes the store occupies on disk.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
 
@@ -158,6 +181,15 @@ pub(crate) fn refuse_jobs_without_queue(has_queue: bool, jobs: &[PushJob]) -> Re
         true => Ok(()),
         false => Err(StoreError::NoPushQueue(jobs.len())),
     }
+}
+
+/// A session write, as [`TaskStore::put_session`] takes it: the session's metadata, the
+/// messages appended since the last write, and how many messages the stored history keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionWrite<'a> {
+    pub session: &'a SessionRecord,
+    pub appended: &'a [Message],
+    pub history_limit: usize,
 }
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id

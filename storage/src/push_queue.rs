@@ -140,8 +140,13 @@ impl PushQueue {
 }
 
 impl JobQueue for PushQueue {
-    /// Adds jobs, atomically.
+    /// Adds jobs, atomically. One job is one insert: a `sled::Batch` would cost two log
+    /// buffer writes that wait for the disk (see `sled_store/writes.rs`).
     fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
+        if let [job] = jobs {
+            self.tree.insert(job.pending_key(), encode(job)?)?;
+            return Ok(());
+        }
         let mut batch = sled::Batch::default();
         for job in jobs {
             batch.insert(job.pending_key(), encode(job)?);

@@ -32,6 +32,7 @@ mod list;
 mod metrics;
 mod openai;
 mod push;
+mod push_isolation;
 mod receiver;
 mod redis;
 mod redis_outage;

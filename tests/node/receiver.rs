@@ -2,7 +2,8 @@
 //!
 //! Paths choose the behaviour: `/ok` answers 200; `/flaky/N` answers 500 to the first N
 //! requests of each event id, then 200; `/gone` answers 404 until `set_gone_ok(true)`;
-//! `/slow` holds the first request of each event id for 3 s, then answers 200.
+//! `/slow` holds the first request of each event id for 3 s, then answers 200; `/hang`
+//! never answers (the request is recorded with status 0 as it arrives).
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use std::collections::HashMap;
@@ -84,6 +85,7 @@ async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<Mutex<
             }
             _ => 200,
         };
+        let status = if path == "/hang" { 0 } else { status };
         let delay = path == "/slow" && n == 1;
         let body = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
         s.received.push(Received { path: path.clone(), headers, body, status });
@@ -91,6 +93,9 @@ async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<Mutex<
     };
     if delay {
         actix_web::rt::time::sleep(Duration::from_secs(3)).await;
+    }
+    if status == 0 {
+        std::future::pending::<()>().await;
     }
     HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap()).finish()
 }

@@ -6,7 +6,7 @@ use crate::agent::TurnSignal;
 use crate::messages::TurnOutcome;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Message, StreamResponse};
-use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, TaskRecord};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SessionWrite, TaskRecord};
 use actix::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -167,18 +167,16 @@ impl ContextActor {
         }
     }
 
-    /// Folds the turn's messages into the session and stores them, with `task_id` (if
-    /// any: a Message-only reply leaves no task) as the context's latest task.
-    pub(super) fn save_session(&mut self, task_id: Option<&str>) -> Result<(), RuntimeError> {
-        let limit = self.rt.settings.session_history_limit;
+    /// The step that ends a turn: writes the task with `events`, and folds the turn's
+    /// messages into the session with the task as the context's latest, in ONE commit.
+    pub(super) fn save_turn_end(&mut self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), RuntimeError> {
+        let history_limit = self.rt.settings.session_history_limit;
         let appended = std::mem::take(&mut self.pending);
-        if let Some(session) = self.session.as_mut() {
-            session.append(&appended, limit);
-            if let Some(task_id) = task_id {
-                session.last_task_id = Some(task_id.to_owned());
-            }
-            self.rt.store.put_session(session, &appended, limit)?;
-        }
+        let Some(session) = self.session.as_mut() else { return self.save(record, events) };
+        session.append(&appended, history_limit);
+        session.last_task_id = Some(record.task.id.clone());
+        let write = SessionWrite { session, appended: &appended, history_limit };
+        self.rt.persist_step(record, events, Some(write))?;
         Ok(())
     }
 

@@ -61,6 +61,16 @@ impl ContextActor {
         // A client that holds the task, or asked for its push notifications, keeps it.
         let reply_allowed = new_task && !msg.keep_task && agent.may_reply_only();
         let (record, message, first) = self.open_task(&msg, &skill)?;
+        // A new task that nobody can see yet (a blocking send without a stream, a push
+        // config or `returnImmediately`: its id is in no answer until the turn ends) is
+        // not written now. Its first event waits with the turn's progress, so a turn that
+        // ends within the progress interval costs one write, not two, and the task is
+        // written before that interval ends otherwise. A crash before then loses a task
+        // whose id was never acknowledged to anyone.
+        let unseen = new_task && !msg.stream && !msg.keep_task;
+        if !unseen {
+            self.save(&record, std::slice::from_ref(&first))?;
+        }
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
 
@@ -98,13 +108,16 @@ impl ContextActor {
             join,
             waiters: vec![done_tx],
             subscribers,
-            unsaved_events: Vec::new(),
+            unsaved_events: if unseen { vec![first] } else { Vec::new() },
             save_scheduled: false,
             held_snapshot,
             reply_allowed,
             snapshot_cache: None,
             _permit: permit,
         }));
+        if unseen {
+            self.schedule_progress_save(ctx);
+        }
         Ok(TurnTicket { task, done, subscription })
     }
 
@@ -122,9 +135,9 @@ impl ContextActor {
         (Fanout::of(subscriber), Some(subscription), held)
     }
 
-    /// The task the turn works on, WORKING with the user's message, stored with the
-    /// turn's first event (returned too): the new task itself, or the resumed task's
-    /// WORKING status. The turn starts right away (a busy context refused earlier), so no
+    /// The task the turn works on, WORKING with the user's message, and the turn's first
+    /// event (the caller stores both): the new task itself, or the resumed task's WORKING
+    /// status. The turn starts right away (a busy context refused earlier), so no
     /// SUBMITTED write that nobody could see.
     fn open_task(&self, msg: &StartTurn, skill: &str) -> Result<(TaskRecord, Message, LoggedEvent), RuntimeError> {
         let mut record = match &msg.task_id {
@@ -140,7 +153,6 @@ impl ContextActor {
         let first =
             if msg.task_id.is_none() { StreamResponse::Task(record.task.clone()) } else { status_event(&record) };
         let first = LoggedEvent::encode(record.last_event_seq, &first);
-        self.save(&record, std::slice::from_ref(&first))?;
         Ok((record, message, first))
     }
 
@@ -319,7 +331,7 @@ impl ContextActor {
         let mut events = std::mem::take(&mut turn.unsaved_events);
         events.push(last.clone());
         let task = turn.record.task.clone();
-        let saved = self.save(&turn.record, &events).and_then(|()| self.save_session(Some(&task.id)));
+        let saved = self.save_turn_end(&turn.record, &events);
         self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {

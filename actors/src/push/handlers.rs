@@ -1,34 +1,22 @@
-//! Sending one job and settling it: ack, retry later, or the dead letters.
+//! Sending one job and settling it: ack, retry later, or the dead letters; and putting a
+//! deferred job back in the queue.
 
 use super::actor::{now_ms, PushWorker};
-use super::{backoff, Delivery, SendOutcome};
+use super::lanes::{Deferral, Ready};
+use super::{backoff, Attempt, Delivery, SendOutcome};
 use a2ad_storage::PushJob;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 
-/// What became of an attempt, as the worker settles it.
-pub(super) enum Attempt {
-    Sent(SendOutcome),
-    /// The config was deleted: nothing to deliver any more.
-    Gone,
-    /// The config could not be read (a store or key failure): retried like a network error.
-    Unreadable(String),
-}
-
 impl PushWorker {
-    /// Builds the request for `job` from its config and sends it.
-    pub(super) fn attempt(&self, job: PushJob) -> BoxFuture<'static, (PushJob, Attempt)> {
-        let stored = self.configs.get(&job.task_id, &job.config_id);
+    /// Builds the request for a job from its config and sends it.
+    pub(super) fn attempt(&self, ready: Ready) -> BoxFuture<'static, (Ready, Attempt)> {
         let sender = Arc::clone(&self.sender);
         Box::pin(async move {
-            let config = match stored {
-                Ok(Some(stored)) => stored.config,
-                Ok(None) => return (job, Attempt::Gone),
-                Err(e) => return (job, Attempt::Unreadable(e.to_string())),
-            };
+            let config = &ready.config;
             let mut headers = vec![
                 ("Content-Type".to_owned(), "application/json".to_owned()),
-                ("X-A2A-Event-Id".to_owned(), job.event_id()),
+                ("X-A2A-Event-Id".to_owned(), ready.job.event_id()),
             ];
             if let Some(auth) = &config.authentication {
                 let value = match &auth.credentials {
@@ -41,9 +29,35 @@ impl PushWorker {
                 headers.push(("X-A2A-Notification-Token".to_owned(), token.clone()));
                 headers.push(("A2A-Notification-Token".to_owned(), token.clone()));
             }
-            let delivery = Delivery { url: config.url, headers, body: job.body.clone() };
+            let delivery = Delivery { url: config.url.clone(), headers, body: ready.job.body.clone() };
             let outcome = sender.send(delivery).await;
-            (job, Attempt::Sent(outcome))
+            (ready, Attempt::Sent(outcome))
+        })
+    }
+
+    /// Puts a deferred job back in the queue, due at its time, its attempts unchanged; or
+    /// buries it when it has outlived `max_age` (off the actor thread, like settling).
+    pub(super) fn put_back(&self, deferral: Deferral) -> BoxFuture<'static, ()> {
+        let queue = Arc::clone(&self.queue);
+        let max_age_ms = self.settings.max_age.as_millis() as i64;
+        Box::pin(async move {
+            let result = tokio::task::spawn_blocking(move || {
+                let Deferral { job, until_ms, reason } = deferral;
+                let now = now_ms();
+                if now.saturating_sub(job.first_enqueued_ms) >= max_age_ms {
+                    return queue.bury(&job, &format!("gave up after {} attempts: {reason}", job.attempts), now);
+                }
+                let mut next = job.clone();
+                next.next_attempt_ms = until_ms;
+                next.last_error = Some(reason);
+                queue.reschedule(&job, &next)
+            })
+            .await;
+            match result {
+                Ok(Err(e)) => tracing::error!(error = %e, "could not defer a push job"),
+                Err(e) => tracing::error!(error = %e, "deferring a push job was interrupted"),
+                Ok(Ok(())) => {}
+            }
         })
     }
 

@@ -5,16 +5,22 @@
 //!
 //! * [`actor`]: the worker's state and its polling loop.
 //! * [`handlers`]: how one job is sent and settled.
+//! * [`lanes`]: delivery slots per node, destination and tenant, so that a slow or dead
+//!   receiver holds only its own; [`circuit`]: each destination's circuit breaker.
 //!
 //! The HTTP side (SSRF guard, client) is behind [`PushSender`], implemented by the node.
 
 mod actor;
+pub mod circuit;
 mod handlers;
+pub mod lanes;
 
 pub use actor::{PushWorker, StopWorker};
+pub use lanes::{DestinationGauge, PushBoard, PushGauges};
 
 use a2ad_protocol::StreamResponse;
 use a2ad_storage::{JobQueue, LoggedEvent, PushConfigStore, PushJob, StoreError};
+use circuit::Reach;
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +44,26 @@ pub enum SendOutcome {
     Permanent(String),
 }
 
+/// What became of an attempt, as the worker settles it.
+enum Attempt {
+    Sent(SendOutcome),
+    /// The config was deleted: nothing to deliver any more.
+    Gone,
+    /// The config could not be read (a store or key failure): retried like a network error.
+    Unreadable(String),
+}
+
+impl Attempt {
+    /// How the attempt reached its destination, for its circuit (`None`: it never tried).
+    fn reach(&self) -> Option<Reach> {
+        match self {
+            Attempt::Sent(SendOutcome::Delivered | SendOutcome::Permanent(_)) => Some(Reach::Answered),
+            Attempt::Sent(SendOutcome::Retry { .. }) => Some(Reach::Failed),
+            Attempt::Gone | Attempt::Unreadable(_) => None,
+        }
+    }
+}
+
 /// Sends deliveries (the node's HTTP client, with its URL policy).
 pub trait PushSender: Send + Sync + 'static {
     fn send(&self, delivery: Delivery) -> BoxFuture<'static, SendOutcome>;
@@ -54,8 +80,17 @@ pub struct PushSettings {
     pub retry_base: Duration,
     /// No retry waits longer than this.
     pub retry_max: Duration,
-    /// Deliveries in flight at once.
+    /// Deliveries in flight at once, in all.
     pub concurrency: usize,
+    /// Deliveries in flight at once to one destination (`host:port`).
+    pub destination_concurrency: usize,
+    /// Deliveries in flight at once for one tenant.
+    pub tenant_concurrency: usize,
+    /// Failed deliveries in a row to one destination that open its circuit.
+    pub circuit_failures: u32,
+    /// How long an opened circuit stays open the first time (then twice as long after each
+    /// failed probe, at most `retry_max`).
+    pub circuit_open: Duration,
     /// How often the queue is polled for due jobs.
     pub poll_interval: Duration,
 }
@@ -68,7 +103,29 @@ impl Default for PushSettings {
             retry_base: Duration::from_secs(1),
             retry_max: Duration::from_secs(300),
             concurrency: 32,
+            destination_concurrency: 8,
+            tenant_concurrency: 16,
+            circuit_failures: 5,
+            circuit_open: Duration::from_secs(30),
             poll_interval: Duration::from_millis(50),
+        }
+    }
+}
+
+impl PushSettings {
+    /// The slot limits and circuit settings of delivery. A job whose destination's line
+    /// is full waits `retry_base` in the queue.
+    pub fn limits(&self) -> lanes::SlotLimits {
+        lanes::SlotLimits {
+            global: self.concurrency,
+            destination: self.destination_concurrency,
+            tenant: self.tenant_concurrency,
+            busy_wait: self.retry_base,
+            circuit: circuit::CircuitSettings {
+                failures: self.circuit_failures,
+                open_base: self.circuit_open,
+                open_max: self.retry_max.max(self.circuit_open),
+            },
         }
     }
 }

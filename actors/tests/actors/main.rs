@@ -3,6 +3,7 @@
 //! One test binary, so that the suite links once.
 
 mod push;
+mod push_isolation;
 mod recovery;
 mod streams;
 mod supervisor;

@@ -1,7 +1,7 @@
 //! Turns of one context: what they store, their order, the busy refusal, cancel, and
 //! agent failures.
 
-use crate::support::{answer, done, send, streamed, Events, Node};
+use crate::support::{answer, done, send, streamed, until, Events, Node};
 use a2ad_actors::agent::{AgentError, AgentEvent};
 use a2ad_actors::messages::CancelTask;
 use a2ad_protocol::{Artifact, ErrorCode, Part, TaskState};
@@ -64,9 +64,37 @@ async fn a_busy_context_refuses_a_second_message() {
         page_size: 10,
         cursor: None,
     };
-    assert_eq!(node.store.list_tasks(&query).unwrap().total, 1, "the refused message created no task");
     turn.end(TaskState::Completed, None);
     assert_eq!(done(first).await.unwrap().status.state, TaskState::Completed);
+    assert_eq!(node.store.list_tasks(&query).unwrap().total, 1, "the refused message created no task");
+}
+
+/// A blocking turn's new task is in no answer until the turn ends, so it is written with
+/// the turn's progress: a turn that ends at once costs one write, and one that runs on is
+/// stored (WORKING, first event logged) within the progress interval.
+#[actix::test]
+async fn a_blocking_turn_stores_its_task_with_its_progress_not_before() {
+    let mut node = Node::start();
+    let quick = node.start_turn(send("quick", "one")).await.unwrap();
+    let id = quick.task.id.clone();
+    let turn = node.turns.next().await;
+    turn.end(TaskState::Completed, Some("at once"));
+    assert_eq!(done(quick).await.unwrap().status.state, TaskState::Completed);
+    let logged: Vec<u64> = node.store.events_after(&id, 0, 10).unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(logged, [1, 2], "the first event is logged with the end");
+
+    let slow = node.start_turn(send("slow", "two")).await.unwrap();
+    let id = slow.task.id.clone();
+    let turn = node.turns.next().await;
+    let store = node.store.clone();
+    until("the running task is stored", || {
+        let stored = store.get_task(&id).unwrap();
+        async move { stored.is_some_and(|r| r.state() == TaskState::Working && r.last_event_seq == 1) }
+    })
+    .await;
+    turn.end(TaskState::Completed, None);
+    assert_eq!(done(slow).await.unwrap().status.state, TaskState::Completed);
+    assert_eq!(node.store.get_task(&id).unwrap().map(|r| r.last_event_seq), Some(2));
 }
 
 #[actix::test]

@@ -16,11 +16,13 @@ const PAGE: &str = include_str!("../../../docs/configuration.md");
 /// The config with every optional value set and every list given one entry: the
 /// compiler makes these literals name every field, so a new key cannot be left out.
 fn everything_set() -> Config {
-    let mut config = Config::default();
-    config.public_url = Some("https://a2a.example".into());
-    config.grpc_public_address = Some("a2a.example:443".into());
-    config.listen_unix = Some("/run/a2ad.sock".into());
-    config.metrics_token = Some("token".into());
+    let mut config = Config {
+        public_url: Some("https://a2a.example".into()),
+        grpc_public_address: Some("a2a.example:443".into()),
+        listen_unix: Some("/run/a2ad.sock".into()),
+        metrics_token: Some("token".into()),
+        ..Config::default()
+    };
     config.limits.rest_body_limit = Some(1);
     config.limits.grpc_message_limit = Some(1);
     config.allowed_cwds = vec!["/srv".into()];

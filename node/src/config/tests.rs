@@ -236,10 +236,29 @@ fn the_defaults_serialize_to_a_file_that_reads_back_as_the_defaults() {
 
 #[test]
 fn secrets_never_serialize() {
-    let mut config = Config::default();
-    config.metrics_token = Some("hunter2-metrics".into());
+    let mut config = Config { metrics_token: Some("hunter2-metrics".into()), ..Config::default() };
     config.card.signing_keys = vec![CardSigningKey::new("k", "hunter2-card-signing-key-0123456789").unwrap()];
     let yaml = serde_yaml_ng::to_string(&config).unwrap();
     assert!(!yaml.contains("hunter2"), "{yaml}");
     assert!(yaml.contains("<redacted>"), "{yaml}");
+}
+
+#[test]
+fn push_isolation_keys_are_read_and_bad_ones_named() {
+    let c = load_text(
+        "push-destination-concurrency: 3\npush-tenant-concurrency: 7\npush-circuit-failures: 2\npush-circuit-open: 1m\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!((c.push.destination_concurrency, c.push.tenant_concurrency, c.push.circuit_failures), (3, 7, 2));
+    assert_eq!(c.push.circuit_open, Duration::from_secs(60));
+    for (yaml, key, why) in [
+        ("push-destination-concurrency: 0\n", "push-destination-concurrency", "must be at least 1"),
+        ("push-tenant-concurrency: 0\n", "push-tenant-concurrency", "must be at least 1"),
+        ("push-circuit-failures: 0\n", "push-circuit-failures", "must be at least 1"),
+        ("push-circuit-open: 0s\n", "push-circuit-open", "must be longer than 0s"),
+    ] {
+        let e = load_text(yaml, &[]).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(why), "{yaml}: {e}");
+    }
 }

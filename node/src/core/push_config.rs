@@ -1,7 +1,8 @@
 //! The four push-config methods. A config belongs to its task's owner: another owner's
 //! task (or a missing config) is TaskNotFound. A config may be created on a task in any
-//! state; its id defaults to a new id; its URL must pass the node's webhook policy (the
-//! same check runs again before every delivery); delete is idempotent.
+//! state; its id defaults to a new id; its URL must pass the node's webhook policy, and a
+//! host name must not resolve only to forbidden addresses (both are judged again at every
+//! delivery); delete is idempotent.
 
 use super::Core;
 use crate::push::url_guard::UrlPolicy;
@@ -38,6 +39,16 @@ impl Core {
         Ok(config)
     }
 
+    /// The create-time lookup of a checked config's host name: a name that resolves only
+    /// to forbidden addresses is refused now, not dead-lettered at its first delivery
+    /// ([`UrlPolicy::check_resolved`]; the push allowlist applies as at delivery).
+    pub(super) async fn check_push_host(&self, config: &TaskPushNotificationConfig) -> Result<(), A2aError> {
+        let (_, policy) = self.push()?;
+        let url = policy.check_url(&config.url)?;
+        policy.check_resolved(&url).await?;
+        Ok(())
+    }
+
     pub async fn create_push_config(
         &self,
         owner: &Owner,
@@ -52,6 +63,7 @@ impl Core {
         self.owned_task(owner, &task_id)?;
         let mut config = self.checked_push_config(config)?;
         config.task_id = Some(task_id);
+        self.check_push_host(&config).await?;
         self.store_push_config(owner, &config).await?;
         Ok(config)
     }

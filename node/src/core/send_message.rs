@@ -56,7 +56,8 @@ impl Core {
 
 impl Core {
     /// Starts the turn. An inline push config (`configuration.taskPushNotificationConfig`)
-    /// is stored first, under the task's id (minted here for a new task), and made durable
+    /// is stored first (its host name looked up first, see [`Core::check_push_host`]),
+    /// under the task's id (minted here for a new task), and made durable
     /// before the turn starts: push configs bypass the write-ahead log (a checkpoint makes
     /// them durable), so a config stored with the turn could still be missing after a crash
     /// while the task's end, already in the log, was not, and that end would never be
@@ -72,6 +73,7 @@ impl Core {
         let task_id = start.task_id.clone().unwrap_or_else(ids::new_id);
         push.task_id = Some(task_id.clone());
         let config_id = push.id.get_or_insert_with(ids::new_id).clone();
+        self.check_push_host(&push).await?;
         self.store_push_config(owner, &push).await?;
         if start.task_id.is_none() {
             start.new_task_id = Some(task_id.clone());

@@ -8,7 +8,7 @@ pub mod url_guard;
 
 pub use settings::{PushConfig, PushQueueKind};
 
-use a2ad_actors::push::{PushHooks, PushSettings, PushWorker};
+use a2ad_actors::push::{PushBoard, PushHooks, PushSettings, PushWorker};
 use a2ad_storage::wal::Wal;
 use a2ad_storage::{
     DurableQueue, Forwarder, ForwarderSettings, JobQueue, PushConfigStore, PushQueue, RedisFailure, RedisQueue,
@@ -78,6 +78,10 @@ impl PushStack {
             retry_base: config.retry_base,
             retry_max: config.retry_max,
             concurrency: config.concurrency,
+            destination_concurrency: config.destination_concurrency,
+            tenant_concurrency: config.tenant_concurrency,
+            circuit_failures: config.circuit_failures,
+            circuit_open: config.circuit_open,
             ..PushSettings::default()
         };
         let outbox = forward.as_ref().map(|_| Arc::new(local.clone()) as Arc<dyn JobQueue>);
@@ -104,11 +108,13 @@ impl PushStack {
         }
     }
 
-    /// Starts the delivery worker.
-    pub fn start_worker(&self) -> Addr<PushWorker> {
+    /// Starts the delivery worker; its board shows its destinations to the metrics.
+    pub fn start_worker(&self) -> (Addr<PushWorker>, PushBoard) {
         let sender = Arc::new(sender::HttpSender::new(Arc::clone(&self.policy), self.timeout));
-        PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone())
-            .start()
+        let worker =
+            PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone());
+        let board = worker.board();
+        (worker.start(), board)
     }
 
     /// Starts the forwarder from the outbox to the Redis queue, with `redis-streams` (after

@@ -43,8 +43,26 @@ pub struct PushConfig {
     pub retry_base: Duration,
     #[serde(rename = "push-retry-max", deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub retry_max: Duration,
+    /// Deliveries in flight at once, in all.
     #[serde(rename = "push-concurrency")]
     pub concurrency: usize,
+    /// Deliveries in flight at once to one destination (the `host:port` of the URL).
+    #[serde(rename = "push-destination-concurrency")]
+    pub destination_concurrency: usize,
+    /// Deliveries in flight at once for one tenant.
+    #[serde(rename = "push-tenant-concurrency")]
+    pub tenant_concurrency: usize,
+    /// Failed deliveries in a row to one destination that open its circuit.
+    #[serde(rename = "push-circuit-failures")]
+    pub circuit_failures: u32,
+    /// How long an open circuit stays open at first (doubling per failed probe, at most
+    /// `push-retry-max`).
+    #[serde(
+        rename = "push-circuit-open",
+        deserialize_with = "units::duration",
+        serialize_with = "units::show_duration"
+    )]
+    pub circuit_open: Duration,
     #[serde(rename = "push-redis-url")]
     pub redis_url: Option<String>,
     #[serde(rename = "push-stream")]
@@ -78,6 +96,10 @@ impl Default for PushConfig {
             retry_base: Duration::from_secs(1),
             retry_max: Duration::from_secs(300),
             concurrency: 32,
+            destination_concurrency: 8,
+            tenant_concurrency: 16,
+            circuit_failures: 5,
+            circuit_open: Duration::from_secs(30),
             redis_url: None,
             stream: "a2ad:push".into(),
             retry_key: "a2ad:push:retry".into(),
@@ -95,8 +117,17 @@ impl PushConfig {
         if self.max_attempts == 0 {
             return Err(("push-max-attempts", "must be at least 1".into()));
         }
-        if self.concurrency == 0 {
-            return Err(("push-concurrency", "must be at least 1".into()));
+        let at_least_one = [
+            ("push-concurrency", self.concurrency),
+            ("push-destination-concurrency", self.destination_concurrency),
+            ("push-tenant-concurrency", self.tenant_concurrency),
+            ("push-circuit-failures", self.circuit_failures as usize),
+        ];
+        if let Some((key, _)) = at_least_one.iter().find(|(_, value)| *value == 0) {
+            return Err((key, "must be at least 1".into()));
+        }
+        if self.circuit_open.is_zero() {
+            return Err(("push-circuit-open", "must be longer than 0s".into()));
         }
         if self.queue == PushQueueKind::RedisStreams && self.redis_url.is_none() {
             return Err(("push-redis-url", "is required with push-queue: redis-streams".into()));

@@ -1,18 +1,24 @@
 //! The SSRF guard for webhook URLs.
 //!
-//! A push config's `url` is judged twice: by [`UrlPolicy::check_url`] when the config is
-//! stored (and again before every dispatch), and by [`GuardedResolver`] when the delivery
-//! client connects, so a name that resolves to an inside address, or is rebound to one
-//! after it was stored, still cannot be reached.
+//! A push config's `url` is judged three times: by [`UrlPolicy::check_url`] when the
+//! config is stored (and again before every dispatch); by [`UrlPolicy::check_resolved`]
+//! when it is stored, which looks the host name up and refuses a name that resolves only
+//! to forbidden addresses; and by [`GuardedResolver`] when the delivery client connects,
+//! so a name that is rebound to an inside address after it was stored still cannot be
+//! reached.
 //!
-//! * Only `http` and `https`; no userinfo; a host is required.
+//! * Only `http` and `https`; no userinfo; a host is required; at most
+//!   [`MAX_URL_BYTES`] bytes and no control character (CR, LF, TAB, NUL...: the parser
+//!   would silently drop or encode them, so the URL stored would not be the one used).
 //! * Host names: `localhost`, `*.localhost`, `localhost.localdomain` and names without a
 //!   dot are refused unless the operator allowlisted the name.
-//! * Addresses (literal in the URL, or resolved at connect time) are refused when they are
-//!   loopback, private (RFC 1918), link-local, unique-local, site-local, CGNAT, multicast,
+//! * Addresses (literal in the URL, or resolved) are refused when they are loopback,
+//!   private (RFC 1918), link-local, unique-local, site-local, CGNAT, multicast,
 //!   unspecified, broadcast, reserved (240/4) or a cloud metadata address. IPv6 forms that
-//!   carry an IPv4 address (`::ffff:a.b.c.d`, `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4
-//!   `2002::/16`) are judged as the IPv4 address they carry. Documentation ranges are fine.
+//!   carry an IPv4 address (mapped `::ffff:a.b.c.d`, SIIT `::ffff:0:a.b.c.d`, compatible
+//!   `::a.b.c.d`, NAT64 `64:ff9b::/96` and the local-use `64:ff9b:1::/48`, 6to4
+//!   `2002::/16`) are judged as the IPv4 address they carry (see `addresses`).
+//!   Documentation ranges are fine.
 //! * The operator's allowlist ([`UrlPolicy::new`]) lets trusted internal receivers
 //!   through, by CIDR / IP or by host name. A cloud metadata address (169.254.169.254,
 //!   fd00:ec2::254, 100.100.100.200) is only let through by an entry for exactly that
@@ -33,12 +39,17 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The cloud metadata endpoints (AWS/GCP/Azure/OpenStack, AWS over IPv6, Alibaba).
-const METADATA: [IpAddr; 3] = [
-    IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254)),
-    IpAddr::V6(Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254)),
-    IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
-];
+mod addresses;
+
+/// The longest webhook URL accepted, in bytes. Far below what the HTTP client would send
+/// (hyper's limit is 64 KiB), and enough for any real receiver's URL.
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// How long the create-time lookup of a webhook's host name may take.
+pub const CREATE_LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+use addresses::classify;
+pub use addresses::{AddrKind, ForbiddenAddr};
 
 /// One operator allowlist entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,71 +69,17 @@ pub struct UrlPolicy {
     allow: Vec<Allowed>,
 }
 
-/// Why an address is forbidden.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AddrKind {
-    Loopback,
-    /// RFC 1918.
-    Private,
-    LinkLocal,
-    UniqueLocal,
-    /// fec0::/10 (deprecated, still routed inside some networks).
-    SiteLocal,
-    /// 100.64.0.0/10 (RFC 6598).
-    Cgnat,
-    Multicast,
-    /// `0.0.0.0/8` or `::`.
-    Unspecified,
-    Broadcast,
-    /// 240.0.0.0/4.
-    Reserved,
-    CloudMetadata,
-}
-
-impl AddrKind {
-    /// "a loopback address", as the refusal reads.
-    pub fn describe(self) -> &'static str {
-        match self {
-            AddrKind::Loopback => "a loopback address",
-            AddrKind::Private => "a private address",
-            AddrKind::LinkLocal => "a link-local address",
-            AddrKind::UniqueLocal => "a unique-local address",
-            AddrKind::SiteLocal => "a site-local address",
-            AddrKind::Cgnat => "a carrier-grade NAT (100.64.0.0/10) address",
-            AddrKind::Multicast => "a multicast address",
-            AddrKind::Unspecified => "an unspecified address",
-            AddrKind::Broadcast => "a broadcast address",
-            AddrKind::Reserved => "a reserved address",
-            AddrKind::CloudMetadata => "a cloud metadata address",
-        }
-    }
-}
-
-/// One forbidden address and why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ForbiddenAddr {
-    pub ip: IpAddr,
-    pub kind: AddrKind,
-    /// The IPv4 address an IPv6 form carries, when that is what was judged.
-    pub carries: Option<Ipv4Addr>,
-}
-
-impl fmt::Display for ForbiddenAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} is {}", self.ip, self.kind.describe())?;
-        if let Some(v4) = self.carries {
-            write!(f, " (it carries IPv4 {v4})")?;
-        }
-        Ok(())
-    }
-}
-
 /// Why a webhook URL (or a connection to it) was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UrlRefusal {
     /// Not a URL at all.
     Unparsable(String),
+    /// Longer than [`MAX_URL_BYTES`].
+    TooLong(usize),
+    /// A control character (CR, LF, TAB, NUL, DEL, C1...) at this byte offset: the URL
+    /// parser would drop or encode it, so the URL delivered would not be the one given.
+    ControlCharacter { at: usize, ch: char },
     /// A scheme other than http or https.
     Scheme(String),
     /// `user:password@` in the URL.
@@ -144,6 +101,10 @@ impl UrlRefusal {
     pub fn reason(&self) -> String {
         match self {
             UrlRefusal::Unparsable(e) => format!("it is not a valid URL ({e})"),
+            UrlRefusal::TooLong(len) => format!("it is {len} bytes long (at most {MAX_URL_BYTES})"),
+            UrlRefusal::ControlCharacter { at, ch } => {
+                format!("it contains a control character (U+{:04X}) at byte {at}", u32::from(*ch))
+            }
             UrlRefusal::Scheme(s) => format!("scheme `{s}` is not allowed (only http and https)"),
             UrlRefusal::Userinfo => "it carries userinfo (user:password@); put credentials in `authentication`".into(),
             UrlRefusal::NoHost => "it has no host".into(),
@@ -161,6 +122,8 @@ impl UrlRefusal {
     pub fn code(&self) -> &'static str {
         match self {
             UrlRefusal::Unparsable(_) => "invalid_url",
+            UrlRefusal::TooLong(_) => "too_long",
+            UrlRefusal::ControlCharacter { .. } => "control_character",
             UrlRefusal::Scheme(_) => "scheme",
             UrlRefusal::Userinfo => "userinfo",
             UrlRefusal::NoHost => "no_host",
@@ -211,6 +174,12 @@ impl UrlPolicy {
     /// The static check: parses `url` and refuses it if its scheme, userinfo, host name or
     /// literal address is forbidden (and not allowlisted). Needs no network.
     pub fn check_url(&self, url: &str) -> Result<Url, UrlRefusal> {
+        if url.len() > MAX_URL_BYTES {
+            return Err(UrlRefusal::TooLong(url.len()));
+        }
+        if let Some((at, ch)) = url.char_indices().find(|(_, c)| c.is_control()) {
+            return Err(UrlRefusal::ControlCharacter { at, ch });
+        }
         let parsed = Url::parse(url.trim()).map_err(|e| UrlRefusal::Unparsable(e.to_string()))?;
         match parsed.scheme() {
             "http" | "https" => {}
@@ -231,6 +200,45 @@ impl UrlPolicy {
             self.check_name(host)?;
         }
         Ok(parsed)
+    }
+
+    /// The create-time check of a URL's host name, after [`UrlPolicy::check_url`]: resolves
+    /// it (within [`CREATE_LOOKUP_TIMEOUT`]) and refuses it when every address it resolves
+    /// to is forbidden, as a delivery would. A literal address needs no lookup. A name that
+    /// does not resolve now (or not in time) is accepted: DNS may be down for a moment,
+    /// and every delivery judges the name's addresses again.
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), UrlRefusal> {
+        let Some(host) = url.host_str().filter(|h| !h.starts_with('[') && h.parse::<Ipv4Addr>().is_err()) else {
+            return Ok(());
+        };
+        let lookup = tokio::net::lookup_host((host, 0));
+        let resolved: Vec<SocketAddr> = match tokio::time::timeout(CREATE_LOOKUP_TIMEOUT, lookup).await {
+            Ok(Ok(addrs)) => addrs.collect(),
+            Ok(Err(_)) | Err(_) => return Ok(()),
+        };
+        match self.split_resolved(host, resolved) {
+            (ok, refused) if ok.is_empty() && !refused.is_empty() => {
+                Err(UrlRefusal::Resolved { host: host.to_owned(), refused })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Splits the addresses `host` resolved to into the usable ones and the refused ones.
+    fn split_resolved(
+        &self,
+        host: &str,
+        addrs: impl IntoIterator<Item = SocketAddr>,
+    ) -> (Vec<SocketAddr>, Vec<ForbiddenAddr>) {
+        let (mut ok, mut refused) = (Vec::new(), Vec::new());
+        for addr in addrs {
+            match self.forbidden_addr(Some(host), addr.ip()) {
+                None => ok.push(addr),
+                Some(f) if !refused.contains(&f) => refused.push(f),
+                Some(_) => {}
+            }
+        }
+        (ok, refused)
     }
 
     /// Refuses a forbidden address unless it is allowlisted by CIDR / IP.
@@ -272,9 +280,18 @@ impl UrlPolicy {
 
     /// The address's refusal, or `None` when it may be connected to. `host` is the name it
     /// was resolved from, if any: an allowlisted name lets any address through except a
-    /// cloud metadata one.
+    /// cloud metadata one. An IPv6 form that may carry several IPv4 addresses is refused
+    /// when any of them is forbidden and not allowlisted.
     fn forbidden_addr(&self, host: Option<&str>, ip: IpAddr) -> Option<ForbiddenAddr> {
-        let (kind, carries) = classify(ip)?;
+        classify(ip)
+            .into_iter()
+            .find(|&(kind, carries)| !self.lets_through(host, ip, kind, carries))
+            .map(|(kind, carries)| ForbiddenAddr { ip, kind, carries })
+    }
+
+    /// Whether the allowlist lets a forbidden address (judged as `kind`, by the IPv4
+    /// address it `carries` if any) through, by CIDR / IP or by `host` name.
+    fn lets_through(&self, host: Option<&str>, ip: IpAddr, kind: AddrKind, carries: Option<Ipv4Addr>) -> bool {
         let candidates = [Some(ip), carries.map(IpAddr::V4)];
         let by_net = self.allow.iter().any(|a| match a {
             Allowed::Net(net) => candidates.iter().flatten().any(|c| {
@@ -282,12 +299,7 @@ impl UrlPolicy {
             }),
             _ => false,
         });
-        let by_host = kind != AddrKind::CloudMetadata && host.is_some_and(|h| self.allows_host(h));
-        if by_net || by_host {
-            None
-        } else {
-            Some(ForbiddenAddr { ip, kind, carries })
-        }
+        by_net || (kind != AddrKind::CloudMetadata && host.is_some_and(|h| self.allows_host(h)))
     }
 }
 
@@ -326,83 +338,6 @@ fn parse_entry(entry: &str) -> Result<Allowed, String> {
     Ok(if wild { Allowed::Subdomains(name) } else { Allowed::Host(name) })
 }
 
-/// The fixed rules: why `ip` is forbidden (and the IPv4 address it carries, when that is
-/// what was judged), or `None` when it is a public address.
-fn classify(ip: IpAddr) -> Option<(AddrKind, Option<Ipv4Addr>)> {
-    if METADATA.contains(&ip) {
-        return Some((AddrKind::CloudMetadata, None));
-    }
-    match ip {
-        IpAddr::V4(v4) => classify_v4(v4).map(|k| (k, None)),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = embedded_v4(v6) {
-                return classify(IpAddr::V4(v4)).map(|(k, _)| (k, Some(v4)));
-            }
-            classify_v6(v6).map(|k| (k, None))
-        }
-    }
-}
-
-fn classify_v4(v4: Ipv4Addr) -> Option<AddrKind> {
-    let o = v4.octets();
-    Some(if v4.is_broadcast() {
-        AddrKind::Broadcast
-    } else if o[0] == 0 {
-        AddrKind::Unspecified
-    } else if v4.is_loopback() {
-        AddrKind::Loopback
-    } else if v4.is_private() {
-        AddrKind::Private
-    } else if v4.is_link_local() {
-        AddrKind::LinkLocal
-    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
-        AddrKind::Cgnat
-    } else if v4.is_multicast() {
-        AddrKind::Multicast
-    } else if o[0] >= 240 {
-        AddrKind::Reserved
-    } else {
-        return None;
-    })
-}
-
-fn classify_v6(v6: Ipv6Addr) -> Option<AddrKind> {
-    let s = v6.segments();
-    Some(if v6.is_unspecified() {
-        AddrKind::Unspecified
-    } else if v6.is_loopback() {
-        AddrKind::Loopback
-    } else if v6.is_multicast() {
-        AddrKind::Multicast
-    } else if s[0] & 0xffc0 == 0xfe80 {
-        AddrKind::LinkLocal
-    } else if s[0] & 0xffc0 == 0xfec0 {
-        AddrKind::SiteLocal
-    } else if s[0] & 0xfe00 == 0xfc00 {
-        AddrKind::UniqueLocal
-    } else {
-        return None;
-    })
-}
-
-/// The IPv4 address an IPv6 form carries: mapped `::ffff:0:0/96`, compatible `::/96`
-/// (but not `::` or `::1`), NAT64 `64:ff9b::/96`, 6to4 `2002::/16`.
-fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
-    let s = v6.segments();
-    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    if let Some(v4) = v6.to_ipv4_mapped() {
-        Some(v4)
-    } else if (s[..6].iter().all(|&x| x == 0) && !v6.is_unspecified() && !v6.is_loopback())
-        || (s[0] == 0x0064 && s[1] == 0xff9b && s[2..6].iter().all(|&x| x == 0))
-    {
-        Some(low)
-    } else if s[0] == 0x2002 {
-        Some(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8))
-    } else {
-        None
-    }
-}
-
 /// A reqwest resolver that drops every forbidden address a name resolves to, so DNS
 /// rebinding cannot reach inside the network. An address is kept when it is public, when
 /// it is allowlisted by CIDR / IP, or when the name itself is allowlisted (except cloud
@@ -420,15 +355,7 @@ impl GuardedResolver {
 
     /// Splits resolved addresses into the usable ones and the refused ones.
     fn filter(&self, host: &str, addrs: impl IntoIterator<Item = SocketAddr>) -> (Vec<SocketAddr>, Vec<ForbiddenAddr>) {
-        let (mut ok, mut refused) = (Vec::new(), Vec::new());
-        for addr in addrs {
-            match self.policy.forbidden_addr(Some(host), addr.ip()) {
-                None => ok.push(addr),
-                Some(f) if !refused.contains(&f) => refused.push(f),
-                Some(_) => {}
-            }
-        }
-        (ok, refused)
+        self.policy.split_resolved(host, addrs)
     }
 }
 

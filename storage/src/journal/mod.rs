@@ -41,8 +41,8 @@ pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
 use crate::{
-    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StoreCounts, StoreError,
+    TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{HashMap, HashSet};
@@ -112,6 +112,7 @@ impl WalStore {
             report.replayed += 1;
         }
         if report.replayed > 0 {
+            store.inner.after_replay()?;
             store.checkpoint()?;
         }
         Ok((store, report))
@@ -125,16 +126,30 @@ impl WalStore {
     /// Syncs the log up to everything applied, flushes the store durably and checkpoints
     /// there. Returns the checkpoint. Blocks on `fsync`s: a blocking thread only.
     pub fn checkpoint(&self) -> Result<Lsn, StoreError> {
+        self.checkpoint_flushing(false)
+    }
+
+    /// Makes the writes that bypass the log (push configs) durable: flushes the store
+    /// even when the log has nothing new to checkpoint, which [`WalStore::checkpoint`]
+    /// skips. Blocks like it.
+    pub fn flush_unlogged(&self) -> Result<(), StoreError> {
+        self.checkpoint_flushing(true).map(drop)
+    }
+
+    fn checkpoint_flushing(&self, always: bool) -> Result<Lsn, StoreError> {
         let lsn = {
             let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
             self.wal.last_lsn()
         };
-        if lsn <= self.wal.checkpoint_lsn() {
+        let behind = lsn > self.wal.checkpoint_lsn();
+        if !behind && !always {
             return Ok(lsn);
         }
         self.wal.commit_blocking(lsn)?;
         self.inner.flush()?;
-        self.wal.checkpoint(lsn)?;
+        if behind {
+            self.wal.checkpoint(lsn)?;
+        }
         Ok(lsn)
     }
 
@@ -148,12 +163,18 @@ impl WalStore {
     /// A replayed step, applied as the live write did.
     fn apply(&self, step: Step) -> Result<(), StoreError> {
         match step {
-            Step::PutTask { record, events, jobs } => match self.apply_put(&record, &events, jobs) {
-                // The store holds a newer write of the task already (flushed after this
-                // record): nothing to redo.
-                Err(StoreError::Conflict { .. }) => Ok(()),
-                other => other.map(drop),
-            },
+            Step::PutTask { record, events, jobs, session } => {
+                match self.apply_put(&record, &events, jobs) {
+                    // The store holds a newer write of the task already (flushed after
+                    // this record): nothing to redo.
+                    Err(StoreError::Conflict { .. }) | Ok(_) => {}
+                    Err(e) => return Err(e),
+                }
+                match session {
+                    Some(step) => self.apply_session(step.as_write()),
+                    None => Ok(()),
+                }
+            }
             Step::PutSession { session, appended, history_limit } => {
                 self.inner.put_session(&session, &appended, history_limit)
             }
@@ -164,6 +185,10 @@ impl WalStore {
                 self.apply_settle(&task_id, &session, &appended, history_limit).map(drop)
             }
         }
+    }
+
+    fn apply_session(&self, write: SessionWrite<'_>) -> Result<(), StoreError> {
+        self.inner.put_session(write.session, write.appended, write.history_limit)
     }
 
     fn apply_delete(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -237,8 +262,25 @@ impl TaskStore for WalStore {
         jobs: Vec<PushJob>,
     ) -> Result<Option<TaskState>, StoreError> {
         crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
-        let payload = step::encode_put_task(record, events, &jobs)?;
+        let payload = step::encode_put_task(record, events, &jobs, None)?;
         self.logged(&payload, || self.apply_put(record, events, jobs))
+    }
+
+    /// One record for the task's step and the session: replay applies both.
+    fn put_step_with_session(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+        session: SessionWrite<'_>,
+    ) -> Result<Option<TaskState>, StoreError> {
+        crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
+        let payload = step::encode_put_task(record, events, &jobs, Some(session))?;
+        self.logged(&payload, || {
+            let previous = self.apply_put(record, events, jobs)?;
+            self.apply_session(session)?;
+            Ok(previous)
+        })
     }
 
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {

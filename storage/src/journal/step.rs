@@ -17,8 +17,9 @@
 //! | 4   | forget session   | context key JSON                                            |
 //! | 5   | settle reply     | task id, session JSON, history limit, n × message JSON      |
 //! | 6   | reserve event ids| task id, seq                                                |
+//! | 7   | end a turn       | the fields of tag 1, then those of tag 2                     |
 
-use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, StoreError, TaskRecord};
+use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, SessionWrite, StoreError, TaskRecord};
 use a2ad_protocol::Message;
 
 const VERSION: u8 = 1;
@@ -26,21 +27,59 @@ const VERSION: u8 = 1;
 /// One step, as replay decodes it (live writes encode from borrowed values instead).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Step {
-    PutTask { record: Box<TaskRecord>, events: Vec<LoggedEvent>, jobs: Vec<PushJob> },
-    PutSession { session: SessionRecord, appended: Vec<Message>, history_limit: usize },
-    DeleteTask { task_id: String },
-    ForgetSession { key: ContextKey },
-    SettleReply { task_id: String, session: SessionRecord, appended: Vec<Message>, history_limit: usize },
-    Reserve { task_id: String, seq: u64 },
+    /// A task write; with the session write of the same commit when it ends a turn.
+    PutTask {
+        record: Box<TaskRecord>,
+        events: Vec<LoggedEvent>,
+        jobs: Vec<PushJob>,
+        session: Option<SessionStep>,
+    },
+    PutSession {
+        session: SessionRecord,
+        appended: Vec<Message>,
+        history_limit: usize,
+    },
+    DeleteTask {
+        task_id: String,
+    },
+    ForgetSession {
+        key: ContextKey,
+    },
+    SettleReply {
+        task_id: String,
+        session: SessionRecord,
+        appended: Vec<Message>,
+        history_limit: usize,
+    },
+    Reserve {
+        task_id: String,
+        seq: u64,
+    },
 }
 
-/// Encodes a task write. Every job must be for one of `events` of this task.
+/// A decoded session write (the owned form of [`SessionWrite`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SessionStep {
+    pub session: SessionRecord,
+    pub appended: Vec<Message>,
+    pub history_limit: usize,
+}
+
+impl SessionStep {
+    pub(crate) fn as_write(&self) -> SessionWrite<'_> {
+        SessionWrite { session: &self.session, appended: &self.appended, history_limit: self.history_limit }
+    }
+}
+
+/// Encodes a task write, and the session write of the same commit if any. Every job must
+/// be for one of `events` of this task.
 pub(crate) fn encode_put_task(
     record: &TaskRecord,
     events: &[LoggedEvent],
     jobs: &[PushJob],
+    session: Option<SessionWrite<'_>>,
 ) -> Result<Vec<u8>, StoreError> {
-    let mut out = Writer::new(1);
+    let mut out = Writer::new(if session.is_some() { 7 } else { 1 });
     out.json(record)?;
     out.varint(events.len() as u64);
     for event in events {
@@ -57,6 +96,9 @@ pub(crate) fn encode_put_task(
         out.bytes(job.config_id.as_bytes());
         out.varint(job.next_attempt_ms.max(0) as u64);
     }
+    if let Some(write) = session {
+        out.session_fields(write)?;
+    }
     Ok(out.0)
 }
 
@@ -71,12 +113,7 @@ pub(crate) fn encode_session(
     if let Some(task_id) = settle {
         out.bytes(task_id.as_bytes());
     }
-    out.json(session)?;
-    out.varint(history_limit as u64);
-    out.varint(appended.len() as u64);
-    for message in appended {
-        out.json(message)?;
-    }
+    out.session_fields(SessionWrite { session, appended, history_limit })?;
     Ok(out.0)
 }
 
@@ -107,7 +144,8 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
         return Err(bad("unknown record version"));
     }
     let step = match r.byte()? {
-        1 => decode_put_task(&mut r)?,
+        1 => decode_put_task(&mut r, false)?,
+        7 => decode_put_task(&mut r, true)?,
         2 => {
             let (session, history_limit, appended) = decode_session(&mut r)?;
             Step::PutSession { session, appended, history_limit }
@@ -128,7 +166,7 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
     Ok(step)
 }
 
-fn decode_put_task(r: &mut Reader<'_>) -> Result<Step, StoreError> {
+fn decode_put_task(r: &mut Reader<'_>, with_session: bool) -> Result<Step, StoreError> {
     let record: TaskRecord = r.json()?;
     let mut events = Vec::new();
     for _ in 0..r.count()? {
@@ -143,7 +181,14 @@ fn decode_put_task(r: &mut Reader<'_>) -> Result<Step, StoreError> {
         let due = i64::try_from(r.varint()?).map_err(|_| bad("job due time"))?;
         jobs.push(PushJob::new(&record.task.id, &config_id, event.seq, event.json.to_string(), due));
     }
-    Ok(Step::PutTask { record: Box::new(record), events, jobs })
+    let session = match with_session {
+        true => {
+            let (session, history_limit, appended) = decode_session(r)?;
+            Some(SessionStep { session, appended, history_limit })
+        }
+        false => None,
+    };
+    Ok(Step::PutTask { record: Box::new(record), events, jobs, session })
 }
 
 fn decode_session(r: &mut Reader<'_>) -> Result<(SessionRecord, usize, Vec<Message>), StoreError> {
@@ -180,6 +225,17 @@ impl Writer {
     fn bytes(&mut self, bytes: &[u8]) {
         self.varint(bytes.len() as u64);
         self.0.extend_from_slice(bytes);
+    }
+
+    /// A session write: session JSON, history limit, n × message JSON.
+    fn session_fields(&mut self, write: SessionWrite<'_>) -> Result<(), StoreError> {
+        self.json(write.session)?;
+        self.varint(write.history_limit as u64);
+        self.varint(write.appended.len() as u64);
+        for message in write.appended {
+            self.json(message)?;
+        }
+        Ok(())
     }
 
     /// A JSON blob (length-prefixed, like any byte string).

@@ -43,6 +43,10 @@ fn write_steps(store: &WalStore) {
     store.delete_task("gone").unwrap();
     store.put_task(&record(&owner, "reply", "c4", TaskState::Completed, 4000), &[]).unwrap();
     store.settle_reply("reply", &session("c4", 1), &[message("r")], 10).unwrap();
+    let end = record(&owner, "t5", "c5", TaskState::Completed, 5000);
+    let turn = [message("q"), message("a")];
+    let write = SessionWrite { session: &session("c5", 2), appended: &turn, history_limit: 10 };
+    store.put_step_with_session(&end, &[event(1)], Vec::new(), write).unwrap();
 }
 
 fn assert_steps(store: &WalStore, queue: &PushQueue) {
@@ -56,6 +60,9 @@ fn assert_steps(store: &WalStore, queue: &PushQueue) {
     let history = store.get_session(&ContextKey::new(Owner::anonymous(), "c1"), 10).unwrap().expect("session");
     assert_eq!(history.history.len(), 2);
     assert!(store.get_session(&ContextKey::new(Owner::anonymous(), "c4"), 10).unwrap().is_some());
+    let ended = store.get_session(&ContextKey::new(Owner::anonymous(), "c5"), 10).unwrap().expect("c5");
+    assert_eq!(ended.history.len(), 2, "a turn's end writes its task and session in one record");
+    assert_eq!(store.get_task("t5").unwrap().map(|r| r.state()), Some(TaskState::Completed));
     let jobs = queue.due(i64::MAX, 10, &HashSet::new()).unwrap();
     assert_eq!(jobs.len(), 1, "the push job is back with its event");
     assert_eq!((jobs[0].event_seq, jobs[0].body.as_str()), (2, &*event(2).json));
@@ -67,7 +74,7 @@ fn assert_steps(store: &WalStore, queue: &PushQueue) {
         page_size: 10,
         cursor: None,
     };
-    assert_eq!(store.list_tasks(&query).unwrap().total, 2, "counters agree after replay");
+    assert_eq!(store.list_tasks(&query).unwrap().total, 3, "counters agree after replay");
 }
 
 #[tokio::test]
@@ -84,7 +91,7 @@ async fn a_store_that_lost_everything_is_rebuilt_from_the_log() {
     }
     // A fresh sled: as if none of sled's writes had reached the disk before the crash.
     let (store, report, queue) = open(second.path(), wal.path());
-    assert_eq!(report.replayed, 7);
+    assert_eq!(report.replayed, 8);
     assert_steps(&store, &queue);
 }
 
@@ -99,13 +106,13 @@ fn replay_over_a_store_that_has_the_writes_changes_nothing_and_a_checkpoint_ends
     }
     {
         let (store, report, queue) = open(data.path(), wal.path());
-        assert_eq!(report.replayed, 7, "the same writes, applied again");
+        assert_eq!(report.replayed, 8, "the same writes, applied again");
         assert_steps(&store, &queue);
-        assert_eq!(store.wal().checkpoint_lsn(), Lsn(7), "open checkpoints what it replayed");
+        assert_eq!(store.wal().checkpoint_lsn(), Lsn(8), "open checkpoints what it replayed");
         store.wal().close();
     }
     let (store, report, queue) = open(data.path(), wal.path());
-    assert_eq!((report.replayed, report.checkpoint), (0, 7));
+    assert_eq!((report.replayed, report.checkpoint), (0, 8));
     assert_steps(&store, &queue);
 }
 
@@ -163,13 +170,21 @@ fn a_record_that_does_not_decode_stops_the_open() {
 fn every_step_round_trips_through_its_encoding() {
     let task = record(&Owner::anonymous(), "t1", "c1", TaskState::Working, 5);
     let job = PushJob::new("t1", "cfg", 3, event(3).json.to_string(), 77);
-    let payload = step::encode_put_task(&task, &[event(3)], std::slice::from_ref(&job)).unwrap();
+    let payload = step::encode_put_task(&task, &[event(3)], std::slice::from_ref(&job), None).unwrap();
     assert_eq!(
         step::decode(&payload).unwrap(),
-        Step::PutTask { record: Box::new(task.clone()), events: vec![event(3)], jobs: vec![job] }
+        Step::PutTask { record: Box::new(task.clone()), events: vec![event(3)], jobs: vec![job], session: None }
     );
+    let turn = [message("q")];
+    let write = SessionWrite { session: &session("c1", 1), appended: &turn, history_limit: 4 };
+    let payload = step::encode_put_task(&task, &[event(3)], &[], Some(write)).unwrap();
+    let Step::PutTask { session: Some(ended), .. } = step::decode(&payload).unwrap() else {
+        panic!("a task write with its session")
+    };
+    assert_eq!((ended.appended.len(), ended.history_limit, ended.session.message_count), (1, 4, 1));
     let stray = PushJob::new("t1", "cfg", 9, String::new(), 1);
-    assert!(step::encode_put_task(&task, &[event(3)], &[stray]).is_err(), "a job must be for an event of its step");
+    let refused = step::encode_put_task(&task, &[event(3)], &[stray], None);
+    assert!(refused.is_err(), "a job must be for an event of its step");
     let payload = step::encode_session(Some("t9"), &session("c1", 1), &[message("x")], 7).unwrap();
     let Step::SettleReply { task_id, appended, history_limit, .. } = step::decode(&payload).unwrap() else {
         panic!("a settle record")

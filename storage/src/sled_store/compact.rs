@@ -32,7 +32,9 @@ pub fn compact(dir: &Path) -> Result<CompactReport, StoreError> {
         let old = SledStore::open(dir)?;
         let new_dir = dir.join(NEW_DIR);
         remove_if_present(&new_dir)?;
-        let new = sled::Config::new().path(&new_dir).mode(sled::Mode::HighThroughput).open()?;
+        let segment_size = super::segment_size_for(dir);
+        let new =
+            sled::Config::new().path(&new_dir).mode(sled::Mode::HighThroughput).segment_size(segment_size).open()?;
         copy_trees(&old.db, &new)?;
         new.flush()?;
         old.db.flush()?;

@@ -82,7 +82,7 @@ impl CounterLocks {
 /// The caller holds the owner's stripe lock.
 pub(super) fn apply_deltas(
     tree: &sled::Tree,
-    batch: &mut sled::Batch,
+    batch: &mut super::writes::Writes,
     deltas: &[(Vec<u8>, i64)],
 ) -> Result<(), StoreError> {
     for (key, delta) in deltas {
@@ -149,6 +149,14 @@ pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> 
     if tree.contains_key(marker_key())? {
         return Ok(false);
     }
+    rebuild(tree)?;
+    Ok(true)
+}
+
+/// Builds every counter from the indexes, replacing what is there: at open for a store
+/// without counters, and after a write-ahead log replay (a step applied key by key that
+/// a crash cut short may have moved a counter that its replay then moves again).
+pub(super) fn rebuild(tree: &sled::Tree) -> Result<(), StoreError> {
     let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     for entry in tree.scan_prefix([Prefix::ByTime as u8]) {
         let (key, value) = entry?;
@@ -173,5 +181,5 @@ pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> 
     }
     batch.insert(marker_key(), &[]);
     tree.apply_batch(batch)?;
-    Ok(true)
+    Ok(())
 }

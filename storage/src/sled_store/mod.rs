@@ -1,7 +1,8 @@
 //! The embedded sled store.
 //!
-//! Two trees, each written only with atomic batches (cheaper than sled transactions, and
-//! atomic all the same within one tree):
+//! Two trees, each written with atomic batches (cheaper than sled transactions, and atomic
+//! all the same within one tree), or, behind the write-ahead log, key by key in the same
+//! order (`writes.rs`: there the log record makes a step atomic):
 //!
 //! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status
@@ -37,6 +38,7 @@ mod durable;
 mod index;
 mod removal;
 mod settle;
+mod writes;
 
 pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
@@ -48,6 +50,7 @@ use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
 use std::sync::Arc;
+use writes::{Atomicity, Writes};
 
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
@@ -59,6 +62,8 @@ pub struct SledStore {
     event_retention: u64,
     /// Serializes the counter updates of one owner (see `counters.rs`).
     counter_locks: counters::CounterLocks,
+    /// Key by key behind the write-ahead log, else atomic batches (`writes.rs`).
+    atomicity: Atomicity,
 }
 
 /// sled reports a lock held by another process as an I/O error without an OS error code,
@@ -79,6 +84,24 @@ fn lock_is_held(file: &Path) -> bool {
     std::fs::File::open(file).is_ok_and(|f| f.try_lock_exclusive().is_err_and(|e| e.raw_os_error() == contended))
 }
 
+/// The size of sled's log segments, and so of its write buffers, for a new store: sled
+/// writes each full buffer with a `sync_file_range` that waits for the disk, and with its
+/// default of 512 KiB that was a wait (and, on a virtual disk, a burst of exits to the
+/// host) every few hundred requests, most of the storage path's CPU.
+const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
+
+/// The segment size a store in `dir` was created with (sled refuses to open it with
+/// another one), or [`SEGMENT_SIZE`] for a new store. sled keeps it in `conf`: `key:
+/// value` lines, then a binary checksum (so the file is not UTF-8 as a whole).
+pub(crate) fn segment_size_for(dir: &Path) -> usize {
+    let conf = std::fs::read(dir.join("conf")).unwrap_or_default();
+    String::from_utf8_lossy(&conf)
+        .lines()
+        .find_map(|line| line.strip_prefix("segment_size:"))
+        .and_then(|size| size.trim().parse().ok())
+        .unwrap_or(SEGMENT_SIZE)
+}
+
 /// How many events a task's log keeps unless configured otherwise.
 pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
@@ -87,23 +110,25 @@ impl SledStore {
     /// interrupted there. sled flushes its own buffers every second (what the admin
     /// commands, which write without a log in front, rely on).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with(dir, Some(1000))
+        Self::open_with(dir, Some(1000), Atomicity::Batch)
     }
 
     /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
     /// off, since every write is durable in the log first and the checkpointer flushes
     /// sled (with [`TaskStore::flush`]) on its own schedule; a flush per second under
-    /// load rewrote pages for every few requests.
+    /// load rewrote pages for every few requests. Its writes are applied key by key (the
+    /// log record makes each step atomic: `writes.rs`).
     pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with(dir, None)
+        Self::open_with(dir, None, Atomicity::Log)
     }
 
-    fn open_with(dir: &Path, flush_every_ms: Option<u64>) -> Result<Self, StoreError> {
+    fn open_with(dir: &Path, flush_every_ms: Option<u64>, atomicity: Atomicity) -> Result<Self, StoreError> {
         compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)
             .cache_capacity(128 * 1024 * 1024)
+            .segment_size(segment_size_for(dir))
             .flush_every_ms(flush_every_ms)
             .open()
             .map_err(|e| locked_or_engine(dir, e))?;
@@ -118,6 +143,7 @@ impl SledStore {
             dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             counter_locks: counters::CounterLocks::new(),
+            atomicity,
         })
     }
 
@@ -140,12 +166,12 @@ impl SledStore {
         session: &SessionRecord,
         appended: &[Message],
         history_limit: usize,
-    ) -> Result<sled::Batch, StoreError> {
+    ) -> Result<Writes, StoreError> {
         let context = session.key.storage_key();
         let count = session.message_count;
         let first_new = count.saturating_sub(appended.len() as u64);
         let limit = history_limit as u64;
-        let mut batch = sled::Batch::default();
+        let mut batch = Writes::default();
         batch.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(session).map_err(corrupt)?);
         for (seq, message) in (first_new..).zip(appended) {
             batch.insert(index::message_key(&context, seq), serde_json::to_vec(message).map_err(corrupt)?);
@@ -194,8 +220,9 @@ impl TaskStore for SledStore {
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
-        let mut batch = sled::Batch::default();
-        batch.insert(index::key(Prefix::Task, id), value);
+        // The record goes last: key by key (behind the log), a step a crash cut short
+        // still has the old record, whose stamp names the index keys its replay replaces.
+        let mut batch = Writes::default();
         if old != Some(stamp) {
             if let Some(old) = old {
                 batch.remove(index::time_key(record, old.millis));
@@ -219,9 +246,17 @@ impl TaskStore for SledStore {
         if counting.is_some() {
             counters::apply_deltas(&self.tasks, &mut batch, &counters::on_write(record, old, stamp))?;
         }
-        self.tasks.apply_batch(batch)?;
+        batch.insert(index::key(Prefix::Task, id), value);
+        batch.apply(&self.tasks, self.atomicity)?;
         drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
+    }
+
+    fn after_replay(&self) -> Result<(), StoreError> {
+        match self.atomicity {
+            Atomicity::Log => counters::rebuild(&self.tasks),
+            Atomicity::Batch => Ok(()),
+        }
     }
 
     fn events_after(&self, task_id: &str, after: u64, limit: usize) -> Result<Vec<LoggedEvent>, StoreError> {
@@ -305,7 +340,7 @@ impl TaskStore for SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        self.sessions.apply_batch(self.session_batch(session, appended, history_limit)?)?;
+        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
         Ok(())
     }
 

@@ -246,3 +246,92 @@ async fn client_connects_only_where_the_policy_allows() {
     let refusal = refusal_of(&err).expect("the refusal is in the source chain");
     assert_eq!(refusal.code(), "resolves_to_forbidden_address");
 }
+
+#[test]
+fn ipv4_carried_by_siit_and_nat64_forms_is_judged() {
+    let p = UrlPolicy::default();
+    let cases = [
+        // SIIT (IPv4-translated, ::ffff:0:0:0/96).
+        ("http://[::ffff:0:7f00:1]/", "::ffff:0:7f00:1 is a loopback address (it carries IPv4 127.0.0.1)"),
+        ("http://[::ffff:0:a9fe:a9fe]/", "is a cloud metadata address (it carries IPv4 169.254.169.254)"),
+        // Well-known NAT64 (64:ff9b::/96).
+        ("http://[64:ff9b::a00:1]/", "64:ff9b::a00:1 is a private address (it carries IPv4 10.0.0.1)"),
+        // Local-use NAT64 (64:ff9b:1::/48): the /96 layout ...
+        ("http://[64:ff9b:1::a00:1]/", "64:ff9b:1::a00:1 is a private address (it carries IPv4 10.0.0.1)"),
+        ("http://[64:ff9b:1:abcd::c0a8:101]/", "is a private address (it carries IPv4 192.168.1.1)"),
+        // ... and the /48 layout (127.0.0.1 in bits 48-63 and 72-87).
+        ("http://[64:ff9b:1:7f00:0:100::]/", "is a loopback address (it carries IPv4 127.0.0.1)"),
+        // The /64 layout (bits 72-103).
+        ("http://[64:ff9b:1:0:a9:fea9:fe00:0]/", "is a cloud metadata address (it carries IPv4 169.254.169.254)"),
+    ];
+    for (url, why) in cases {
+        let msg = refused(&p, url);
+        assert!(msg.contains(why), "{url}: expected {why:?} in {msg:?}");
+    }
+    for public in [
+        "http://[::ffff:0:5db8:d822]/",
+        "http://[64:ff9b::5db8:d822]/",
+        "http://[64:ff9b:1::5db8:d822]/",
+        "http://[64:ff9b:1:5db8:d8:2200::]/",
+        "http://[64:ff9b:1:100:0:100::]/",
+    ] {
+        p.check_url(public).unwrap_or_else(|e| panic!("{public}: {e}"));
+    }
+    // An allowlisted translator prefix lets its addresses through.
+    policy(&["64:ff9b:1::/48"]).check_url("http://[64:ff9b:1::a00:1]/").unwrap();
+    // Each IPv4 address a local-use form may carry must be allowed: here the /48 layout
+    // reads 127.0.10.0 (allowlisted) and the /64 layout 10.0.0.0 (not).
+    let loopback = policy(&["127.0.0.0/8"]);
+    loopback.check_url("http://[64:ff9b:1:7f00:0:100::]/").unwrap();
+    let msg = refused(&loopback, "http://[64:ff9b:1:7f00:a:0::]/");
+    assert!(msg.ends_with("is a private address (it carries IPv4 10.0.0.0)"), "{msg}");
+}
+
+#[test]
+fn control_characters_and_overlong_urls_are_refused() {
+    let p = UrlPolicy::default();
+    let cases = [
+        ("http://example.com/a\r\nX-Evil: 1", "push URL refused: it contains a control character (U+000D) at byte 20"),
+        ("http://example.com/a\nb", "push URL refused: it contains a control character (U+000A) at byte 20"),
+        ("http://exa\tmple.com/", "push URL refused: it contains a control character (U+0009) at byte 10"),
+        ("http://example.com/\u{0}", "push URL refused: it contains a control character (U+0000) at byte 19"),
+        ("http://example.com/\u{7f}", "push URL refused: it contains a control character (U+007F) at byte 19"),
+        ("http://example.com/\u{85}", "push URL refused: it contains a control character (U+0085) at byte 19"),
+        ("\nhttp://example.com/", "push URL refused: it contains a control character (U+000A) at byte 0"),
+    ];
+    for (url, expected) in cases {
+        assert_eq!(refused(&p, url), expected, "{url:?}");
+    }
+    let prefix = "https://example.com/";
+    let longest = format!("{prefix}{}", "a".repeat(MAX_URL_BYTES - prefix.len()));
+    p.check_url(&longest).expect("exactly the limit is accepted");
+    let over = format!("{longest}b");
+    assert_eq!(refused(&p, &over), "push URL refused: it is 2049 bytes long (at most 2048)");
+    let err: A2aError = p.check_url(&over).unwrap_err().into();
+    assert_eq!(err.metadata.get("refusal").map(String::as_str), Some("too_long"));
+    let err: A2aError = p.check_url("http://example.com/\r").unwrap_err().into();
+    assert_eq!(err.metadata.get("refusal").map(String::as_str), Some("control_character"));
+}
+
+#[tokio::test]
+async fn a_name_that_resolves_only_to_forbidden_addresses_is_refused_at_create_time() {
+    // `localhost` stands in for any name that resolves to inside addresses (the name
+    // rules, which `check_url` applies first, would refuse this one by name).
+    let url = Url::parse("http://localhost:8080/hook").unwrap();
+    let refusal = UrlPolicy::default().check_resolved(&url).await.unwrap_err();
+    assert_eq!(refusal.code(), "resolves_to_forbidden_address");
+    assert!(
+        refusal.to_string().starts_with("push URL refused: `localhost` resolves only to forbidden addresses: "),
+        "{refusal}"
+    );
+    assert!(refusal.to_string().contains("127.0.0.1 is a loopback address"), "{refusal}");
+    // The allowlist applies as it does at delivery: by CIDR (here only 127.0.0.1 is
+    // allowed, so the name has one usable address) or by name.
+    policy(&["127.0.0.1/32"]).check_resolved(&url).await.unwrap();
+    policy(&["localhost"]).check_resolved(&url).await.unwrap();
+    // Literal addresses need no lookup; a name that does not resolve is left to delivery.
+    let literal = Url::parse("http://93.184.216.34/").unwrap();
+    UrlPolicy::default().check_resolved(&literal).await.unwrap();
+    let unresolvable = Url::parse("http://no-such-host.invalid/").unwrap();
+    UrlPolicy::default().check_resolved(&unresolvable).await.unwrap();
+}

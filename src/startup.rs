@@ -7,7 +7,7 @@ use crate::agents::build_registry;
 use crate::agents::process_groups::ProcessGroups;
 use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
-use crate::config::{Config, PushQueueKind};
+use crate::config::Config;
 use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
 use crate::http::body::BodyPace;
@@ -26,7 +26,7 @@ use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
 use a2ad_storage::wal::WalOptions;
 use a2ad_storage::{
-    Checkpointer, DurableQueue, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
+    Checkpointer, Forwarder, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
 };
 use actix::prelude::*;
 use actix_web::{dev::Server, web, App, HttpServer};
@@ -93,6 +93,9 @@ pub struct NodeCore {
     checkpointer: Option<Arc<Checkpointer>>,
     recovered: usize,
     push_worker: Option<Addr<PushWorker>>,
+    /// Moves durable outbox jobs into the Redis push queue (`redis-streams` only);
+    /// stopped, after a last pass, at close.
+    forwarder: Option<Forwarder>,
     shutdown_grace: Duration,
     workers: usize,
     /// Stops the background work (retention) when shutdown begins.
@@ -281,10 +284,9 @@ impl NodeCore {
             let queue = MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(&metrics)).map_err(store_error)?;
             push.hooks.queue = Arc::new(queue);
         }
-        let journal = open_journal(config, sled, push.as_ref()).map_err(store_error)?;
-        if let Some(push) = push.as_mut().filter(|_| config.push.queue == PushQueueKind::LocalFile) {
-            let queue = DurableQueue::new(Arc::clone(&push.hooks.queue), journal.wal().clone());
-            push.hooks.queue = Arc::new(queue);
+        let journal = open_journal(config, sled, push.as_ref().map(PushStack::local_queue)).map_err(store_error)?;
+        if let Some(push) = push.as_mut() {
+            push.behind_log(journal.wal());
         }
         let store: Arc<dyn TaskStore> =
             Arc::new(MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(&metrics)).map_err(store_error)?);
@@ -312,6 +314,7 @@ impl NodeCore {
         if let Some(board) = push_board {
             metrics.watch_push(board);
         }
+        let forwarder = push.as_ref().map(PushStack::start_forwarder).transpose().map_err(store_error)?.flatten();
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
         let core = Arc::new(Core::new(CoreParts {
             rt,
@@ -334,6 +337,7 @@ impl NodeCore {
             checkpointer: Some(Arc::new(checkpointer)),
             recovered,
             push_worker,
+            forwarder,
             shutdown_grace,
             workers,
             stop_background,
@@ -368,6 +372,9 @@ impl NodeCore {
         self.process_groups.close().await;
         if let Err(e) = self.commit.commit().await {
             tracing::error!(error = %e, "final flush failed");
+        }
+        if let Some(forwarder) = self.forwarder.take() {
+            let _ = actix_web::rt::task::spawn_blocking(move || forwarder.stop()).await;
         }
         if let Some(checkpointer) = self.checkpointer.take() {
             let _ = actix_web::rt::task::spawn_blocking(move || checkpointer.stop()).await;
@@ -538,12 +545,9 @@ impl Application {
 }
 
 /// Opens the write-ahead log in the data dir in front of `sled` and replays its tail
-/// (with the local push queue, when push uses it, so jobs come back with their events).
-fn open_journal(config: &Config, sled: SledStore, push: Option<&PushStack>) -> Result<Arc<WalStore>, StoreError> {
-    let local_queue = match push.is_some() && config.push.queue == PushQueueKind::LocalFile {
-        true => Some(PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?)),
-        false => None,
-    };
+/// (with push, into the local queue a step's jobs go to, so jobs come back with their
+/// events).
+fn open_journal(config: &Config, sled: SledStore, local_queue: Option<PushQueue>) -> Result<Arc<WalStore>, StoreError> {
     let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
     let dir = config.data_dir.join(WAL_DIR);
     let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;

@@ -55,10 +55,10 @@ pub struct Runtime {
 
 impl Runtime {
     /// Stores a task with its new events and their push deliveries as one step
-    /// ([`TaskStore::put_step`]): behind the write-ahead log with the local push queue,
-    /// one log record, so no crash separates an event from its push job. Jobs the store
-    /// does not take (another queue) are queued right after. Everything precedes the
-    /// group commit that makes it durable.
+    /// ([`TaskStore::put_step`]): one log record, with the jobs going into the node's
+    /// local queue (the local-file queue, or the outbox the forwarder empties into Redis
+    /// Streams), so no crash separates an event from its push job and no job leaves the
+    /// node before the group commit made its step durable.
     pub fn persist(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
         self.persist_step(record, events, None)
     }
@@ -75,13 +75,10 @@ impl Runtime {
             Some(push) => push.jobs_for(&record.task.id, events, chrono::Utc::now().timestamp_millis())?,
             None => Vec::new(),
         };
-        let outcome = match session {
+        match session {
             Some(session) => self.store.put_step_with_session(record, events, jobs, session)?,
             None => self.store.put_step(record, events, jobs)?,
         };
-        if let (Some(push), false) = (&self.push, outcome.untaken.is_empty()) {
-            push.queue.enqueue(&outcome.untaken)?;
-        }
         Ok(())
     }
 

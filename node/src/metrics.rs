@@ -217,6 +217,10 @@ impl Metrics {
         }
         let depth = gauges.push_queue_depth.unwrap_or(0);
         gauge(&mut out, "a2ad_push_queue_depth", "Push jobs waiting (pending and retries).", depth);
+        if let Some(outbox) = gauges.push_outbox_depth {
+            let help = "Push jobs in the local outbox, not yet moved to the Redis queue.";
+            gauge(&mut out, "a2ad_push_outbox_depth", help, outbox);
+        }
         header(&mut out, "a2ad_push_retries_total", "counter", "Push deliveries rescheduled after a failure.");
         let _ = writeln!(out, "a2ad_push_retries_total {}", self.push_retries.load(Ordering::Relaxed));
         let dead = self.push_dead.load(Ordering::Relaxed);
@@ -292,6 +296,8 @@ pub struct Gauges {
     pub live_contexts: usize,
     pub running_turns: usize,
     pub push_queue_depth: Option<usize>,
+    /// With the Redis queue only (see [`a2ad_storage::Forwarder`]).
+    pub push_outbox_depth: Option<usize>,
     pub store_size_bytes: Option<u64>,
     /// PBKDF2 verifications run ([`crate::auth::Authenticator::password_checks_run`]).
     pub password_checks: u64,
@@ -374,10 +380,10 @@ impl TaskStore for MeteredStore {
         record: &TaskRecord,
         events: &[LoggedEvent],
         jobs: Vec<a2ad_storage::PushJob>,
-    ) -> Result<a2ad_storage::StepOutcome, StoreError> {
-        let outcome = self.inner.put_step(record, events, jobs)?;
-        self.metrics.move_task(outcome.previous, record.task.status.state);
-        Ok(outcome)
+    ) -> Result<Option<TaskState>, StoreError> {
+        let before = self.inner.put_step(record, events, jobs)?;
+        self.metrics.move_task(before, record.task.status.state);
+        Ok(before)
     }
     fn put_step_with_session(
         &self,
@@ -385,10 +391,10 @@ impl TaskStore for MeteredStore {
         events: &[LoggedEvent],
         jobs: Vec<a2ad_storage::PushJob>,
         session: a2ad_storage::SessionWrite<'_>,
-    ) -> Result<a2ad_storage::StepOutcome, StoreError> {
-        let outcome = self.inner.put_step_with_session(record, events, jobs, session)?;
-        self.metrics.move_task(outcome.previous, record.task.status.state);
-        Ok(outcome)
+    ) -> Result<Option<TaskState>, StoreError> {
+        let before = self.inner.put_step_with_session(record, events, jobs, session)?;
+        self.metrics.move_task(before, record.task.status.state);
+        Ok(before)
     }
     fn events_after(
         &self,
@@ -465,9 +471,16 @@ pub struct MeteredQueue {
 }
 
 impl MeteredQueue {
-    /// Wraps `inner`, seeding the dead-letter count from it (once).
+    /// Wraps `inner`, seeding the dead-letter count from it (once). A Redis queue that
+    /// cannot be reached now leaves the count at 0 (the node starts during an outage).
     pub fn new(inner: Arc<dyn JobQueue>, metrics: Arc<Metrics>) -> Result<Self, StoreError> {
-        metrics.push_dead.store(inner.dead()?.len() as i64, Ordering::Relaxed);
+        match inner.dead() {
+            Ok(dead) => metrics.push_dead.store(dead.len() as i64, Ordering::Relaxed),
+            Err(e @ StoreError::Redis { .. }) => {
+                tracing::warn!(error = %e, "cannot count the dead push jobs yet; the gauge starts at 0");
+            }
+            Err(e) => return Err(e),
+        }
         Ok(MeteredQueue { inner, metrics })
     }
 }

@@ -34,6 +34,10 @@ pub enum StoreError {
     /// Transient: the log retries, and commits succeed again once the disk heals.
     #[error("the store cannot make writes durable: {0}")]
     Unavailable(String),
+    /// Push jobs offered to a store that holds no push queue (a wiring bug: push is on but
+    /// the store was opened without its queue). Refused, never dropped.
+    #[error("{0} push job(s) for a store without a push queue")]
+    NoPushQueue(usize),
 }
 
 impl From<crate::wal::WalError> for StoreError {

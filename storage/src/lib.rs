@@ -34,7 +34,7 @@ pub use model::{
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
 pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
-pub use push_queue_redis::{redact_url, RedisQueue, RedisQueueOptions};
+pub use push_queue_redis::{redact_url, Forwarder, ForwarderSettings, RedisQueue, RedisQueueOptions, PUSH_OUTBOX_TREE};
 pub use sled_store::{compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_EVENT_RETENTION};
 
 use a2ad_protocol::{Message, TaskState};
@@ -53,18 +53,20 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// One step of a task: [`TaskStore::put_task`] plus the push `jobs` its `events`
     /// caused (each job is for one of `events`, of this task). A store that holds the
-    /// node's push queue queues them in the SAME durable write, so that no crash can keep
-    /// an event and lose its push job, and returns [`StepOutcome::untaken`] empty. Any
-    /// other store (the default: an in-memory store needs nothing more) stores the task
-    /// and hands every job back in `untaken`, for the caller to enqueue itself.
+    /// node's local push queue (the local-file queue, or the outbox in front of Redis
+    /// Streams: [`Forwarder`]) queues them in the SAME write, so that the commit that makes
+    /// the event durable makes its jobs durable, and no crash keeps an event and loses its
+    /// push job. This is the only way a job enters a node's queues. A store without a
+    /// queue (the default) refuses jobs with [`StoreError::NoPushQueue`] rather than drop
+    /// them.
     fn put_step(
         &self,
         record: &TaskRecord,
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
-    ) -> Result<StepOutcome, StoreError> {
-        let previous = self.put_task(record, events)?;
-        Ok(StepOutcome { previous, untaken: jobs })
+    ) -> Result<Option<TaskState>, StoreError> {
+        refuse_jobs_without_queue(false, &jobs)?;
+        self.put_task(record, events)
     }
 
     /// The step that ends a turn: [`TaskStore::put_step`] and the context's session
@@ -77,10 +79,10 @@ pub trait TaskStore: Send + Sync + 'static {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
         session: SessionWrite<'_>,
-    ) -> Result<StepOutcome, StoreError> {
-        let outcome = self.put_step(record, events, jobs)?;
+    ) -> Result<Option<TaskState>, StoreError> {
+        let previous = self.put_step(record, events, jobs)?;
         self.put_session(session.session, session.appended, session.history_limit)?;
-        Ok(outcome)
+        Ok(previous)
     }
 
     /// A task's logged events with a sequence number above `after`, oldest first, at most
@@ -179,6 +181,15 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> Result<Option<TaskRecord>, StoreError>;
 }
 
+/// [`StoreError::NoPushQueue`] when a store without a push queue (`has_queue` false) is
+/// offered jobs: refused, never dropped.
+pub(crate) fn refuse_jobs_without_queue(has_queue: bool, jobs: &[PushJob]) -> Result<(), StoreError> {
+    match has_queue || jobs.is_empty() {
+        true => Ok(()),
+        false => Err(StoreError::NoPushQueue(jobs.len())),
+    }
+}
+
 /// A session write, as [`TaskStore::put_session`] takes it: the session's metadata, the
 /// messages appended since the last write, and how many messages the stored history keeps.
 #[derive(Debug, Clone, Copy)]
@@ -186,15 +197,6 @@ pub struct SessionWrite<'a> {
     pub session: &'a SessionRecord,
     pub appended: &'a [Message],
     pub history_limit: usize,
-}
-
-/// What [`TaskStore::put_step`] did.
-#[derive(Debug, Default)]
-pub struct StepOutcome {
-    /// The state the task had before (`None` for a new task), as `put_task` returns it.
-    pub previous: Option<TaskState>,
-    /// The jobs the store did not queue with the write; the caller enqueues them.
-    pub untaken: Vec<PushJob>,
 }
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id

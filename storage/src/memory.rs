@@ -6,11 +6,12 @@
 //! embedded where nothing needs to outlive the process). One mutex guards all of it:
 //! every method is one short critical section, which is also what makes
 //! [`TaskStore::settle_reply`] atomic. [`TaskStore::flush`] has nothing to do, so a
-//! [`crate::GroupCommit`] over this store resolves at once.
+//! [`crate::GroupCommit`] over this store resolves at once. With push, the store is given
+//! the queue a step's jobs go into ([`MemoryStore::with_push_queue`]).
 
 use crate::{
-    ContextKey, Cursor, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery,
-    TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
+    ContextKey, Cursor, JobQueue, LoggedEvent, PushJob, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry,
+    TaskPage, TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{BTreeMap, HashMap};
@@ -20,6 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct MemoryStore {
     state: Mutex<State>,
     event_retention: u64,
+    /// Where a step's push jobs go ([`TaskStore::put_step`]), when push is on.
+    push_queue: Option<Arc<dyn JobQueue>>,
 }
 
 #[derive(Default)]
@@ -47,7 +50,14 @@ impl Default for MemoryStore {
 impl MemoryStore {
     /// An empty store keeping [`DEFAULT_EVENT_RETENTION`] events per task.
     pub fn new() -> Self {
-        MemoryStore { state: Mutex::default(), event_retention: DEFAULT_EVENT_RETENTION as u64 }
+        MemoryStore { state: Mutex::default(), event_retention: DEFAULT_EVENT_RETENTION as u64, push_queue: None }
+    }
+
+    /// Queues every step's push jobs in `queue`, right after the step is stored (nothing
+    /// here survives a crash, so there is no crash to separate them).
+    pub fn with_push_queue(mut self, queue: Arc<dyn JobQueue>) -> Self {
+        self.push_queue = Some(queue);
+        self
     }
 
     /// Keeps the last `events` events of each task (at least 1).
@@ -113,6 +123,20 @@ impl TaskStore for MemoryStore {
             }
         }
         Ok(old)
+    }
+
+    fn put_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+    ) -> Result<Option<TaskState>, StoreError> {
+        crate::refuse_jobs_without_queue(self.push_queue.is_some(), &jobs)?;
+        let previous = self.put_task(record, events)?;
+        if let (Some(queue), false) = (&self.push_queue, jobs.is_empty()) {
+            queue.enqueue(&jobs)?;
+        }
+        Ok(previous)
     }
 
     fn events_after(

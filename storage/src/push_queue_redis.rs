@@ -18,7 +18,11 @@
 //! settlement writes. A job whose worker dies stays in the group's pending list and is
 //! delivered again once the lease expires: at least once, like the sled queue; receivers
 //! deduplicate on the job's event id.
+//!
+//! A node does not XADD a step's jobs itself: they go into its local outbox with the
+//! step, and the [`Forwarder`] moves them here once they are durable (`forwarder.rs`).
 
+pub use forwarder::{Forwarder, ForwarderSettings, PUSH_OUTBOX_TREE};
 pub use options::{redact_url, RedisQueueOptions};
 
 use crate::{DeadJob, JobQueue, PushJob, RedisFailure, StoreError};
@@ -94,14 +98,17 @@ impl fmt::Debug for RedisQueue {
 }
 
 impl RedisQueue {
-    /// Connects, and creates the stream and the consumer group if they do not exist. An
-    /// unreachable Redis is an error naming the URL (without its password).
-    pub fn connect(options: RedisQueueOptions) -> Result<Self, StoreError> {
+    /// The queue on the server at `options.url`, not connected yet: the first command
+    /// connects (and every reconnection creates the stream and the consumer group again
+    /// if they are gone, as after a Redis restart that kept no data). Only a URL that is
+    /// not a Redis URL fails here. A node opens its queue so, and starts while Redis is
+    /// down: its pushes wait in the outbox ([`Forwarder`]).
+    pub fn open(options: RedisQueueOptions) -> Result<Self, StoreError> {
         let shown_url = redact_url(&options.url);
         let client = redis::Client::open(options.url.as_str())
             .map_err(|e| failure(RedisFailure::InvalidUrl, format!("invalid Redis URL {shown_url}: {e}"), None))?;
         let password = client.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
-        let queue = RedisQueue {
+        Ok(RedisQueue {
             options,
             client,
             conn: Mutex::new(None),
@@ -109,22 +116,37 @@ impl RedisQueue {
             password,
             move_due_retries: redis::Script::new(MOVE_DUE_RETRIES),
             revive: redis::Script::new(REVIVE),
-        };
-        queue.with_conn("create the consumer group", |conn, q| Ok(q.create_group(conn)?))?;
+        })
+    }
+
+    /// [`RedisQueue::open`], then connects (creating the stream and the consumer group if
+    /// they do not exist). An unreachable Redis is an error naming the URL (without its
+    /// password).
+    pub fn connect(options: RedisQueueOptions) -> Result<Self, StoreError> {
+        let queue = RedisQueue::open(options)?;
+        queue.reach()?;
         Ok(queue)
+    }
+
+    /// Connects now unless connected (creating the stream and the group if need be).
+    pub fn reach(&self) -> Result<(), StoreError> {
+        self.with_conn("connect", |_, _| Ok(()))
     }
 
     pub fn options(&self) -> &RedisQueueOptions {
         &self.options
     }
 
-    /// XGROUP CREATE ... $ MKSTREAM; an existing group is fine.
+    /// XGROUP CREATE ... 0 MKSTREAM; an existing group is fine. From the stream's start,
+    /// not `$`: settled entries are deleted, so whatever the stream holds is a job not yet
+    /// delivered, and a group recreated after it was lost (a FLUSHALL, a Redis that kept
+    /// the stream but not the group) must still deliver the jobs forwarded meanwhile.
     fn create_group(&self, conn: &mut Connection) -> Result<(), RedisError> {
         let created: Result<(), RedisError> = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(&self.options.stream)
             .arg(&self.options.group)
-            .arg("$")
+            .arg("0")
             .arg("MKSTREAM")
             .query(conn);
         match created {
@@ -133,13 +155,17 @@ impl RedisQueue {
         }
     }
 
+    /// A new connection, with the stream and the consumer group made sure of.
     fn open_connection(&self) -> Result<Connection, StoreError> {
-        let conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
+        let mut conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
             self.redis_failure(&format!("cannot connect to Redis at {} (push queue)", self.shown_url), &e)
         })?;
         conn.set_read_timeout(Some(IO_TIMEOUT))
             .and_then(|()| conn.set_write_timeout(Some(IO_TIMEOUT)))
             .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
+        self.create_group(&mut conn).map_err(|e| {
+            self.redis_failure(&format!("Redis at {}: cannot create the consumer group", self.shown_url), &e)
+        })?;
         Ok(conn)
     }
 
@@ -523,6 +549,7 @@ fn failure(kind: RedisFailure, message: String, password: Option<&str>) -> Store
     StoreError::Redis { kind, message }
 }
 
+mod forwarder;
 mod options;
 mod reply;
 #[cfg(test)]

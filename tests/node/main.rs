@@ -37,6 +37,7 @@ mod push;
 mod push_isolation;
 mod receiver;
 mod redis;
+mod redis_outage;
 mod redis_transport;
 mod reply_only;
 mod retention;

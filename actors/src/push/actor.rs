@@ -5,6 +5,7 @@ use super::{Attempt, PushSender, PushSettings};
 use a2ad_storage::{JobQueue, PushConfigStore, PushJob};
 use actix::prelude::*;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// Delivers push jobs. One per node; the queue is durable, so the worker itself keeps only
@@ -54,7 +55,7 @@ impl PushWorker {
             act.polling = false;
             match result {
                 Ok(Ok(jobs)) => jobs.into_iter().for_each(|job| act.route(job, ctx)),
-                Ok(Err(e)) => tracing::error!(error = %e, "could not read the push queue"),
+                Ok(Err(e)) => log_poll_failure(&e),
                 Err(e) => tracing::error!(error = %e, "push queue poll was interrupted"),
             }
         }));
@@ -146,6 +147,22 @@ impl Handler<StopWorker> for PushWorker {
         ctx.stop();
     }
 }
+
+/// A queue that cannot be read (a Redis outage) fails every poll: logged as an error at
+/// most every [`POLL_FAILURE_LOG_EVERY_MS`] (per process), the repeats at debug level.
+fn log_poll_failure(e: &a2ad_storage::StoreError) {
+    static LAST_LOGGED_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+    let now = now_ms();
+    let last = LAST_LOGGED_MS.load(Ordering::Relaxed);
+    let due = now.saturating_sub(last) >= POLL_FAILURE_LOG_EVERY_MS;
+    if due && LAST_LOGGED_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        tracing::error!(error = %e, "could not read the push queue (while it fails, logged every 30 s)");
+    } else {
+        tracing::debug!(error = %e, "could not read the push queue");
+    }
+}
+
+const POLL_FAILURE_LOG_EVERY_MS: i64 = 30_000;
 
 /// Milliseconds since the epoch.
 pub(super) fn now_ms() -> i64 {

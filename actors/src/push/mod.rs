@@ -130,11 +130,16 @@ impl PushSettings {
     }
 }
 
-/// What the context actors need to turn events into jobs.
+/// What the context actors need to turn events into jobs (the store takes the jobs into
+/// its step), and where those jobs wait, for the gauges.
 #[derive(Clone)]
 pub struct PushHooks {
     pub configs: PushConfigStore,
+    /// The queue the worker delivers from.
     pub queue: Arc<dyn JobQueue>,
+    /// With a shared (Redis) queue: the local outbox a step's jobs wait in until the
+    /// forwarder moved them to `queue`.
+    pub outbox: Option<Arc<dyn JobQueue>>,
     /// Only terminal and interrupted states are delivered.
     pub terminal_only: bool,
 }

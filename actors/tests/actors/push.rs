@@ -37,7 +37,12 @@ fn push_node(
     let db = sled::Config::new().temporary(true).open().unwrap();
     let configs = PushConfigStore::new(db.open_tree("push-configs").unwrap(), SecretKey::generate().unwrap());
     let queue = Arc::new(PushQueue::new(db.open_tree("push-queue").unwrap()));
-    let hooks = PushHooks { configs: configs.clone(), queue: Arc::clone(&queue) as Arc<dyn JobQueue>, terminal_only };
+    let hooks = PushHooks {
+        configs: configs.clone(),
+        queue: Arc::clone(&queue) as Arc<dyn JobQueue>,
+        outbox: None,
+        terminal_only,
+    };
     let node = Node::with(settings(), Some(hooks), false);
     let (seen, deliveries) = mpsc::unbounded_channel();
     let receiver = Arc::new(Receiver { outcomes: Mutex::new(outcomes.into()), seen });

@@ -161,7 +161,11 @@ impl Node {
     /// A node with `settings`, push hooks and an agent that may answer Message-only.
     /// Must run inside an actix system.
     pub fn with(settings: RuntimeSettings, push: Option<PushHooks>, may_reply_only: bool) -> Node {
-        let store = Arc::new(MemoryStore::new());
+        let store = match &push {
+            Some(push) => MemoryStore::new().with_push_queue(Arc::clone(&push.queue)),
+            None => MemoryStore::new(),
+        };
+        let store = Arc::new(store);
         let (agent, turns) = ScriptedAgent::new(may_reply_only);
         let mut agents = AgentRegistry::default();
         agents.register("chat", Arc::new(agent));

@@ -1,5 +1,6 @@
 //! Push notifications on the node's side: the SSRF guard for webhook URLs, the HTTP
-//! sender, and starting the push stack (config store, queue, worker) from the config.
+//! sender, and starting the push stack (config store, queues, worker, and with
+//! `redis-streams` the outbox forwarder) from the config.
 
 pub mod sender;
 mod settings;
@@ -8,8 +9,10 @@ pub mod url_guard;
 pub use settings::{PushConfig, PushQueueKind};
 
 use a2ad_actors::push::{PushBoard, PushHooks, PushSettings, PushWorker};
+use a2ad_storage::wal::Wal;
 use a2ad_storage::{
-    JobQueue, PushConfigStore, PushQueue, RedisQueue, RedisQueueOptions, SecretKey, SledStore, StoreError,
+    DurableQueue, Forwarder, ForwarderSettings, JobQueue, PushConfigStore, PushQueue, RedisFailure, RedisQueue,
+    RedisQueueOptions, SecretKey, SledStore, StoreError, PUSH_OUTBOX_TREE,
 };
 use actix::prelude::*;
 use std::path::Path;
@@ -22,6 +25,16 @@ pub struct PushStack {
     pub policy: Arc<UrlPolicy>,
     settings: PushSettings,
     timeout: std::time::Duration,
+    /// The queue a step's jobs go into, with the step ([`PushStack::local_queue`]).
+    local: PushQueue,
+    /// With `redis-streams`: the forwarder's own connection to the queue, and (once the
+    /// log is open, [`PushStack::behind_log`]) its durable view of the outbox.
+    forward: Option<Forward>,
+}
+
+struct Forward {
+    target: Arc<dyn JobQueue>,
+    outbox: Option<Arc<dyn JobQueue>>,
 }
 
 /// Why push could not start.
@@ -35,14 +48,29 @@ pub enum PushSetupError {
 
 impl PushStack {
     /// Opens the config store (the key from `A2AD_PUSH_KEY`, else `push.key` in the data
-    /// dir) and the queue.
+    /// dir) and the queues. A Redis queue that cannot be reached now (refused, timed out)
+    /// is a warning, not a failure: the node starts, and its pushes wait in the outbox
+    /// until Redis answers. A bad setting (not a Redis URL, a refused login) stops it.
     pub fn open(config: &PushConfig, sled: &SledStore, data_dir: &Path) -> Result<PushStack, PushSetupError> {
         let key = match std::env::var("A2AD_PUSH_KEY") {
             Ok(text) => SecretKey::from_base64(&text)?,
             Err(_) => SecretKey::load_or_create(data_dir)?,
         };
         let configs = PushConfigStore::new(sled.tree("push_configs")?, key);
-        let queue = open_queue(config, Some(sled))?;
+        let (local, queue, forward) = match config.queue {
+            PushQueueKind::LocalFile => {
+                let local = PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?);
+                (local.clone(), Arc::new(local) as Arc<dyn JobQueue>, None)
+            }
+            PushQueueKind::RedisStreams => {
+                let options = redis_options(config)?;
+                let worker_queue = RedisQueue::open(options.clone())?;
+                warn_if_unreachable(&worker_queue)?;
+                let target = Arc::new(RedisQueue::open(options)?) as Arc<dyn JobQueue>;
+                let local = PushQueue::new(sled.tree(PUSH_OUTBOX_TREE)?);
+                (local, Arc::new(worker_queue) as Arc<dyn JobQueue>, Some(Forward { target, outbox: None }))
+            }
+        };
         let policy = Arc::new(UrlPolicy::new(&config.allow).map_err(PushSetupError::Config)?);
         let settings = PushSettings {
             max_attempts: config.max_attempts,
@@ -56,8 +84,28 @@ impl PushStack {
             circuit_open: config.circuit_open,
             ..PushSettings::default()
         };
-        let hooks = PushHooks { configs, queue, terminal_only: config.terminal_only };
-        Ok(PushStack { hooks, policy, settings, timeout: config.timeout })
+        let outbox = forward.as_ref().map(|_| Arc::new(local.clone()) as Arc<dyn JobQueue>);
+        let hooks = PushHooks { configs, queue, outbox, terminal_only: config.terminal_only };
+        Ok(PushStack { hooks, policy, settings, timeout: config.timeout, local, forward })
+    }
+
+    /// The queue the store puts a step's jobs into, in the step's own log record
+    /// ([`a2ad_storage::TaskStore::put_step`]): the local-file queue, or the outbox.
+    pub fn local_queue(&self) -> PushQueue {
+        self.local.clone()
+    }
+
+    /// Puts the local queue behind the log's barrier ([`DurableQueue`]) for its reader:
+    /// the worker with the local-file queue, the forwarder with the outbox. Jobs are in the
+    /// local queue as soon as their record is appended; the barrier hands out only those
+    /// whose step is durable.
+    pub fn behind_log(&mut self, wal: &Wal) {
+        match &mut self.forward {
+            Some(forward) => {
+                forward.outbox = Some(Arc::new(DurableQueue::new(Arc::new(self.local.clone()), wal.clone())));
+            }
+            None => self.hooks.queue = Arc::new(DurableQueue::new(Arc::clone(&self.hooks.queue), wal.clone())),
+        }
     }
 
     /// Starts the delivery worker; its board shows its destinations to the metrics.
@@ -68,31 +116,57 @@ impl PushStack {
         let board = worker.board();
         (worker.start(), board)
     }
+
+    /// Starts the forwarder from the outbox to the Redis queue, with `redis-streams` (after
+    /// [`PushStack::behind_log`]).
+    pub fn start_forwarder(&self) -> Result<Option<Forwarder>, StoreError> {
+        let Some(Forward { target, outbox: Some(outbox) }) = &self.forward else { return Ok(None) };
+        Forwarder::start(Arc::clone(outbox), Arc::clone(target), ForwarderSettings::default()).map(Some)
+    }
 }
 
-/// The queue `push-queue` names. The local-file queue lives in `sled` (the node's store).
+/// Logs a Redis that cannot be reached now (an outage the forwarder waits out); any other
+/// failure is an error.
+fn warn_if_unreachable(queue: &RedisQueue) -> Result<(), PushSetupError> {
+    match queue.reach() {
+        Err(StoreError::Redis {
+            kind: RedisFailure::Refused | RedisFailure::TimedOut | RedisFailure::Dropped,
+            message,
+        }) => {
+            tracing::warn!(error = %message, "the Redis push queue cannot be reached; pushes wait in the outbox until it can");
+            Ok(())
+        }
+        other => Ok(other?),
+    }
+}
+
+/// The Redis queue's settings, from the config.
+fn redis_options(config: &PushConfig) -> Result<RedisQueueOptions, PushSetupError> {
+    let url = config.redis_url.clone().ok_or_else(|| PushSetupError::Config("push-redis-url is not set".into()))?;
+    let mut options = RedisQueueOptions {
+        url,
+        stream: config.stream.clone(),
+        retry_key: config.retry_key.clone(),
+        dead_stream: config.dead_stream.clone(),
+        group: config.consumer_group.clone(),
+        lease_timeout: config.lease_timeout,
+        ..RedisQueueOptions::default()
+    };
+    if let Some(name) = &config.consumer_name {
+        options.consumer = name.clone();
+    }
+    Ok(options)
+}
+
+/// The queue `push-queue` names, for the admin commands: the local-file queue lives in
+/// `sled` (the node's store); the Redis queue is connected to (an unreachable Redis is an
+/// error here).
 pub fn open_queue(config: &PushConfig, sled: Option<&SledStore>) -> Result<Arc<dyn JobQueue>, PushSetupError> {
     match config.queue {
         PushQueueKind::LocalFile => {
             let sled = sled.ok_or_else(|| PushSetupError::Config("the local-file queue needs the data dir".into()))?;
             Ok(Arc::new(PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?)))
         }
-        PushQueueKind::RedisStreams => {
-            let url =
-                config.redis_url.clone().ok_or_else(|| PushSetupError::Config("push-redis-url is not set".into()))?;
-            let mut options = RedisQueueOptions {
-                url,
-                stream: config.stream.clone(),
-                retry_key: config.retry_key.clone(),
-                dead_stream: config.dead_stream.clone(),
-                group: config.consumer_group.clone(),
-                lease_timeout: config.lease_timeout,
-                ..RedisQueueOptions::default()
-            };
-            if let Some(name) = &config.consumer_name {
-                options.consumer = name.clone();
-            }
-            Ok(Arc::new(RedisQueue::connect(options)?))
-        }
+        PushQueueKind::RedisStreams => Ok(Arc::new(RedisQueue::connect(redis_options(config)?)?)),
     }
 }

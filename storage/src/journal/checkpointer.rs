@@ -2,10 +2,9 @@
 //! checkpoint, so that the log stays short and start-up replays little.
 
 use super::WalStore;
-use crate::thread_owner::ThreadOwner;
+use crate::thread_owner::{StopSignal, ThreadOwner};
 use crate::StoreError;
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How often the thread looks at the log's growth between timed checkpoints.
@@ -21,16 +20,9 @@ pub struct Checkpointer {
 impl Checkpointer {
     /// Starts the thread.
     pub fn start(store: Arc<WalStore>, every: Duration, max_bytes: u64) -> Result<Checkpointer, StoreError> {
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let thread_stop = Arc::clone(&stop);
-        let thread = thread::Builder::new()
-            .name("a2ad-checkpoint".into())
-            .spawn(move || run(&store, &thread_stop, every, max_bytes))
-            .map_err(|e| StoreError::Io(format!("cannot start the checkpointer: {e}")))?;
-        let owner = ThreadOwner::new(thread, move || {
-            *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            stop.1.notify_all();
-        });
+        let owner = ThreadOwner::spawn_stoppable("a2ad-checkpoint", "checkpointer", move |stop| {
+            run(&store, stop, every, max_bytes)
+        })?;
         Ok(Checkpointer { owner })
     }
 
@@ -41,15 +33,11 @@ impl Checkpointer {
     }
 }
 
-fn run(store: &WalStore, stop: &(Mutex<bool>, Condvar), every: Duration, max_bytes: u64) {
+fn run(store: &WalStore, stop: &StopSignal, every: Duration, max_bytes: u64) {
     let mut last = Instant::now();
     let mut bytes_at_last = store.wal().stats().bytes_written;
     loop {
-        let stopping = {
-            let guard = stop.0.lock().unwrap_or_else(|p| p.into_inner());
-            let (guard, _) = stop.1.wait_timeout(guard, LOOK_EVERY).unwrap_or_else(|p| p.into_inner());
-            *guard
-        };
+        let stopping = stop.wait(LOOK_EVERY);
         let written = store.wal().stats().bytes_written;
         let due = last.elapsed() >= every || written.saturating_sub(bytes_at_last) >= max_bytes;
         if due || stopping {

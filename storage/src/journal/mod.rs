@@ -1,6 +1,7 @@
 //! The write-ahead log in front of the task store: one compact record per step.
 //!
-//! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue. Every
+//! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue (the
+//! local-file queue, or the outbox in front of Redis Streams). Every
 //! write that callers make durable with [`crate::GroupCommit`] (task + events + push
 //! jobs, session, removal, reply settlement) is appended to the [`Wal`] as one record
 //! (`step.rs`), then applied to the store without a flush. The group commit is then one
@@ -28,7 +29,8 @@
 //!
 //! Not logged (durable at the next checkpoint, at most a second later): push config
 //! writes (their commit flushes the store directly), the push worker's acks, retries and
-//! dead letters (a crash before the checkpoint delivers a job again: at least once).
+//! dead letters, and the forwarder's removals from the Redis outbox (a crash before the
+//! checkpoint delivers, or forwards, a job again: at least once).
 
 mod checkpointer;
 mod step;
@@ -39,8 +41,8 @@ pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
 use crate::{
-    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StepOutcome, StoreCounts,
-    StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StoreCounts, StoreError,
+    TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{HashMap, HashSet};
@@ -55,7 +57,9 @@ pub const WAL_DIR: &str = "wal";
 /// The task store behind the write-ahead log.
 pub struct WalStore {
     inner: Arc<dyn TaskStore>,
-    /// The local-file push queue, when the node has one: jobs go in with their step.
+    /// The node's local push queue, when push is on: the local-file queue itself, or the
+    /// outbox the [`crate::Forwarder`] empties into Redis Streams. A step's jobs go in
+    /// with the step, in its log record.
     queue: Option<PushQueue>,
     wal: Wal,
     /// Shared by writers from append to apply; taken exclusively by checkpoints.
@@ -183,15 +187,6 @@ impl WalStore {
         }
     }
 
-    /// (the jobs the step's record takes, those handed back): all of them or none, by
-    /// whether this store holds the node's push queue.
-    fn take_jobs(&self, jobs: Vec<PushJob>) -> (Vec<PushJob>, Vec<PushJob>) {
-        match self.queue {
-            Some(_) => (jobs, Vec::new()),
-            None => (Vec::new(), jobs),
-        }
-    }
-
     fn apply_session(&self, write: SessionWrite<'_>) -> Result<(), StoreError> {
         self.inner.put_session(write.session, write.appended, write.history_limit)
     }
@@ -255,20 +250,20 @@ impl WalStore {
 
 impl TaskStore for WalStore {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
-        self.put_step(record, events, Vec::new()).map(|outcome| outcome.previous)
+        self.put_step(record, events, Vec::new())
     }
 
-    /// Takes the jobs into the step's record when the store holds the local push queue.
+    /// Takes the jobs into the step's record and, with it, into the local queue (the
+    /// local-file queue or the Redis outbox); without one, jobs are refused.
     fn put_step(
         &self,
         record: &TaskRecord,
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
-    ) -> Result<StepOutcome, StoreError> {
-        let (taken, untaken) = self.take_jobs(jobs);
-        let payload = step::encode_put_task(record, events, &taken, None)?;
-        let previous = self.logged(&payload, || self.apply_put(record, events, taken))?;
-        Ok(StepOutcome { previous, untaken })
+    ) -> Result<Option<TaskState>, StoreError> {
+        crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
+        let payload = step::encode_put_task(record, events, &jobs, None)?;
+        self.logged(&payload, || self.apply_put(record, events, jobs))
     }
 
     /// One record for the task's step and the session: replay applies both.
@@ -278,15 +273,14 @@ impl TaskStore for WalStore {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
         session: SessionWrite<'_>,
-    ) -> Result<StepOutcome, StoreError> {
-        let (taken, untaken) = self.take_jobs(jobs);
-        let payload = step::encode_put_task(record, events, &taken, Some(session))?;
-        let previous = self.logged(&payload, || {
-            let previous = self.apply_put(record, events, taken)?;
+    ) -> Result<Option<TaskState>, StoreError> {
+        crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
+        let payload = step::encode_put_task(record, events, &jobs, Some(session))?;
+        self.logged(&payload, || {
+            let previous = self.apply_put(record, events, jobs)?;
             self.apply_session(session)?;
             Ok(previous)
-        })?;
-        Ok(StepOutcome { previous, untaken })
+        })
     }
 
     fn events_after(
@@ -387,12 +381,13 @@ fn read_seq(value: Option<&[u8]>) -> u64 {
     value.and_then(|v| <[u8; 8]>::try_from(v).ok()).map_or(0, u64::from_be_bytes)
 }
 
-/// The local push queue as the delivery worker sees it: [`JobQueue::due`] answers only
-/// jobs whose step is durable. Jobs are applied to the queue right after their record is
-/// appended, before the group commit syncs it; without this, a push could leave the node
-/// for an event a crash then loses, and recovery would give that event id to another one.
-/// The barrier syncs the log up to [`Wal::last_lsn`] read AFTER the scan, which covers
-/// every job the scan saw (append precedes apply).
+/// The local push queue (or the Redis outbox) as the delivery worker (or the forwarder)
+/// sees it: [`JobQueue::due`] answers only jobs whose step is durable. Jobs are applied
+/// to the queue right after their record is appended, before the group commit syncs it;
+/// without this, a push could leave the node for an event a crash then loses, and
+/// recovery would give that event id to another one. The barrier syncs the log up to
+/// [`Wal::last_lsn`] read AFTER the scan, which covers every job the scan saw (append
+/// precedes apply).
 pub struct DurableQueue {
     inner: Arc<dyn JobQueue>,
     wal: Wal,

@@ -1,6 +1,6 @@
 use super::*;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -8,19 +8,30 @@ use std::time::Instant;
 struct RedisServer {
     child: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    binary: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
 impl RedisServer {
     fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// SIGKILL: an outage (what the server had not written to its append-only file is gone).
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port and directory, as `extra` asks.
+    fn restart(&mut self, extra: &[&str]) {
+        self.child = spawn(&self.binary, self.port, self.dir.path(), extra).expect("redis-server restarts");
     }
 }
 
@@ -34,9 +45,14 @@ fn redis_server_binary() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Starts a redis-server, or `None` (with a notice) when there is none to start and
-/// `A2AD_REQUIRE_REDIS` is unset.
+/// Starts a redis-server keeping nothing on disk, or `None` (with a notice) when there is
+/// none to start and `A2AD_REQUIRE_REDIS` is unset.
 fn redis() -> Option<RedisServer> {
+    redis_with(&["--appendonly", "no"])
+}
+
+/// [`redis`] with the server options `extra` (persistence).
+fn redis_with(extra: &[&str]) -> Option<RedisServer> {
     let Some(binary) = redis_server_binary() else {
         if std::env::var_os("A2AD_REQUIRE_REDIS").is_some() {
             panic!("A2AD_REQUIRE_REDIS is set but there is no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh)");
@@ -47,7 +63,7 @@ fn redis() -> Option<RedisServer> {
     // Another process may take the free port between our probe and redis binding it.
     let mut last_error = String::new();
     for _ in 0..3 {
-        match start(&binary) {
+        match start(&binary, extra) {
             Ok(server) => return Some(server),
             Err(e) => last_error = e,
         }
@@ -55,32 +71,42 @@ fn redis() -> Option<RedisServer> {
     panic!("could not start {}: {last_error}", binary.display());
 }
 
-fn start(binary: &PathBuf) -> Result<RedisServer, String> {
+fn start(binary: &Path, extra: &[&str]) -> Result<RedisServer, String> {
     let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let child = Command::new(binary)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+    let child = spawn(binary, port, dir.path(), extra)?;
+    Ok(RedisServer { child, port, binary: binary.to_owned(), dir })
+}
+
+/// A redis-server on `port` in `dir`, once it answers PING.
+fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[&str]) -> Result<Child, String> {
+    let mut child = Command::new(binary)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(extra)
         .arg("--dir")
-        .arg(dir.path())
-        .current_dir(dir.path())
+        .arg(dir)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let mut server = RedisServer { child, port, _dir: dir };
-    let client = redis::Client::open(server.url()).map_err(|e| e.to_string())?;
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let pong: Result<String, _> = client
             .get_connection_with_timeout(Duration::from_millis(200))
             .and_then(|mut conn| redis::cmd("PING").query(&mut conn));
         match pong {
-            Ok(pong) if pong == "PONG" => return Ok(server),
-            _ if Instant::now() >= deadline => return Err(format!("no PONG on port {port} within 5 s")),
+            Ok(pong) if pong == "PONG" => return Ok(child),
+            _ if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no PONG on port {port} within 5 s"));
+            }
             _ => {}
         }
-        if let Ok(Some(status)) = server.child.try_wait() {
+        if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("exited with {status} (port {port} taken?)"));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -239,3 +265,5 @@ fn urls_are_shown_without_passwords() {
     assert!(!format!("{options:?}").contains("pw123"));
     assert!(options.consumer.ends_with(&format!("-{}", std::process::id())));
 }
+
+mod forwarder;

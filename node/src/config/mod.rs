@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// sled's page cache unless configured otherwise (`store-cache-size`).
 pub const DEFAULT_STORE_CACHE_SIZE: usize = a2ad_storage::DEFAULT_CACHE_BYTES;
-/// Below this sled would re-read pages from disk for nearly every request.
+/// A floor that keeps a slip (`64KiB` for `64MiB`) from leaving sled next to no cache.
 const MIN_STORE_CACHE_SIZE: usize = 1 << 20;
 
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
@@ -54,8 +54,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Where the sled store lives.
     pub data_dir: PathBuf,
-    /// The most memory sled's page cache may take (a share of the node's RSS: see
-    /// docs/operating.md, "Memory").
+    /// sled's page cache budget, in sled's own accounting (serialized page bytes): a
+    /// bound on the cache, not on sled's memory (docs/operating.md, "Memory").
     #[serde(deserialize_with = "units::byte_size")]
     pub store_cache_size: usize,
     /// A context with no turn is evicted from memory after this long.

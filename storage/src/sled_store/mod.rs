@@ -102,9 +102,9 @@ pub(crate) fn segment_size_for(dir: &Path) -> usize {
         .unwrap_or(SEGMENT_SIZE)
 }
 
-/// The most memory sled's page cache takes unless configured otherwise (the node's
-/// `store-cache-size`). sled fills it as pages are read and written and keeps it full,
-/// so it is a lasting share of the process's RSS, not a passing one.
+/// sled's page cache budget unless configured otherwise (the node's `store-cache-size`).
+/// sled counts it in the serialized bytes of the cached pages, so it bounds the cache,
+/// not sled's memory: under writes sled holds much more (BENCHMARKS.md, "Soak").
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 /// How many events a task's log keeps unless configured otherwise.

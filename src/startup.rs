@@ -120,11 +120,12 @@ const CHECKPOINT_BYTES: u64 = 32 << 20;
 /// The sled tree of event-id reservations (see [`TaskStore::reserve_event_seq`]).
 const RESERVATIONS_TREE: &str = "event_reservations";
 
-/// Creates the data dir and opens the sled store in it (for use behind the log).
+/// Creates the data dir and opens the sled store in it (for use behind the log), its page
+/// cache bounded by `store-cache-size`.
 fn open_store(config: &Config) -> Result<SledStore, StartupError> {
     let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
     std::fs::create_dir_all(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
-    Ok(SledStore::open_behind_log(&config.data_dir)
+    Ok(SledStore::open_behind_log_with_cache(&config.data_dir, config.store_cache_size)
         .map_err(|e| failed(store_cause(&e)))?
         .with_event_retention(config.event_retention))
 }

@@ -13,8 +13,8 @@
 //! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
 //! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
 //! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
-//! `retention`, `push-hang` (`transports.rs`, `dialects.rs`, `ws_stream.rs`, `retention.rs`,
-//! `push_hang.rs`).
+//! `retention`, `push-hang`, `soak` (`transports.rs`, `dialects.rs`, `ws_stream.rs`,
+//! `retention.rs`, `push_hang.rs`, `soak.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
 
 mod bare;
@@ -28,6 +28,7 @@ mod push;
 mod push_hang;
 mod retention;
 mod sdk_peer;
+mod soak;
 mod streams;
 mod transports;
 mod ws_stream;
@@ -49,13 +50,16 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --stream-characters N    fire-hose characters of the ws-stream part (50000)
   --retention-tasks N      tasks of the retention part (10000, at most 10000)
   --push-hang-healthy N    healthy deliveries the push-hang part times (50)
+  --soak-seconds N         how long the soak part runs (1800)
+  --soak-sample-seconds N  seconds between the soak part's samples (30)
+  --soak-in-flight N       requests in flight in the soak part (16)
 env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
   the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
-parts: core streams push memory transports dialects ws-stream retention push-hang";
+parts: core streams push memory transports dialects ws-stream retention push-hang soak";
 
 /// Every part, in the order they run; the first four are the default set.
-const PARTS: [&str; 9] =
-    ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention", "push-hang"];
+const PARTS: [&str; 10] =
+    ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention", "push-hang", "soak"];
 
 struct Options {
     seconds: u64,
@@ -67,6 +71,7 @@ struct Options {
     stream_characters: usize,
     retention_tasks: u64,
     push_hang_healthy: usize,
+    soak: soak::Shape,
 }
 
 impl Options {
@@ -89,6 +94,11 @@ impl Options {
             stream_characters: value("--stream-characters", 50_000) as usize,
             retention_tasks: value("--retention-tasks", 10_000).clamp(1, 10_000),
             push_hang_healthy: value("--push-hang-healthy", 50).max(1) as usize,
+            soak: soak::Shape {
+                duration: Duration::from_secs(value("--soak-seconds", 1800).max(1)),
+                sample_every: Duration::from_secs(value("--soak-sample-seconds", 30).max(1)),
+                in_flight: value("--soak-in-flight", 16).clamp(1, 1024) as usize,
+            },
         }
     }
 
@@ -186,9 +196,8 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    for part in
-        ["transports", "dialects", "ws-stream", "retention", "push-hang"].into_iter().filter(|p| options.runs(p))
-    {
+    let added = ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak"];
+    for part in added.into_iter().filter(|p| options.runs(p)) {
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);
             match part {
@@ -196,6 +205,7 @@ fn run_added_parts(
                 "dialects" => runtime.block_on(dialects::run_all(bin, options.connections, warmup, duration)),
                 "ws-stream" => runtime.block_on(ws_stream::run_all(bin, options.stream_characters)),
                 "push-hang" => run_push_hang(runtime, bin, options.push_hang_healthy),
+                "soak" => runtime.block_on(soak::run_all(bin, options.soak)),
                 _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),
             }
         }

@@ -59,7 +59,7 @@ fn body(conn: usize, seq: u64) -> String {
 }
 
 /// Bytes of every file under `dir`.
-fn dir_bytes(dir: &Path) -> u64 {
+pub fn dir_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     entries
         .flatten()
@@ -73,6 +73,12 @@ fn dir_bytes(dir: &Path) -> u64 {
 
 /// `a2ad_retention_removed_total` from `/metrics` (0 if it cannot be read).
 async fn removed_total(addr: std::net::SocketAddr) -> u64 {
+    metric_sum(addr, "a2ad_retention_removed_total").await
+}
+
+/// The sum of every series of metric `name` on `/metrics` (`a2ad_tasks{state=...}` summed
+/// over its states); 0 if it cannot be read.
+pub async fn metric_sum(addr: std::net::SocketAddr, name: &str) -> u64 {
     let Ok(mut stream) = TcpStream::connect(addr).await else { return 0 };
     let request = "GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n";
     if stream.write_all(request.as_bytes()).await.is_err() {
@@ -81,9 +87,10 @@ async fn removed_total(addr: std::net::SocketAddr) -> u64 {
     let mut buf = Vec::new();
     let text = read_response(&mut stream, &mut buf).await.unwrap_or_default();
     text.lines()
-        .find_map(|l| l.strip_prefix("a2ad_retention_removed_total "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+        .filter_map(|l| l.strip_prefix(name))
+        .filter(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        .filter_map(|rest| rest.rsplit(' ').next()?.trim().parse::<f64>().ok())
+        .sum::<f64>() as u64
 }
 
 pub async fn measure(bin: &Path, n: u64) -> RetentionFigures {
@@ -128,7 +135,7 @@ pub async fn measure(bin: &Path, n: u64) -> RetentionFigures {
 }
 
 /// Bytes, readably.
-fn human(bytes: u64) -> String {
+pub fn human(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1 << 20)),
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),

@@ -18,12 +18,17 @@ use tonic::transport::server::Connected;
 #[derive(Debug, Clone)]
 pub struct GrpcConnInfo {
     pub socket: Arc<ConnSocket>,
+    /// The client's address (tonic's `Request::remote_addr` reads only its own
+    /// connection info, which a listener of our own does not give): failed
+    /// authentications are throttled by it.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// One accepted connection, holding its place under `max-connections`. Fields drop in
 /// order: the handle marks the socket closed before the stream closes its descriptor.
 pub struct GrpcConn {
     handle: ConnHandle,
+    peer: Option<std::net::SocketAddr>,
     tcp: TcpStream,
     _place: OwnedSemaphorePermit,
 }
@@ -40,8 +45,8 @@ pub fn incoming(listener: TcpListener, max_connections: usize) -> impl Stream<It
 
 async fn accept(listener: &TcpListener, places: &Arc<Semaphore>) -> io::Result<GrpcConn> {
     let place = Arc::clone(places).acquire_owned().await.map_err(io::Error::other)?;
-    let tcp = match listener.accept().await {
-        Ok((tcp, _)) => tcp,
+    let (tcp, peer) = match listener.accept().await {
+        Ok((tcp, peer)) => (tcp, Some(peer)),
         Err(e) => {
             // Out of descriptors, say: tonic skips the error and asks again, so wait a
             // moment instead of spinning.
@@ -52,14 +57,14 @@ async fn accept(listener: &TcpListener, places: &Arc<Semaphore>) -> io::Result<G
     // Every small stream message goes out at once (as HTTP's `tcp_nodelay`).
     tcp.set_nodelay(true)?;
     let handle = ConnHandle(ConnSocket::new(tcp.as_raw_fd()));
-    Ok(GrpcConn { handle, tcp, _place: place })
+    Ok(GrpcConn { handle, peer, tcp, _place: place })
 }
 
 impl Connected for GrpcConn {
     type ConnectInfo = GrpcConnInfo;
 
     fn connect_info(&self) -> GrpcConnInfo {
-        GrpcConnInfo { socket: Arc::clone(&self.handle.0) }
+        GrpcConnInfo { socket: Arc::clone(&self.handle.0), peer: self.peer }
     }
 }
 

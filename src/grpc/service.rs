@@ -51,7 +51,8 @@ impl A2aGrpc {
             api_key: metadata("x-api-key"),
             platform_user_id: metadata("x-platform-user-id"),
         };
-        let client = crate::auth::ClientAddr::peer(request.remote_addr());
+        let peer = request.extensions().get::<super::incoming::GrpcConnInfo>().and_then(|c| c.peer);
+        let client = crate::auth::ClientAddr::peer(peer.or_else(|| request.remote_addr()));
         let owner = self.core.authenticate(&credentials, client).await.map_err(|e| match e.rate_limited() {
             Some(limited) => to_status(limited),
             None => Status::unauthenticated("Unauthorized"),

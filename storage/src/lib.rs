@@ -35,7 +35,9 @@ pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
 pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
 pub use push_queue_redis::{redact_url, Forwarder, ForwarderSettings, RedisQueue, RedisQueueOptions, PUSH_OUTBOX_TREE};
-pub use sled_store::{compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_EVENT_RETENTION};
+pub use sled_store::{
+    compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_CACHE_BYTES, DEFAULT_EVENT_RETENTION,
+};
 
 use a2ad_protocol::{Message, TaskState};
 

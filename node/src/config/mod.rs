@@ -29,6 +29,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// sled's page cache unless configured otherwise (`store-cache-size`).
+pub const DEFAULT_STORE_CACHE_SIZE: usize = a2ad_storage::DEFAULT_CACHE_BYTES;
+/// A floor that keeps a slip (`64KiB` for `64MiB`) from leaving sled next to no cache.
+const MIN_STORE_CACHE_SIZE: usize = 1 << 20;
+
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
 pub const DEFAULT_REST_PREFIX: &str = "/a2a";
 
@@ -49,6 +54,10 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Where the sled store lives.
     pub data_dir: PathBuf,
+    /// sled's page cache budget, in sled's own accounting (serialized page bytes): a
+    /// bound on the cache, not on sled's memory (docs/operating.md, "Memory").
+    #[serde(deserialize_with = "units::byte_size")]
+    pub store_cache_size: usize,
     /// A context with no turn is evicted from memory after this long.
     #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub idle_timeout: Duration,
@@ -186,6 +195,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: None,
             data_dir: PathBuf::from("a2ad-data"),
+            store_cache_size: DEFAULT_STORE_CACHE_SIZE,
             idle_timeout: Duration::from_secs(300),
             body_limit: 1024 * 1024,
             body_timeout: Duration::from_secs(10),
@@ -315,6 +325,9 @@ impl Config {
         }
         if self.idle_timeout.is_zero() {
             return Err(ConfigError::invalid("idle-timeout", "must be more than zero"));
+        }
+        if self.store_cache_size < MIN_STORE_CACHE_SIZE {
+            return Err(ConfigError::invalid("store-cache-size", "must be at least 1MiB"));
         }
         if self.body_limit < 1024 {
             return Err(ConfigError::invalid("body-limit", "must be at least 1KiB"));

@@ -52,6 +52,18 @@ fn unknown_keys_and_bad_values_name_the_key() {
 }
 
 #[test]
+fn store_cache_size_is_read_with_units_and_has_a_floor() {
+    assert_eq!(Config::default().store_cache_size, a2ad_storage::DEFAULT_CACHE_BYTES);
+    assert_eq!(load_text("store-cache-size: 16MiB\n", &[]).unwrap().store_cache_size, 16 << 20);
+    let overridden = [("store-cache-size", "2MiB")];
+    assert_eq!(load_text("store-cache-size: 16MiB\n", &overridden).unwrap().store_cache_size, 2 << 20);
+    let e = load_text("store-cache-size: 512KiB\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("store-cache-size") && e.contains("at least 1MiB"), "{e}");
+    let e = load_text("store-cache-size: plenty\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("store-cache-size"), "{e}");
+}
+
+#[test]
 fn environment_overrides_the_file_and_flags_override_both() {
     let env = Config::env_overrides(
         [("A2AD_DATA_DIR", "/srv/a2ad"), ("A2AD_IDLE_TIMEOUT", "2m"), ("A2AD_HTTP_TOKEN", "x"), ("HOME", "/root")]

@@ -102,6 +102,11 @@ pub(crate) fn segment_size_for(dir: &Path) -> usize {
         .unwrap_or(SEGMENT_SIZE)
 }
 
+/// sled's page cache budget unless configured otherwise (the node's `store-cache-size`).
+/// sled counts it in the serialized bytes of the cached pages, so it bounds the cache,
+/// not sled's memory: under writes sled holds much more (BENCHMARKS.md, "Soak").
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
 /// How many events a task's log keeps unless configured otherwise.
 pub const DEFAULT_EVENT_RETENTION: usize = 1000;
 
@@ -110,7 +115,7 @@ impl SledStore {
     /// interrupted there. sled flushes its own buffers every second (what the admin
     /// commands, which write without a log in front, rely on).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with(dir, Some(1000), Atomicity::Batch)
+        Self::open_with(dir, Some(1000), Atomicity::Batch, DEFAULT_CACHE_BYTES)
     }
 
     /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
@@ -119,15 +124,25 @@ impl SledStore {
     /// load rewrote pages for every few requests. Its writes are applied key by key (the
     /// log record makes each step atomic: `writes.rs`).
     pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with(dir, None, Atomicity::Log)
+        Self::open_behind_log_with_cache(dir, DEFAULT_CACHE_BYTES)
     }
 
-    fn open_with(dir: &Path, flush_every_ms: Option<u64>, atomicity: Atomicity) -> Result<Self, StoreError> {
+    /// [`SledStore::open_behind_log`] with a page cache of at most `cache_bytes`.
+    pub fn open_behind_log_with_cache(dir: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
+        Self::open_with(dir, None, Atomicity::Log, cache_bytes)
+    }
+
+    fn open_with(
+        dir: &Path,
+        flush_every_ms: Option<u64>,
+        atomicity: Atomicity,
+        cache_bytes: usize,
+    ) -> Result<Self, StoreError> {
         compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::HighThroughput)
-            .cache_capacity(128 * 1024 * 1024)
+            .cache_capacity(cache_bytes as u64)
             .segment_size(segment_size_for(dir))
             .flush_every_ms(flush_every_ms)
             .open()

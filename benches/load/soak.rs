@@ -1,0 +1,213 @@
+//! Memory and disk under steady load (issue 17 point 8): whether they level off.
+//!
+//! One node with `retention.max-age: 30s` (swept every 5 s) takes, for `--soak-seconds`,
+//! a steady mixed load: `in_flight` keep-alive loops, each sending `SendMessage` into one
+//! of its [`CONTEXTS_PER_LOOP`] contexts in turn, then `GetTask` on the task it got and
+//! `ListTasks` of that context. With the retention, the stored tasks level off after
+//! 30 s; so should the node's RSS (sled's page cache fills up to `store-cache-size`,
+//! set through `A2AD_STORE_CACHE_SIZE` in the driver's environment) and the data dir.
+//!
+//! Every `sample_every` the RSS (`VmRSS`), the data dir's bytes, the stored tasks
+//! (`a2ad_tasks`) and live contexts (`a2ad_live_contexts`) are printed; the summary sets
+//! the end of the warm-up (the first third) against the end and gives the growth per
+//! minute over the last half. Bounded in time (the deadline, a per-request timeout) and
+//! in count ([`MAX_REQUESTS`]).
+
+use crate::client::{post, read_response};
+use crate::node::Node;
+use crate::retention::{dir_bytes, human, metric_sum};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+const CONFIG: &str = "agents:\n  - {id: echo, kind: echo}\nretention:\n  max-age: 30s\n  sweep-interval: 5s\n";
+
+/// Contexts each loop cycles through (so `in_flight * 256` contexts in all).
+const CONTEXTS_PER_LOOP: u64 = 256;
+
+/// A request not answered in this long counts as an error and its connection is replaced.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Requests (of all three kinds) after which the loops stop even before the deadline.
+const MAX_REQUESTS: u64 = 100_000_000;
+
+/// How long and how hard the soak runs.
+#[derive(Clone, Copy)]
+pub struct Shape {
+    pub duration: Duration,
+    pub sample_every: Duration,
+    pub in_flight: usize,
+}
+
+/// One reading of the node.
+struct Sample {
+    at: Duration,
+    rss_kib: u64,
+    disk_bytes: u64,
+    tasks: u64,
+    live_contexts: u64,
+    requests: u64,
+    errors: u64,
+}
+
+/// Requests and errors of every loop, as they go.
+#[derive(Default)]
+struct Counts {
+    requests: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// The whole part, printed.
+pub async fn run_all(bin: &Path, shape: Shape) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    // gRPC on a free port: the default one may be taken on a shared machine.
+    let node = Node::start_in(bin, &data, CONFIG, &["--grpc-listen", "127.0.0.1:0"]);
+    println!(
+        "soak: {} s, {} in flight, {} contexts, retention max-age 30s (sweep 5s), a sample every {} s",
+        shape.duration.as_secs(),
+        shape.in_flight,
+        shape.in_flight as u64 * CONTEXTS_PER_LOOP,
+        shape.sample_every.as_secs()
+    );
+    let started = Instant::now();
+    let deadline = started + shape.duration;
+    let counts = Arc::new(Counts::default());
+    let loops: Vec<_> =
+        (0..shape.in_flight).map(|conn| tokio::spawn(mixed_loop(node.addr, conn, deadline, counts.clone()))).collect();
+    let mut samples = Vec::new();
+    while Instant::now() < deadline {
+        let next = (started + shape.sample_every * (samples.len() as u32 + 1)).min(deadline);
+        tokio::time::sleep_until(next.into()).await;
+        let sample = take_sample(&node, &data, started, &counts).await;
+        print_sample(&sample);
+        samples.push(sample);
+    }
+    for task in loops {
+        task.await.expect("soak loop");
+    }
+    node.stop();
+    print_summary(&samples, shape.duration);
+}
+
+async fn take_sample(node: &Node, data: &Path, started: Instant, counts: &Counts) -> Sample {
+    Sample {
+        at: started.elapsed(),
+        rss_kib: node.rss_kib(),
+        disk_bytes: dir_bytes(data),
+        tasks: metric_sum(node.addr, "a2ad_tasks").await,
+        live_contexts: metric_sum(node.addr, "a2ad_live_contexts").await,
+        requests: counts.requests.load(Ordering::Relaxed),
+        errors: counts.errors.load(Ordering::Relaxed),
+    }
+}
+
+fn print_sample(s: &Sample) {
+    println!(
+        "  t={:>5} s  RSS {:>7.1} MiB  disk {:>10}  tasks {:>7}  live contexts {:>6}  requests {:>9} ({} errors)",
+        s.at.as_secs(),
+        s.rss_kib as f64 / 1024.0,
+        human(s.disk_bytes),
+        s.tasks,
+        s.live_contexts,
+        s.requests,
+        s.errors
+    );
+}
+
+/// Warm-up end (the last sample in the first third) against the last sample, and the
+/// growth per minute from the sample at half time to the last.
+fn print_summary(samples: &[Sample], duration: Duration) {
+    let last_at_or_before = |t: Duration| samples.iter().rev().find(|s| s.at <= t).or(samples.first());
+    let (Some(warm), Some(half), Some(end)) =
+        (last_at_or_before(duration / 3), last_at_or_before(duration / 2), samples.last())
+    else {
+        println!("soak: no samples (run longer than one sample interval)");
+        return;
+    };
+    let minutes = (end.at.saturating_sub(half.at)).as_secs_f64() / 60.0;
+    let per_minute = |to: u64, from: u64| if minutes > 0.0 { (to as f64 - from as f64) / minutes } else { 0.0 };
+    println!(
+        "soak summary: RSS {:.1} MiB at t={} s (end of warm-up) -> {:.1} MiB at t={} s; disk {} -> {}",
+        warm.rss_kib as f64 / 1024.0,
+        warm.at.as_secs(),
+        end.rss_kib as f64 / 1024.0,
+        end.at.as_secs(),
+        human(warm.disk_bytes),
+        human(end.disk_bytes)
+    );
+    println!(
+        "soak summary: over the last half (t={}..{} s): RSS {:+.2} MiB/min, disk {:+.2} MiB/min; {} requests, {} errors, {:.0} req/s",
+        half.at.as_secs(),
+        end.at.as_secs(),
+        per_minute(end.rss_kib, half.rss_kib) / 1024.0,
+        per_minute(end.disk_bytes, half.disk_bytes) / f64::from(1 << 20),
+        end.requests,
+        end.errors,
+        end.requests as f64 / end.at.as_secs_f64().max(1e-3)
+    );
+}
+
+/// One keep-alive connection's share of the load, until `deadline` or [`MAX_REQUESTS`].
+async fn mixed_loop(addr: SocketAddr, conn: usize, deadline: Instant, counts: Arc<Counts>) {
+    let mut stream = None;
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut seq = 0u64;
+    while Instant::now() < deadline && counts.requests.load(Ordering::Relaxed) < MAX_REQUESTS {
+        let context = format!("soak-{conn}-{}", seq % CONTEXTS_PER_LOOP);
+        let send = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"message":{{"messageId":"m-{conn}-{seq}","contextId":"{context}","role":"ROLE_USER","parts":[{{"text":"hello from the soak"}}]}}}}}}"#
+        );
+        seq += 1;
+        let task_id = call(&mut stream, addr, &send, &mut buf, &counts).await.and_then(|body| task_id_of(&body));
+        if let Some(id) = task_id {
+            let get =
+                format!(r#"{{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{{"id":"{id}","historyLength":1}}}}"#);
+            call(&mut stream, addr, &get, &mut buf, &counts).await;
+        }
+        let list = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"ListTasks","params":{{"contextId":"{context}","pageSize":10}}}}"#
+        );
+        call(&mut stream, addr, &list, &mut buf, &counts).await;
+    }
+}
+
+/// One request on the loop's connection (opened on first use, dropped after a failure);
+/// the body of a 200 answer with a `result`, counted either way.
+async fn call(
+    stream: &mut Option<TcpStream>,
+    addr: SocketAddr,
+    body: &str,
+    buf: &mut Vec<u8>,
+    counts: &Counts,
+) -> Option<String> {
+    counts.requests.fetch_add(1, Ordering::Relaxed);
+    let answer = tokio::time::timeout(REQUEST_TIMEOUT, async {
+        if stream.is_none() {
+            let opened = TcpStream::connect(addr).await.ok()?;
+            opened.set_nodelay(true).ok();
+            *stream = Some(opened);
+        }
+        let open = stream.as_mut()?;
+        post(open, body).await.ok()?;
+        read_response(open, buf).await
+    })
+    .await
+    .ok()
+    .flatten()
+    .filter(|text| text.contains("\"result\""));
+    if answer.is_none() {
+        counts.errors.fetch_add(1, Ordering::Relaxed);
+        *stream = None;
+    }
+    answer
+}
+
+/// `result.task.id` of a SendMessage answer.
+fn task_id_of(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    Some(value.get("result")?.get("task")?.get("id")?.as_str()?.to_owned())
+}

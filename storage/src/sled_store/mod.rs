@@ -84,11 +84,13 @@ fn lock_is_held(file: &Path) -> bool {
     std::fs::File::open(file).is_ok_and(|f| f.try_lock_exclusive().is_err_and(|e| e.raw_os_error() == contended))
 }
 
-/// The size of sled's log segments, and so of its write buffers, for a new store: sled
-/// writes each full buffer with a `sync_file_range` that waits for the disk, and with its
-/// default of 512 KiB that was a wait (and, on a virtual disk, a burst of exits to the
-/// host) every few hundred requests, most of the storage path's CPU.
-const SEGMENT_SIZE: usize = 8 * 1024 * 1024;
+/// The size of sled's log segments for a new store: sled's default, 512 KiB. 8 MiB was
+/// tried (fewer buffer writes) and reverted: sled keeps a value larger than a quarter
+/// segment in a blob file of its own and anything smaller inline in its B-tree node, so
+/// with 8 MiB a task record of up to 2 MiB (a long streamed artifact) was copied and
+/// rewritten with its node on every update, and a fire-hose stream of 60,000 events took
+/// 38 s instead of 1.2 s. A store keeps the size it was made with (sled refuses another).
+const SEGMENT_SIZE: usize = 512 * 1024;
 
 /// The segment size a store in `dir` was created with (sled refuses to open it with
 /// another one), or [`SEGMENT_SIZE`] for a new store. sled keeps it in `conf`: `key:

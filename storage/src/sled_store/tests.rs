@@ -318,17 +318,17 @@ fn a_stale_generation_is_a_conflict_and_changes_nothing() {
     assert_eq!(stored_generation(br#"{"a":1}"#), None);
 }
 
-/// A store made with sled's old default segment size (512 KiB) opens again with it:
-/// sled refuses another size, so an upgraded node must not ask for the new default.
+/// A store made with another segment size (8 MiB, as this node made them for a while)
+/// opens again with it: sled refuses another size, so a node must not ask for its default.
 #[test]
 fn a_store_keeps_the_segment_size_it_was_made_with() {
     let dir = tempfile::tempdir().unwrap();
     let owner = Owner::anonymous();
     {
-        let old = sled::Config::new().path(dir.path()).segment_size(512 * 1024).open().unwrap();
+        let old = sled::Config::new().path(dir.path()).segment_size(8 * 1024 * 1024).open().unwrap();
         old.flush().unwrap();
     }
-    assert_eq!(segment_size_for(dir.path()), 512 * 1024);
+    assert_eq!(segment_size_for(dir.path()), 8 * 1024 * 1024);
     let store = SledStore::open(dir.path()).unwrap();
     store.put_task(&record(&owner, "t1", "c1", TaskState::Completed, 1), &[]).unwrap();
     assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_some());

@@ -84,22 +84,25 @@ pub struct PushConfig {
 }
 
 impl Default for PushConfig {
+    /// The delivery worker's defaults are its own ([`a2ad_actors::push::PushSettings`]):
+    /// said once, there.
     fn default() -> Self {
+        let worker = a2ad_actors::push::PushSettings::default();
         PushConfig {
             enabled: false,
             queue: PushQueueKind::LocalFile,
             allow: Vec::new(),
             terminal_only: false,
             timeout: Duration::from_secs(10),
-            max_attempts: 8,
-            max_age: Duration::from_secs(3600),
-            retry_base: Duration::from_secs(1),
-            retry_max: Duration::from_secs(300),
-            concurrency: 32,
-            destination_concurrency: 8,
-            tenant_concurrency: 16,
-            circuit_failures: 5,
-            circuit_open: Duration::from_secs(30),
+            max_attempts: worker.max_attempts,
+            max_age: worker.max_age,
+            retry_base: worker.retry_base,
+            retry_max: worker.retry_max,
+            concurrency: worker.concurrency,
+            destination_concurrency: worker.destination_concurrency,
+            tenant_concurrency: worker.tenant_concurrency,
+            circuit_failures: worker.circuit_failures,
+            circuit_open: worker.circuit_open,
             redis_url: None,
             stream: "a2ad:push".into(),
             retry_key: "a2ad:push:retry".into(),

@@ -141,13 +141,6 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Makes everything written so far durable. Blocks.
     fn flush(&self) -> Result<(), StoreError>;
 
-    /// Called once the write-ahead log replayed its tail into this store at open, before
-    /// anyone reads it: a store that applies a step's keys one by one mends what is not
-    /// idempotent there (the sled store rebuilds its counters). The default does nothing.
-    fn after_replay(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
     /// Bytes the store occupies on disk.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
 

@@ -112,7 +112,6 @@ impl WalStore {
             report.replayed += 1;
         }
         if report.replayed > 0 {
-            store.inner.after_replay()?;
             store.checkpoint()?;
         }
         Ok((store, report))

@@ -1,8 +1,7 @@
 //! The embedded sled store.
 //!
-//! Two trees, each written with atomic batches (cheaper than sled transactions, and atomic
-//! all the same within one tree), or, behind the write-ahead log, key by key in the same
-//! order (`writes.rs`: there the log record makes a step atomic):
+//! Two trees, each written only with atomic batches (cheaper than sled transactions, and
+//! atomic all the same within one tree; `writes.rs` says why not key by key):
 //!
 //! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status
@@ -50,7 +49,7 @@ use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
 use std::sync::Arc;
-use writes::{Atomicity, Writes};
+use writes::Writes;
 
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
@@ -62,8 +61,6 @@ pub struct SledStore {
     event_retention: u64,
     /// Serializes the counter updates of one owner (see `counters.rs`).
     counter_locks: counters::CounterLocks,
-    /// Key by key behind the write-ahead log, else atomic batches (`writes.rs`).
-    atomicity: Atomicity,
 }
 
 /// sled reports a lock held by another process as an I/O error without an OS error code,
@@ -117,29 +114,23 @@ impl SledStore {
     /// interrupted there. sled flushes its own buffers every second (what the admin
     /// commands, which write without a log in front, rely on).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with(dir, Some(1000), Atomicity::Batch, DEFAULT_CACHE_BYTES)
+        Self::open_with(dir, Some(1000), DEFAULT_CACHE_BYTES)
     }
 
     /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
     /// off, since every write is durable in the log first and the checkpointer flushes
     /// sled (with [`TaskStore::flush`]) on its own schedule; a flush per second under
-    /// load rewrote pages for every few requests. Its writes are applied key by key (the
-    /// log record makes each step atomic: `writes.rs`).
+    /// load rewrote pages for every few requests.
     pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
         Self::open_behind_log_with_cache(dir, DEFAULT_CACHE_BYTES)
     }
 
     /// [`SledStore::open_behind_log`] with a page cache of at most `cache_bytes`.
     pub fn open_behind_log_with_cache(dir: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
-        Self::open_with(dir, None, Atomicity::Log, cache_bytes)
+        Self::open_with(dir, None, cache_bytes)
     }
 
-    fn open_with(
-        dir: &Path,
-        flush_every_ms: Option<u64>,
-        atomicity: Atomicity,
-        cache_bytes: usize,
-    ) -> Result<Self, StoreError> {
+    fn open_with(dir: &Path, flush_every_ms: Option<u64>, cache_bytes: usize) -> Result<Self, StoreError> {
         compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
@@ -160,7 +151,6 @@ impl SledStore {
             dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             counter_locks: counters::CounterLocks::new(),
-            atomicity,
         })
     }
 
@@ -259,8 +249,6 @@ impl TaskStore for SledStore {
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
-        // The record goes last: key by key (behind the log), a step a crash cut short
-        // still has the old record, whose stamp names the index keys its replay replaces.
         let mut batch = Writes::default();
         if old != Some(stamp) {
             if let Some(old) = old {
@@ -286,16 +274,9 @@ impl TaskStore for SledStore {
             counters::apply_deltas(&self.tasks, &mut batch, &counters::on_write(record, old, stamp))?;
         }
         batch.insert(index::key(Prefix::Task, id), value);
-        batch.apply(&self.tasks, self.atomicity)?;
+        batch.apply(&self.tasks)?;
         drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
-    }
-
-    fn after_replay(&self) -> Result<(), StoreError> {
-        match self.atomicity {
-            Atomicity::Log => counters::rebuild(&self.tasks),
-            Atomicity::Batch => Ok(()),
-        }
     }
 
     fn events_after(
@@ -388,7 +369,7 @@ impl TaskStore for SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
+        self.session_batch(session, appended, history_limit)?.apply(&self.sessions)?;
         Ok(())
     }
 

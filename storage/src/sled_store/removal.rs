@@ -33,7 +33,7 @@ impl SledStore {
         let Some(removal) = self.removal_batch(task_id)? else {
             return Ok(None);
         };
-        removal.batch.apply(&self.tasks, self.atomicity)?;
+        removal.batch.apply(&self.tasks)?;
         Ok(Some(removal.record))
     }
 
@@ -50,8 +50,6 @@ impl SledStore {
         // The index keys and counters hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
         let millis = stamp.millis;
-        // The record goes last, as in `put_task`: a removal a crash cut short is found
-        // again by its replay, which removes the rest.
         let mut batch = Writes::default();
         batch.remove(index::time_key(&record, millis));
         batch.remove(index::context_key(&record, millis));
@@ -82,7 +80,7 @@ impl SledStore {
             batch.remove(message_key);
         }
         batch.remove(meta);
-        batch.apply(&self.sessions, self.atomicity)?;
+        batch.apply(&self.sessions)?;
         Ok(had_session)
     }
 

@@ -1,33 +1,21 @@
-//! Writes to one sled tree: applied as one atomic `sled::Batch`, or key by key behind
-//! the write-ahead log.
+//! Writes to one sled tree, built in order and applied as one atomic `sled::Batch`.
 //!
-//! Why two ways: sled's `apply_batch` seals and writes its log buffer before and after
-//! every batch (`PageCache::pin_log`, "rolling the io buffer before AND after"), and each
-//! of those writes waits in a `sync_file_range`. With a batch per store write, that was
-//! three or four waits on the disk per request, most of the storage path's CPU (on a
-//! virtual disk, each is a trip to the host), and half-empty buffers written twice.
+//! Why a type of our own: a `sled::Batch` cannot be read back, and a settle needs the same
+//! writes inside a transaction ([`Writes::to_batch`]).
 //!
-//! Behind the log ([`super::SledStore::open_behind_log`]) a step is atomic by its log
-//! record: a crash that cuts a step's keys short is mended by replaying the record, and
-//! every key of a step is a blind write of what the record says (the counters, the one
-//! read-modify-write, are rebuilt from the indexes after a replay:
-//! [`crate::TaskStore::after_replay`]). So there the keys are applied one by one, in the
-//! order given, and sled's buffers fill before they are written. Without the log (admin
-//! commands on a stopped node, tests) a batch stays one atomic `sled::Batch`.
+//! Key by key was tried behind the write-ahead log and reverted. sled's `apply_batch`
+//! seals and writes its log buffer before and after every batch (`PageCache::pin_log`),
+//! each write waiting in a `sync_file_range`, and that is most of the storage path's CPU
+//! (BENCHMARKS.md, issue 15): applying the keys one by one halved the CPU per request.
+//! But sled then writes its buffers when they fill, at any key, and a step's log record
+//! is only in the log writer's memory until its commit: a SIGKILL in between left a
+//! prefix of an unacknowledged step in sled (a terminal task without its push job) that
+//! no replay could mend, and the crash harness caught it. Doing it safely needs the step
+//! applied to sled only once its record is at least written to the log file.
 
 use sled::IVec;
 
-/// How a store applies its [`Writes`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Atomicity {
-    /// One `sled::Batch`: all or nothing after a crash.
-    Batch,
-    /// Key by key: the write-ahead log makes the step atomic.
-    Log,
-}
-
-/// Inserts and removals for one tree, in order (the `sled::Batch` API, which cannot be
-/// read back).
+/// Inserts and removals for one tree, in order.
 #[derive(Debug, Default)]
 pub(crate) struct Writes(Vec<(IVec, Option<IVec>)>);
 
@@ -52,16 +40,8 @@ impl Writes {
         batch
     }
 
-    pub fn apply(self, tree: &sled::Tree, atomicity: Atomicity) -> Result<(), sled::Error> {
-        if atomicity == Atomicity::Batch {
-            return tree.apply_batch(self.to_batch());
-        }
-        for (key, value) in self.0 {
-            match value {
-                Some(value) => tree.insert(key, value).map(drop)?,
-                None => tree.remove(key).map(drop)?,
-            }
-        }
-        Ok(())
+    /// Applies the writes atomically.
+    pub fn apply(self, tree: &sled::Tree) -> Result<(), sled::Error> {
+        tree.apply_batch(self.to_batch())
     }
 }

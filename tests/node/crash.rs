@@ -18,10 +18,14 @@ use std::time::Duration;
 const ROUNDS: usize = 4;
 const MAX_LOAD: Duration = Duration::from_millis(1500);
 
+// One receiver gets every push: its destination and tenant may use all the node's
+// delivery slots (the per-destination default, 8, would make this a test of throughput).
 const CONFIG: &str = "push-notifications: true
 push-allow: [127.0.0.1/32]
 push-retry-base: 40ms
 push-retry-max: 200ms
+push-destination-concurrency: 32
+push-tenant-concurrency: 32
 agents:
   - id: slow
     kind: echo

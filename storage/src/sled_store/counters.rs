@@ -82,7 +82,7 @@ impl CounterLocks {
 /// The caller holds the owner's stripe lock.
 pub(super) fn apply_deltas(
     tree: &sled::Tree,
-    batch: &mut super::writes::Writes,
+    batch: &mut sled::Batch,
     deltas: &[(Vec<u8>, i64)],
 ) -> Result<(), StoreError> {
     for (key, delta) in deltas {

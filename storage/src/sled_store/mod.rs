@@ -1,7 +1,7 @@
 //! The embedded sled store.
 //!
 //! Two trees, each written only with atomic batches (cheaper than sled transactions, and
-//! atomic all the same within one tree; `writes.rs` says why not key by key):
+//! atomic all the same within one tree):
 //!
 //! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status
@@ -37,7 +37,6 @@ mod durable;
 mod index;
 mod removal;
 mod settle;
-mod writes;
 
 pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
@@ -49,7 +48,6 @@ use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
 use std::sync::Arc;
-use writes::Writes;
 
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
@@ -173,12 +171,12 @@ impl SledStore {
         session: &SessionRecord,
         appended: &[Message],
         history_limit: usize,
-    ) -> Result<Writes, StoreError> {
+    ) -> Result<sled::Batch, StoreError> {
         let context = session.key.storage_key();
         let count = session.message_count;
         let first_new = count.saturating_sub(appended.len() as u64);
         let limit = history_limit as u64;
-        let mut batch = Writes::default();
+        let mut batch = sled::Batch::default();
         batch.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(session).map_err(corrupt)?);
         for (seq, message) in (first_new..).zip(appended) {
             batch.insert(index::message_key(&context, seq), serde_json::to_vec(message).map_err(corrupt)?);
@@ -249,7 +247,7 @@ impl TaskStore for SledStore {
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
-        let mut batch = Writes::default();
+        let mut batch = sled::Batch::default();
         if old != Some(stamp) {
             if let Some(old) = old {
                 batch.remove(index::time_key(record, old.millis));
@@ -274,7 +272,12 @@ impl TaskStore for SledStore {
             counters::apply_deltas(&self.tasks, &mut batch, &counters::on_write(record, old, stamp))?;
         }
         batch.insert(index::key(Prefix::Task, id), value);
-        batch.apply(&self.tasks)?;
+        // One atomic batch, though sled writes its log buffer around each one: applying
+        // the keys one by one behind the log halved the CPU per request, but sled then
+        // writes a buffer whenever it fills, at any key, while the step's log record may
+        // still be in the log writer's memory, so a SIGKILL could leave a prefix of an
+        // unacknowledged step that no replay mends (BENCHMARKS.md, issue 15).
+        self.tasks.apply_batch(batch)?;
         drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
@@ -369,7 +372,7 @@ impl TaskStore for SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        self.session_batch(session, appended, history_limit)?.apply(&self.sessions)?;
+        self.sessions.apply_batch(self.session_batch(session, appended, history_limit)?)?;
         Ok(())
     }
 

@@ -2,7 +2,6 @@
 //! `a2ad admin stats` need from the sled store.
 
 use super::index::{self, Prefix, Stamp};
-use super::writes::Writes;
 use super::{counters, SledStore};
 use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
 use a2ad_protocol::TaskState;
@@ -11,7 +10,7 @@ use a2ad_protocol::TaskState;
 /// lock), then drop it.
 pub(super) struct Removal<'a> {
     pub record: TaskRecord,
-    pub batch: Writes,
+    pub batch: sled::Batch,
     _counting: std::sync::MutexGuard<'a, ()>,
 }
 
@@ -33,7 +32,7 @@ impl SledStore {
         let Some(removal) = self.removal_batch(task_id)? else {
             return Ok(None);
         };
-        removal.batch.apply(&self.tasks)?;
+        self.tasks.apply_batch(removal.batch)?;
         Ok(Some(removal.record))
     }
 
@@ -50,7 +49,7 @@ impl SledStore {
         // The index keys and counters hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
         let millis = stamp.millis;
-        let mut batch = Writes::default();
+        let mut batch = sled::Batch::default();
         batch.remove(index::time_key(&record, millis));
         batch.remove(index::context_key(&record, millis));
         batch.remove(index::key(Prefix::Active, task_id.as_bytes()));
@@ -74,13 +73,13 @@ impl SledStore {
         let context = key.storage_key();
         let meta = index::key(Prefix::SessionMeta, &context);
         let had_session = self.sessions.contains_key(&meta)?;
-        let mut batch = Writes::default();
+        let mut batch = sled::Batch::default();
         for entry in self.sessions.scan_prefix(index::key(Prefix::SessionMessage, &context)) {
             let (message_key, _) = entry?;
             batch.remove(message_key);
         }
         batch.remove(meta);
-        batch.apply(&self.sessions)?;
+        self.sessions.apply_batch(batch)?;
         Ok(had_session)
     }
 

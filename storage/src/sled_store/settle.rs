@@ -25,13 +25,11 @@ impl SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        let session_writes = self.session_batch(session, appended, history_limit)?;
+        let session_batch = self.session_batch(session, appended, history_limit)?;
         let removal = self.removal_batch(task_id)?;
-        let session_batch = session_writes.to_batch();
-        let removal_batch = removal.as_ref().map(|removal| removal.batch.to_batch());
         let result = (&self.tasks, &self.sessions).transaction(|(tasks, sessions)| {
-            if let Some(batch) = &removal_batch {
-                tasks.apply_batch(batch)?;
+            if let Some(removal) = &removal {
+                tasks.apply_batch(&removal.batch)?;
             }
             sessions.apply_batch(&session_batch)?;
             Ok::<(), ConflictableTransactionError<()>>(())

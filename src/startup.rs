@@ -286,9 +286,6 @@ impl NodeCore {
             push.hooks.queue = Arc::new(queue);
         }
         let journal = open_journal(config, sled, push.as_ref().map(PushStack::local_queue)).map_err(store_error)?;
-        if let Some(push) = push.as_mut() {
-            push.behind_log(journal.wal());
-        }
         let store: Arc<dyn TaskStore> =
             Arc::new(MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(&metrics)).map_err(store_error)?);
         let commit = GroupCommit::over_log(Arc::clone(&journal));

@@ -46,7 +46,7 @@ impl From<crate::wal::WalError> for StoreError {
     fn from(e: crate::wal::WalError) -> Self {
         use crate::wal::WalError;
         match e {
-            WalError::Io { .. } => StoreError::Unavailable(e.to_string()),
+            WalError::Io { .. } | WalError::Apply { .. } => StoreError::Unavailable(e.to_string()),
             WalError::Closed => StoreError::Closed,
             other => StoreError::Corrupt(other.to_string()),
         }

@@ -25,7 +25,7 @@ pub mod wal;
 
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
-pub use journal::{Checkpointer, DurableQueue, ReplayReport, WalStore, WAL_DIR};
+pub use journal::{Checkpointer, ReplayReport, WalStore, WAL_DIR};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use memory::MemoryStore;
 pub use model::{
@@ -140,6 +140,19 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Makes everything written so far durable. Blocks.
     fn flush(&self) -> Result<(), StoreError>;
+
+    /// The generation (`last_event_seq`) and state of a task, with no owner check: what a
+    /// writer compares its new version with. The default decodes the whole record.
+    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        Ok(self.get_task(Scope::Node, task_id)?.map(|r| (r.last_event_seq, r.state())))
+    }
+
+    /// Called once the write-ahead log replayed its tail into this store at open, before
+    /// anyone reads it: a store that applies a step's keys one by one mends what is not
+    /// idempotent there (the sled store rebuilds its counters). The default does nothing.
+    fn after_replay(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// Bytes the store occupies on disk.
     fn size_on_disk(&self) -> Result<u64, StoreError>;

@@ -141,7 +141,7 @@ impl PushQueue {
 
 impl JobQueue for PushQueue {
     /// Adds jobs, atomically. One job is one insert: a `sled::Batch` would cost two log
-    /// buffer writes that wait for the disk (see `SledStore::put_task`).
+    /// buffer writes that wait for the disk (see `sled_store/writes.rs`).
     fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
         if let [job] = jobs {
             self.tree.insert(job.pending_key(), encode(job)?)?;

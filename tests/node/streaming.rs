@@ -200,8 +200,9 @@ async fn stalled_subscriber(app: &TestApp, task_id: &str) -> tokio::net::TcpStre
 async fn a_slow_subscriber_is_dropped_with_an_error_while_others_continue() {
     use tokio::io::AsyncReadExt as _;
     // ~12 MB of events: more than the node's socket send buffer can hold for a stalled
-    // reader, so its 128-event buffer in the node fills. The reading subscriber must first
-    // take a 4 MB snapshot; 128 events give it room to catch up.
+    // reader, so its 384-event buffer in the node fills (~3 MB of the 12). The reading
+    // subscriber must first take a 4 MB snapshot; 384 events give it room to catch up
+    // while the node writes the growing task (several MB a step) beside it on 2 cores.
     let app = spawn_app(|c| {
         c.agents = vec![crate::support::echo_agent(
             "big",
@@ -209,7 +210,7 @@ async fn a_slow_subscriber_is_dropped_with_an_error_while_others_continue() {
             8192,
             Duration::from_millis(4),
         )];
-        c.stream_buffer = 128;
+        c.stream_buffer = 384;
         c.body_limit = 32 << 20;
         // This is the node's subscriber buffer at work, not the socket bounds: the write
         // deadline would reset the stalled stream while the other reads 12 MB, and the

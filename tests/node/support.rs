@@ -20,7 +20,17 @@ pub struct TestApp {
     pub grpc_url: String,
     pub client: reqwest::Client,
     pub probe: StatsProbe,
-    pub _dir: tempfile::TempDir,
+    /// The node's temp dir (removed once the node stops, see [`spawn_app`]).
+    pub _dir: NodeDir,
+}
+
+/// Where a test node's temp dir is; the dir itself is owned by the node's task.
+pub struct NodeDir(std::path::PathBuf);
+
+impl NodeDir {
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
 }
 
 /// Starts a node on 127.0.0.1:0 with a fresh data dir; `tweak` edits the config first.
@@ -36,8 +46,16 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let url = app.local_url();
     let grpc_url = format!("http://{}", app.grpc_addr().expect("gRPC runs in tests"));
     let probe = app.stats_probe();
-    actix_web::rt::spawn(app.run_until_stopped());
-    TestApp { url, grpc_url, client: reqwest::Client::new(), probe, _dir: dir }
+    let data_dir = dir.path().to_path_buf();
+    actix_web::rt::spawn(async move {
+        // The data dir goes when the node has stopped, not before: the node's last
+        // checkpoint flushes sled, and sled can hang on a write into a removed directory
+        // (a blob file it cannot create), which its process-wide lock makes a hang of
+        // every other node in this test binary.
+        let _dir = dir;
+        app.run_until_stopped().await
+    });
+    TestApp { url, grpc_url, client: reqwest::Client::new(), probe, _dir: NodeDir(data_dir) }
 }
 
 /// An echo agent with the given settings.

@@ -9,10 +9,9 @@ pub mod url_guard;
 pub use settings::{PushConfig, PushQueueKind};
 
 use a2ad_actors::push::{PushBoard, PushHooks, PushSettings, PushWorker};
-use a2ad_storage::wal::Wal;
 use a2ad_storage::{
-    DurableQueue, Forwarder, ForwarderSettings, JobQueue, PushConfigStore, PushQueue, RedisFailure, RedisQueue,
-    RedisQueueOptions, SecretKey, SledStore, StoreError, PUSH_OUTBOX_TREE,
+    Forwarder, ForwarderSettings, JobQueue, PushConfigStore, PushQueue, RedisFailure, RedisQueue, RedisQueueOptions,
+    SecretKey, SledStore, StoreError, PUSH_OUTBOX_TREE,
 };
 use actix::prelude::*;
 use std::path::Path;
@@ -27,14 +26,15 @@ pub struct PushStack {
     timeout: std::time::Duration,
     /// The queue a step's jobs go into, with the step ([`PushStack::local_queue`]).
     local: PushQueue,
-    /// With `redis-streams`: the forwarder's own connection to the queue, and (once the
-    /// log is open, [`PushStack::behind_log`]) its durable view of the outbox.
+    /// With `redis-streams`: the forwarder's own connection to the queue, and the outbox
+    /// it empties (which holds only jobs whose step is durable: the store behind the log
+    /// applies a step's jobs after its sync).
     forward: Option<Forward>,
 }
 
 struct Forward {
     target: Arc<dyn JobQueue>,
-    outbox: Option<Arc<dyn JobQueue>>,
+    outbox: Arc<dyn JobQueue>,
 }
 
 /// Why push could not start.
@@ -68,7 +68,8 @@ impl PushStack {
                 warn_if_unreachable(&worker_queue)?;
                 let target = Arc::new(RedisQueue::open(options)?) as Arc<dyn JobQueue>;
                 let local = PushQueue::new(sled.tree(PUSH_OUTBOX_TREE)?);
-                (local, Arc::new(worker_queue) as Arc<dyn JobQueue>, Some(Forward { target, outbox: None }))
+                let forward = Forward { target, outbox: Arc::new(local.clone()) };
+                (local, Arc::new(worker_queue) as Arc<dyn JobQueue>, Some(forward))
             }
         };
         let policy = Arc::new(UrlPolicy::new(&config.allow).map_err(PushSetupError::Config)?);
@@ -95,19 +96,6 @@ impl PushStack {
         self.local.clone()
     }
 
-    /// Puts the local queue behind the log's barrier ([`DurableQueue`]) for its reader:
-    /// the worker with the local-file queue, the forwarder with the outbox. Jobs are in the
-    /// local queue as soon as their record is appended; the barrier hands out only those
-    /// whose step is durable.
-    pub fn behind_log(&mut self, wal: &Wal) {
-        match &mut self.forward {
-            Some(forward) => {
-                forward.outbox = Some(Arc::new(DurableQueue::new(Arc::new(self.local.clone()), wal.clone())));
-            }
-            None => self.hooks.queue = Arc::new(DurableQueue::new(Arc::clone(&self.hooks.queue), wal.clone())),
-        }
-    }
-
     /// Starts the delivery worker; its board shows its destinations to the metrics.
     pub fn start_worker(&self) -> (Addr<PushWorker>, PushBoard) {
         let sender = Arc::new(sender::HttpSender::new(Arc::clone(&self.policy), self.timeout));
@@ -117,10 +105,9 @@ impl PushStack {
         (worker.start(), board)
     }
 
-    /// Starts the forwarder from the outbox to the Redis queue, with `redis-streams` (after
-    /// [`PushStack::behind_log`]).
+    /// Starts the forwarder from the outbox to the Redis queue, with `redis-streams`.
     pub fn start_forwarder(&self) -> Result<Option<Forwarder>, StoreError> {
-        let Some(Forward { target, outbox: Some(outbox) }) = &self.forward else { return Ok(None) };
+        let Some(Forward { target, outbox }) = &self.forward else { return Ok(None) };
         Forwarder::start(Arc::clone(outbox), Arc::clone(target), ForwarderSettings::default()).map(Some)
     }
 }

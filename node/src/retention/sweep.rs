@@ -98,6 +98,9 @@ impl Sweeper {
         let (removed, contexts) = self.remove(plan.remove).await?;
         report.removed = removed;
         if !contexts.is_empty() {
+            // A session is judged unused on committed steps only (a context with a queued
+            // step is in use), so the removals are committed first.
+            self.core.runtime().commit.commit().await?;
             let keys = contexts.into_iter().collect();
             report.sessions_removed = self.core.supervisor().send(ForgetSessions { keys }).await.unwrap_or(0);
         }

@@ -7,8 +7,9 @@ use crate::StoreError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often the thread looks at the log's growth between timed checkpoints.
-const LOOK_EVERY: Duration = Duration::from_millis(100);
+/// How often the thread looks at the log's growth between timed checkpoints, and commits
+/// what writers appended without committing (so that it reaches the store).
+pub(super) const LOOK_EVERY: Duration = Duration::from_millis(100);
 
 /// A thread that checkpoints a [`WalStore`] every `every`, or sooner once `max_bytes` of
 /// log were written since the last one. A failed checkpoint (the disk is full) is logged
@@ -38,6 +39,9 @@ fn run(store: &WalStore, stop: &StopSignal, every: Duration, max_bytes: u64) {
     let mut bytes_at_last = store.wal().stats().bytes_written;
     loop {
         let stopping = stop.wait(LOOK_EVERY);
+        if let Err(e) = store.settle_pending() {
+            tracing::error!(error = %e, "could not commit what writers left uncommitted; tried again shortly");
+        }
         let written = store.wal().stats().bytes_written;
         let due = last.elapsed() >= every || written.saturating_sub(bytes_at_last) >= max_bytes;
         if due || stopping {

@@ -1,26 +1,29 @@
 //! The write-ahead log in front of the task store: one compact record per step.
 //!
 //! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue (the
-//! local-file queue, or the outbox in front of Redis Streams). Every
-//! write that callers make durable with [`crate::GroupCommit`] (task + events + push
-//! jobs, session, removal, reply settlement) is appended to the [`Wal`] as one record
-//! (`step.rs`), then applied to the store without a flush. The group commit is then one
-//! `fdatasync` of the log for a whole batch of callers ([`crate::GroupCommit::over_wal`]).
+//! local-file queue, or the outbox in front of Redis Streams). Every write (task + events
+//! + push jobs, session, removal, reply settlement, event-id reservation) is appended to
+//! the [`Wal`] as one record (`step.rs`) and queued; the log's flusher makes a whole batch
+//! of records durable with one `fdatasync`, then applies their steps to the store without
+//! a flush (`applier.rs`, the log's [`crate::wal::AfterSync`] hook), and only then
+//! resolves the batch's commits ([`crate::GroupCommit::over_log`]). So the store, and
+//! every reader of it, holds durable steps only: the push worker and the forwarder find a
+//! job in the queue only once its step is durable, and a read never sees what a crash
+//! could take back. A write not committed by its caller is committed by the
+//! [`Checkpointer`] within [`checkpointer::LOOK_EVERY`].
 //!
-//! Order: append, then apply, both under a shared gate. So a write visible in the store
-//! always has its record in the log (the push worker relies on it: a job it sees is
-//! durable once the log is synced up to [`Wal::last_lsn`], see [`DurableQueue`]), and the
-//! [`Checkpointer`], taking the gate exclusively for an instant, reads an LSN that every
-//! applied write is at or below. It then syncs the log to that LSN, flushes the store
-//! durably ([`TaskStore::flush`]) and declares the LSN checkpointed, which drops the log
-//! segments behind it.
+//! The [`Checkpointer`] reads the LSN up to which every step is applied
+//! ([`Wal::settled_lsn`]), flushes the store durably ([`TaskStore::flush`]) and declares
+//! that LSN checkpointed, which drops the log segments behind it.
 //!
 //! At open, the records after the checkpoint are applied again ([`WalStore::open`]).
 //! Every operation is idempotent (a put writes the same record and event keys again, a
-//! removal of a removed task does nothing), so a record the store already held is
-//! harmless. A write whose record was appended but whose apply failed is answered with the
-//! error, and still replays after a restart; a write the log could not make durable is
-//! answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
+//! removal of a removed task does nothing), so a record the store already held, in whole
+//! or in part, is harmless; the store then mends what is not idempotent
+//! ([`TaskStore::after_replay`]: sled rebuilds its task counters). A step whose apply
+//! fails fails its commit with [`StoreError::Unavailable`], stays queued, and is applied
+//! again by the next commit (and replayed after a restart); a write the log could not make
+//! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
 //!
 //! Event-id reservations (`reserve_event_seq`, a small tree of their own): a running
 //! turn sends its progress events to streams before it stores them, so a stream first
@@ -32,23 +35,25 @@
 //! dead letters, and the forwarder's removals from the Redis outbox (a crash before the
 //! checkpoint delivers, or forwards, a job again: at least once).
 
+mod applier;
 mod checkpointer;
 mod step;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_apply;
 
 pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
 use crate::{
-    ContextKey, JobQueue, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StoreCounts, StoreError,
-    TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore,
+    ContextKey, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StoreCounts, StoreError, TaskEntry,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use a2ad_protocol::{Message, TaskState};
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
-use step::Step;
+use applier::Applier;
+use std::sync::Arc;
+use step::{SessionStep, Step};
 
 /// The log directory inside a data dir. sled locks the data dir, so one process at a time
 /// opens the log too.
@@ -56,19 +61,8 @@ pub const WAL_DIR: &str = "wal";
 
 /// The task store behind the write-ahead log.
 pub struct WalStore {
-    inner: Arc<dyn TaskStore>,
-    /// The node's local push queue, when push is on: the local-file queue itself, or the
-    /// outbox the [`crate::Forwarder`] empties into Redis Streams. A step's jobs go in
-    /// with the step, in its log record.
-    queue: Option<PushQueue>,
+    applier: Arc<Applier>,
     wal: Wal,
-    /// Shared by writers from append to apply; taken exclusively by checkpoints.
-    gate: RwLock<()>,
-    /// Event-id reservations (task id → seq, BE), when kept: see `reserve_event_seq`.
-    reservations: Option<sled::Tree>,
-    /// The reservations made since start, so a stream reserves with a map lookup, and a
-    /// task that ends drops its key.
-    reserved: Mutex<HashMap<String, u64>>,
 }
 
 /// What [`WalStore::open`] found in the log.
@@ -94,7 +88,7 @@ impl WalStore {
         inner: Arc<dyn TaskStore>,
         queue: Option<PushQueue>,
         reservations: Option<sled::Tree>,
-        dir: &Path,
+        dir: &std::path::Path,
         options: WalOptions,
     ) -> Result<(WalStore, ReplayReport), StoreError> {
         let (wal, replay) = Wal::open(dir, options)?;
@@ -103,17 +97,18 @@ impl WalStore {
             torn_tail_bytes: replay.torn_tail().map(|cut| cut.dropped_bytes),
             ..ReplayReport::default()
         };
-        let store =
-            WalStore { inner, queue, wal, gate: RwLock::new(()), reservations, reserved: Mutex::new(HashMap::new()) };
+        let store = WalStore { applier: Arc::new(Applier::new(inner, queue, reservations)), wal };
         for record in replay {
             let step = step::decode(&record.payload)
                 .map_err(|e| StoreError::Corrupt(format!("write-ahead log record {}: {e}", record.lsn)))?;
-            store.apply(step)?;
+            store.applier.apply(&step)?;
             report.replayed += 1;
         }
         if report.replayed > 0 {
+            store.applier.inner.after_replay()?;
             store.checkpoint()?;
         }
+        store.wal.set_after_sync(Arc::clone(&store.applier) as Arc<dyn crate::wal::AfterSync>);
         Ok((store, report))
     }
 
@@ -122,8 +117,8 @@ impl WalStore {
         &self.wal
     }
 
-    /// Syncs the log up to everything applied, flushes the store durably and checkpoints
-    /// there. Returns the checkpoint. Blocks on `fsync`s: a blocking thread only.
+    /// Flushes the store durably and checkpoints the log at the last LSN whose step is
+    /// applied. Returns the checkpoint. Blocks on `fsync`s: a blocking thread only.
     pub fn checkpoint(&self) -> Result<Lsn, StoreError> {
         self.checkpoint_flushing(false)
     }
@@ -136,120 +131,73 @@ impl WalStore {
     }
 
     fn checkpoint_flushing(&self, always: bool) -> Result<Lsn, StoreError> {
-        let lsn = {
-            let _exclusive = self.gate.write().unwrap_or_else(|p| p.into_inner());
-            self.wal.last_lsn()
-        };
+        let lsn = self.wal.settled_lsn();
         let behind = lsn > self.wal.checkpoint_lsn();
         if !behind && !always {
             return Ok(lsn);
         }
-        self.wal.commit_blocking(lsn)?;
-        self.inner.flush()?;
+        self.applier.inner.flush()?;
         if behind {
             self.wal.checkpoint(lsn)?;
         }
         Ok(lsn)
     }
 
-    /// Appends `payload`, then runs `apply`, under the shared gate.
-    fn logged<T>(&self, payload: &[u8], apply: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
-        let _shared = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        self.wal.append(payload)?;
-        apply()
-    }
-
-    /// A replayed step, applied as the live write did.
-    fn apply(&self, step: Step) -> Result<(), StoreError> {
-        match step {
-            Step::PutTask { record, events, jobs, session } => {
-                match self.apply_put(&record, &events, jobs) {
-                    // The store holds a newer write of the task already (flushed after
-                    // this record): nothing to redo.
-                    Err(StoreError::Conflict { .. }) | Ok(_) => {}
-                    Err(e) => return Err(e),
-                }
-                match session {
-                    Some(step) => self.apply_session(step.as_write()),
-                    None => Ok(()),
-                }
-            }
-            Step::PutSession { session, appended, history_limit } => {
-                self.inner.put_session(&session, &appended, history_limit)
-            }
-            Step::DeleteTask { task_id } => self.apply_delete(&task_id).map(drop),
-            Step::Reserve { task_id, seq } => self.apply_reserve(&task_id, seq),
-            Step::ForgetSession { key } => self.inner.forget_session_if_unused(&key).map(drop),
-            Step::SettleReply { task_id, session, appended, history_limit } => {
-                self.apply_settle(&task_id, &session, &appended, history_limit).map(drop)
-            }
+    /// Commits what was appended and not committed by its writer (so that its step
+    /// reaches the store); the checkpointer calls it. Blocks on the sync.
+    pub fn settle_pending(&self) -> Result<(), StoreError> {
+        let last = self.wal.last_lsn();
+        match last > self.wal.settled_lsn() {
+            true => Ok(self.wal.commit_blocking(last)?),
+            false => Ok(()),
         }
     }
 
-    fn apply_session(&self, write: SessionWrite<'_>) -> Result<(), StoreError> {
-        self.inner.put_session(write.session, write.appended, write.history_limit)
-    }
-
-    fn apply_delete(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let removed = self.inner.delete_task(task_id)?;
-        self.drop_reservation(task_id, true)?;
-        Ok(removed)
-    }
-
-    fn apply_settle(
-        &self,
-        task_id: &str,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        let removed = self.inner.settle_reply(task_id, session, appended, history_limit)?;
-        self.drop_reservation(task_id, true)?;
-        Ok(removed)
-    }
-
-    /// Keeps the higher of the stored reservation and `seq`.
-    fn apply_reserve(&self, task_id: &str, seq: u64) -> Result<(), StoreError> {
-        let Some(tree) = &self.reservations else { return Ok(()) };
-        let stored = read_seq(tree.get(task_id)?.as_deref());
-        if seq > stored {
-            tree.insert(task_id, &seq.to_be_bytes())?;
-        }
-        Ok(())
-    }
-
-    /// Forgets a task's reservation: always on removal, else only one made since start
-    /// (so that a put costs no tree write unless the task streamed).
-    fn drop_reservation(&self, task_id: &str, always: bool) -> Result<(), StoreError> {
-        let Some(tree) = &self.reservations else { return Ok(()) };
-        let known = self.reserved.lock().unwrap_or_else(|p| p.into_inner()).remove(task_id).is_some();
-        if known || always {
-            tree.remove(task_id)?;
-        }
-        Ok(())
-    }
-
-    fn apply_put(
+    /// Queues a task write (with the session write of the same commit, when it ends a
+    /// turn), after checking its generation against the newest queued or stored one.
+    /// Returns the state the task had.
+    fn put(
         &self,
         record: &TaskRecord,
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
+        session: Option<SessionWrite<'_>>,
     ) -> Result<Option<TaskState>, StoreError> {
-        let previous = self.inner.put_task(record, events)?;
-        if let (Some(queue), false) = (&self.queue, jobs.is_empty()) {
-            queue.enqueue(&jobs)?;
+        crate::refuse_jobs_without_queue(self.applier.queue.is_some(), &jobs)?;
+        let payload = step::encode_put_task(record, events, &jobs, session)?;
+        let record = Arc::new(record.clone());
+        let session = session.map(SessionStep::of);
+        let contexts = applier::contexts_of(&record, session.as_ref());
+        let mut unapplied = self.applier.lock();
+        let previous = unapplied.task_version(self.applier.inner.as_ref(), &record.task.id)?;
+        if let Some((stored, _)) = previous.filter(|(stored, _)| *stored > record.last_event_seq) {
+            let (task_id, offered) = (record.task.id.clone(), record.last_event_seq);
+            return Err(StoreError::Conflict { task_id, stored, offered });
         }
-        if record.state().is_terminal() {
-            // Recovery never looks at a terminal task: its reservation is garbage now.
-            self.drop_reservation(&record.task.id, false)?;
+        let task = (record.task.id.as_str(), Some(Arc::clone(&record)));
+        let step = Step::PutTask { record: Arc::clone(&record), events: events.to_vec(), jobs, session };
+        unapplied.append(&self.wal, &payload, step, Some(task), contexts)?;
+        Ok(previous.map(|(_, state)| state))
+    }
+
+    /// Queues the removal of a task (alone, or settling a reply with its session write)
+    /// and returns the record it removes: the newest queued or stored one.
+    fn remove(&self, task_id: &str, payload: &[u8], step: Step) -> Result<Option<TaskRecord>, StoreError> {
+        let mut unapplied = self.applier.lock();
+        let removed = unapplied.task(self.applier.inner.as_ref(), task_id)?;
+        let mut contexts: Vec<Vec<u8>> =
+            removed.iter().map(|r| applier::contexts_of(r, None)).collect::<Vec<_>>().concat();
+        if let Step::SettleReply { session, .. } = &step {
+            contexts.push(session.key.storage_key());
         }
-        Ok(previous)
+        unapplied.append(&self.wal, payload, step, Some((task_id, None)), contexts)?;
+        Ok(removed)
     }
 }
 
 impl TaskStore for WalStore {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
-        self.put_step(record, events, Vec::new())
+        self.put(record, events, Vec::new(), None)
     }
 
     /// Takes the jobs into the step's record and, with it, into the local queue (the
@@ -260,9 +208,7 @@ impl TaskStore for WalStore {
         events: &[LoggedEvent],
         jobs: Vec<PushJob>,
     ) -> Result<Option<TaskState>, StoreError> {
-        crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
-        let payload = step::encode_put_task(record, events, &jobs, None)?;
-        self.logged(&payload, || self.apply_put(record, events, jobs))
+        self.put(record, events, jobs, None)
     }
 
     /// One record for the task's step and the session: replay applies both.
@@ -273,13 +219,7 @@ impl TaskStore for WalStore {
         jobs: Vec<PushJob>,
         session: SessionWrite<'_>,
     ) -> Result<Option<TaskState>, StoreError> {
-        crate::refuse_jobs_without_queue(self.queue.is_some(), &jobs)?;
-        let payload = step::encode_put_task(record, events, &jobs, Some(session))?;
-        self.logged(&payload, || {
-            let previous = self.apply_put(record, events, jobs)?;
-            self.apply_session(session)?;
-            Ok(previous)
-        })
+        self.put(record, events, jobs, Some(session))
     }
 
     fn events_after(
@@ -289,42 +229,55 @@ impl TaskStore for WalStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.events_after(scope, task_id, after, limit)
+        // Under the queue's lock, so no step moves from the queue to the store between
+        // the two reads (a step leaves the queue once it is applied).
+        let unapplied = self.applier.lock();
+        let mut events = self.applier.inner.events_after(scope, task_id, after, limit)?;
+        let stored_up_to = events.last().map_or(after, |e| e.seq);
+        events.extend(unapplied.events_after(scope, task_id, stored_up_to));
+        events.dedup_by_key(|e| e.seq);
+        events.truncate(limit);
+        Ok(events)
     }
 
     fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
-        if self.reservations.is_none() {
+        if self.applier.reservations.is_none() {
             return Ok(false);
         }
-        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reserved = self.applier.reserved.lock().unwrap_or_else(|p| p.into_inner());
         if reserved.get(task_id).is_some_and(|&have| have >= seq) {
             return Ok(false);
         }
         reserved.insert(task_id.to_owned(), seq);
         drop(reserved);
-        self.logged(&step::encode_reserve(task_id, seq), || self.apply_reserve(task_id, seq))?;
+        let step = Step::Reserve { task_id: task_id.to_owned(), seq };
+        self.applier.lock().append(&self.wal, &step::encode_reserve(task_id, seq), step, None, Vec::new())?;
         Ok(true)
     }
 
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
-        let Some(tree) = &self.reservations else { return Ok(0) };
+        let Some(tree) = &self.applier.reservations else { return Ok(0) };
         Ok(read_seq(tree.get(task_id)?.as_deref()))
     }
 
     fn get_task(&self, scope: crate::Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get_task(scope, task_id)
+        self.applier.inner.get_task(scope, task_id)
+    }
+
+    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        self.applier.lock().task_version(self.applier.inner.as_ref(), task_id)
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        self.inner.list_tasks(query)
+        self.applier.inner.list_tasks(query)
     }
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.tasks_in_states(states)
+        self.applier.inner.tasks_in_states(states)
     }
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
-        self.inner.get_session(key, history_limit)
+        self.applier.inner.get_session(key, history_limit)
     }
 
     fn put_session(
@@ -334,33 +287,59 @@ impl TaskStore for WalStore {
         history_limit: usize,
     ) -> Result<(), StoreError> {
         let payload = step::encode_session(None, session, appended, history_limit)?;
-        self.logged(&payload, || self.inner.put_session(session, appended, history_limit))
+        let step = Step::PutSession { session: session.clone(), appended: appended.to_vec(), history_limit };
+        let contexts = vec![session.key.storage_key()];
+        self.applier.lock().append(&self.wal, &payload, step, None, contexts)?;
+        Ok(())
     }
 
-    /// Everything appended so far made durable in the log (the store itself is flushed
-    /// by checkpoints). Blocks: never call it from async code.
+    /// Everything appended so far made durable in the log and applied to the store (the
+    /// store itself is flushed by checkpoints). Blocks: never call it from async code.
     fn flush(&self) -> Result<(), StoreError> {
         Ok(self.wal.commit_blocking(self.wal.last_lsn())?)
     }
 
     fn size_on_disk(&self) -> Result<u64, StoreError> {
-        self.inner.size_on_disk()
+        self.applier.inner.size_on_disk()
     }
 
     fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
-        self.inner.visit_tasks(visit)
+        self.applier.inner.visit_tasks(visit)
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.logged(&step::encode_delete_task(task_id), || self.apply_delete(task_id))
+        let step = Step::DeleteTask { task_id: task_id.to_owned() };
+        self.remove(task_id, &step::encode_delete_task(task_id), step)
     }
 
+    /// Decided on what is stored and queued: a context with a queued step is in use
+    /// (retention asks again later); else the session goes when no task is left in it.
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
-        self.logged(&step::encode_forget_session(key)?, || self.inner.forget_session_if_unused(key))
+        let mut unapplied = self.applier.lock();
+        if unapplied.context_busy(key) {
+            return Ok(false);
+        }
+        let inner = self.applier.inner.as_ref();
+        let query = TaskQuery {
+            owner: key.owner.clone(),
+            context_id: Some(key.context_id.clone()),
+            state: None,
+            status_after_millis: None,
+            page_size: 1,
+            cursor: None,
+        };
+        if !inner.list_tasks(&query)?.records.is_empty() {
+            return Ok(false);
+        }
+        let had_session = inner.get_session(key, 0)?.is_some();
+        let step = Step::ForgetSession { key: key.clone() };
+        let contexts = vec![key.storage_key()];
+        unapplied.append(&self.wal, &step::encode_forget_session(key)?, step, None, contexts)?;
+        Ok(had_session)
     }
 
     fn counts(&self) -> Result<StoreCounts, StoreError> {
-        self.inner.counts()
+        self.applier.inner.counts()
     }
 
     fn settle_reply(
@@ -371,68 +350,17 @@ impl TaskStore for WalStore {
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let payload = step::encode_session(Some(task_id), session, appended, history_limit)?;
-        self.logged(&payload, || self.apply_settle(task_id, session, appended, history_limit))
+        let step = Step::SettleReply {
+            task_id: task_id.to_owned(),
+            session: session.clone(),
+            appended: appended.to_vec(),
+            history_limit,
+        };
+        self.remove(task_id, &payload, step)
     }
 }
 
 /// A stored reservation (8 bytes BE; anything else is none).
 fn read_seq(value: Option<&[u8]>) -> u64 {
     value.and_then(|v| <[u8; 8]>::try_from(v).ok()).map_or(0, u64::from_be_bytes)
-}
-
-/// The local push queue (or the Redis outbox) as the delivery worker (or the forwarder)
-/// sees it: [`JobQueue::due`] answers only jobs whose step is durable. Jobs are applied
-/// to the queue right after their record is appended, before the group commit syncs it;
-/// without this, a push could leave the node for an event a crash then loses, and
-/// recovery would give that event id to another one. The barrier syncs the log up to
-/// [`Wal::last_lsn`] read AFTER the scan, which covers every job the scan saw (append
-/// precedes apply).
-pub struct DurableQueue {
-    inner: Arc<dyn JobQueue>,
-    wal: Wal,
-}
-
-impl DurableQueue {
-    pub fn new(inner: Arc<dyn JobQueue>, wal: Wal) -> Self {
-        DurableQueue { inner, wal }
-    }
-}
-
-impl JobQueue for DurableQueue {
-    fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
-        self.inner.enqueue(jobs)
-    }
-
-    /// Blocks on the log's sync (the worker calls it on a blocking thread).
-    fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
-        let jobs = self.inner.due(now_ms, max, in_flight)?;
-        if !jobs.is_empty() {
-            self.wal.commit_blocking(self.wal.last_lsn())?;
-        }
-        Ok(jobs)
-    }
-
-    fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
-        self.inner.ack(job)
-    }
-
-    fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
-        self.inner.reschedule(job, next)
-    }
-
-    fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
-        self.inner.bury(job, reason, now_ms)
-    }
-
-    fn dead(&self) -> Result<Vec<crate::DeadJob>, StoreError> {
-        self.inner.dead()
-    }
-
-    fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
-        self.inner.revive(id, now_ms)
-    }
-
-    fn depth(&self) -> Result<usize, StoreError> {
-        self.inner.depth()
-    }
 }

@@ -21,6 +21,7 @@
 
 use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, SessionWrite, StoreError, TaskRecord};
 use a2ad_protocol::Message;
+use std::sync::Arc;
 
 const VERSION: u8 = 1;
 
@@ -29,7 +30,7 @@ const VERSION: u8 = 1;
 pub(crate) enum Step {
     /// A task write; with the session write of the same commit when it ends a turn.
     PutTask {
-        record: Box<TaskRecord>,
+        record: Arc<TaskRecord>,
         events: Vec<LoggedEvent>,
         jobs: Vec<PushJob>,
         session: Option<SessionStep>,
@@ -57,6 +58,19 @@ pub(crate) enum Step {
     },
 }
 
+impl Step {
+    /// The task the step writes or removes, if any.
+    pub(crate) fn task_id(&self) -> Option<&str> {
+        match self {
+            Step::PutTask { record, .. } => Some(&record.task.id),
+            Step::DeleteTask { task_id } | Step::SettleReply { task_id, .. } | Step::Reserve { task_id, .. } => {
+                Some(task_id)
+            }
+            Step::PutSession { .. } | Step::ForgetSession { .. } => None,
+        }
+    }
+}
+
 /// A decoded session write (the owned form of [`SessionWrite`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SessionStep {
@@ -66,6 +80,15 @@ pub(crate) struct SessionStep {
 }
 
 impl SessionStep {
+    /// An owned copy of a live session write (the history is shared, not copied).
+    pub(crate) fn of(write: SessionWrite<'_>) -> Self {
+        SessionStep {
+            session: write.session.clone(),
+            appended: write.appended.to_vec(),
+            history_limit: write.history_limit,
+        }
+    }
+
     pub(crate) fn as_write(&self) -> SessionWrite<'_> {
         SessionWrite { session: &self.session, appended: &self.appended, history_limit: self.history_limit }
     }
@@ -188,7 +211,7 @@ fn decode_put_task(r: &mut Reader<'_>, with_session: bool) -> Result<Step, Store
         }
         false => None,
     };
-    Ok(Step::PutTask { record: Box::new(record), events, jobs, session })
+    Ok(Step::PutTask { record: Arc::new(record), events, jobs, session })
 }
 
 fn decode_session(r: &mut Reader<'_>) -> Result<(SessionRecord, usize, Vec<Message>), StoreError> {

@@ -1,7 +1,8 @@
 use super::*;
 use crate::sled_store::tests::record;
 use crate::wal::FullDiskSwitch;
-use crate::{GroupCommit, Owner, SledStore};
+use crate::{GroupCommit, JobQueue, Owner, SledStore};
+use std::collections::HashSet;
 use std::path::Path;
 
 fn sled(dir: &Path) -> (Arc<dyn TaskStore>, PushQueue) {
@@ -146,10 +147,13 @@ fn the_push_worker_sees_a_job_only_once_its_step_is_durable() {
     let task = record(&Owner::anonymous(), "t1", "c1", TaskState::Completed, 1);
     let job = PushJob::new("t1", "cfg", 1, event(1).json.to_string(), 1);
     store.put_step(&task, &[event(1)], vec![job]).unwrap();
-    assert_eq!(store.wal().durable_lsn(), Lsn(0), "appended, applied, not yet synced");
-    let worker_view = DurableQueue::new(Arc::new(queue), store.wal().clone());
-    assert_eq!(worker_view.due(i64::MAX, 10, &HashSet::new()).unwrap().len(), 1);
-    assert_eq!(store.wal().durable_lsn(), Lsn(1), "the worker's scan synced the log first");
+    assert_eq!(store.wal().durable_lsn(), Lsn(0), "appended, not yet synced");
+    assert!(queue.due(i64::MAX, 10, &HashSet::new()).unwrap().is_empty(), "no job before its step is durable");
+    assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_none(), "nor its task");
+    store.flush().unwrap();
+    assert_eq!(store.wal().durable_lsn(), Lsn(1));
+    assert_eq!(queue.due(i64::MAX, 10, &HashSet::new()).unwrap().len(), 1, "the sync applied the step");
+    assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_some());
 }
 
 #[test]
@@ -173,7 +177,7 @@ fn every_step_round_trips_through_its_encoding() {
     let payload = step::encode_put_task(&task, &[event(3)], std::slice::from_ref(&job), None).unwrap();
     assert_eq!(
         step::decode(&payload).unwrap(),
-        Step::PutTask { record: Box::new(task.clone()), events: vec![event(3)], jobs: vec![job], session: None }
+        Step::PutTask { record: Arc::new(task.clone()), events: vec![event(3)], jobs: vec![job], session: None }
     );
     let turn = [message("q")];
     let write = SessionWrite { session: &session("c1", 1), appended: &turn, history_limit: 4 };
@@ -227,5 +231,6 @@ fn event_id_reservations_survive_a_lost_store_and_go_with_the_task() {
     store.put_task(&record(&Owner::anonymous(), "t1", "c1", TaskState::Completed, 2), &[]).unwrap();
     assert!(store.reserve_event_seq("t1", 80).unwrap());
     store.put_task(&record(&Owner::anonymous(), "t1", "c1", TaskState::Failed, 3), &[]).unwrap();
+    store.flush().unwrap();
     assert_eq!(store.reserved_event_seq("t1").unwrap(), 0, "a terminal task drops its reservation");
 }

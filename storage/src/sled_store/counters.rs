@@ -82,7 +82,7 @@ impl CounterLocks {
 /// The caller holds the owner's stripe lock.
 pub(super) fn apply_deltas(
     tree: &sled::Tree,
-    batch: &mut sled::Batch,
+    batch: &mut super::writes::Writes,
     deltas: &[(Vec<u8>, i64)],
 ) -> Result<(), StoreError> {
     for (key, delta) in deltas {
@@ -153,7 +153,9 @@ pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> 
     Ok(true)
 }
 
-/// Builds every counter from the indexes, replacing what is there.
+/// Builds every counter from the indexes, replacing what is there: at open for a store
+/// without counters, and after a write-ahead log replay (a step applied key by key that
+/// a crash cut short may have moved a counter that its replay then moves again).
 pub(super) fn rebuild(tree: &sled::Tree) -> Result<(), StoreError> {
     let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     for entry in tree.scan_prefix([Prefix::ByTime as u8]) {

@@ -1,7 +1,8 @@
 //! The embedded sled store.
 //!
-//! Two trees, each written only with atomic batches (cheaper than sled transactions, and
-//! atomic all the same within one tree):
+//! Two trees, each written with atomic batches (cheaper than sled transactions, and atomic
+//! all the same within one tree), or, behind the write-ahead log, key by key in the same
+//! order (`writes.rs`: there the log record makes a step atomic):
 //!
 //! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status
@@ -37,6 +38,7 @@ mod durable;
 mod index;
 mod removal;
 mod settle;
+mod writes;
 
 pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
@@ -48,6 +50,7 @@ use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
 use std::sync::Arc;
+use writes::{Atomicity, Writes};
 
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
@@ -59,6 +62,8 @@ pub struct SledStore {
     event_retention: u64,
     /// Serializes the counter updates of one owner (see `counters.rs`).
     counter_locks: counters::CounterLocks,
+    /// Key by key behind the write-ahead log, else atomic batches (`writes.rs`).
+    atomicity: Atomicity,
 }
 
 /// sled reports a lock held by another process as an I/O error without an OS error code,
@@ -112,23 +117,29 @@ impl SledStore {
     /// interrupted there. sled flushes its own buffers every second (what the admin
     /// commands, which write without a log in front, rely on).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_with(dir, Some(1000), DEFAULT_CACHE_BYTES)
+        Self::open_with(dir, Some(1000), Atomicity::Batch, DEFAULT_CACHE_BYTES)
     }
 
     /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
     /// off, since every write is durable in the log first and the checkpointer flushes
     /// sled (with [`TaskStore::flush`]) on its own schedule; a flush per second under
-    /// load rewrote pages for every few requests.
+    /// load rewrote pages for every few requests. Its writes are applied key by key (the
+    /// log record makes each step atomic: `writes.rs`).
     pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
         Self::open_behind_log_with_cache(dir, DEFAULT_CACHE_BYTES)
     }
 
     /// [`SledStore::open_behind_log`] with a page cache of at most `cache_bytes`.
     pub fn open_behind_log_with_cache(dir: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
-        Self::open_with(dir, None, cache_bytes)
+        Self::open_with(dir, None, Atomicity::Log, cache_bytes)
     }
 
-    fn open_with(dir: &Path, flush_every_ms: Option<u64>, cache_bytes: usize) -> Result<Self, StoreError> {
+    fn open_with(
+        dir: &Path,
+        flush_every_ms: Option<u64>,
+        atomicity: Atomicity,
+        cache_bytes: usize,
+    ) -> Result<Self, StoreError> {
         compact::recover(dir)?;
         let db = sled::Config::new()
             .path(dir)
@@ -149,6 +160,7 @@ impl SledStore {
             dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             counter_locks: counters::CounterLocks::new(),
+            atomicity,
         })
     }
 
@@ -156,6 +168,13 @@ impl SledStore {
     pub fn with_event_retention(mut self, events: usize) -> Self {
         self.event_retention = events.max(1) as u64;
         self
+    }
+
+    /// Drops a tree from under every handle to it, so that their writes fail (tests of a
+    /// store that refuses an apply).
+    #[cfg(test)]
+    pub(crate) fn drop_tree_for_test(&self, name: &str) {
+        self.db.drop_tree(name).expect("the tree is dropped");
     }
 
     /// Another tree of the same database, for stores that share its durability (one
@@ -171,12 +190,12 @@ impl SledStore {
         session: &SessionRecord,
         appended: &[Message],
         history_limit: usize,
-    ) -> Result<sled::Batch, StoreError> {
+    ) -> Result<Writes, StoreError> {
         let context = session.key.storage_key();
         let count = session.message_count;
         let first_new = count.saturating_sub(appended.len() as u64);
         let limit = history_limit as u64;
-        let mut batch = sled::Batch::default();
+        let mut batch = Writes::default();
         batch.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(session).map_err(corrupt)?);
         for (seq, message) in (first_new..).zip(appended) {
             batch.insert(index::message_key(&context, seq), serde_json::to_vec(message).map_err(corrupt)?);
@@ -247,7 +266,9 @@ impl TaskStore for SledStore {
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
-        let mut batch = sled::Batch::default();
+        // The record goes last: key by key (behind the log), a step a crash cut short
+        // still has the old record, whose stamp names the index keys its replay replaces.
+        let mut batch = Writes::default();
         if old != Some(stamp) {
             if let Some(old) = old {
                 batch.remove(index::time_key(record, old.millis));
@@ -272,14 +293,16 @@ impl TaskStore for SledStore {
             counters::apply_deltas(&self.tasks, &mut batch, &counters::on_write(record, old, stamp))?;
         }
         batch.insert(index::key(Prefix::Task, id), value);
-        // One atomic batch, though sled writes its log buffer around each one: applying
-        // the keys one by one behind the log halved the CPU per request, but sled then
-        // writes a buffer whenever it fills, at any key, while the step's log record may
-        // still be in the log writer's memory, so a SIGKILL could leave a prefix of an
-        // unacknowledged step that no replay mends (BENCHMARKS.md, issue 15).
-        self.tasks.apply_batch(batch)?;
+        batch.apply(&self.tasks, self.atomicity)?;
         drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
+    }
+
+    fn after_replay(&self) -> Result<(), StoreError> {
+        match self.atomicity {
+            Atomicity::Log => counters::rebuild(&self.tasks),
+            Atomicity::Batch => Ok(()),
+        }
     }
 
     fn events_after(
@@ -311,6 +334,16 @@ impl TaskStore for SledStore {
 
     fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.scoped_task_bytes(scope, task_id)?.map(|b| Self::decode_task(&b)).transpose()
+    }
+
+    /// Read off the stamp and the end of the stored JSON, without decoding the record.
+    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
+        let state = Stamp::decode(&bytes).and_then(|stamp| TaskState::from_number(i64::from(stamp.state)));
+        match (stored_generation(&bytes), state) {
+            (Some(generation), Some(state)) => Ok(Some((generation, state))),
+            _ => Self::decode_task(&bytes).map(|r| Some((r.last_event_seq, r.state()))),
+        }
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -372,7 +405,7 @@ impl TaskStore for SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        self.sessions.apply_batch(self.session_batch(session, appended, history_limit)?)?;
+        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
         Ok(())
     }
 

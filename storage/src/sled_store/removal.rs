@@ -2,6 +2,7 @@
 //! `a2ad admin stats` need from the sled store.
 
 use super::index::{self, Prefix, Stamp};
+use super::writes::Writes;
 use super::{counters, SledStore};
 use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
 use a2ad_protocol::TaskState;
@@ -10,7 +11,7 @@ use a2ad_protocol::TaskState;
 /// lock), then drop it.
 pub(super) struct Removal<'a> {
     pub record: TaskRecord,
-    pub batch: sled::Batch,
+    pub batch: Writes,
     _counting: std::sync::MutexGuard<'a, ()>,
 }
 
@@ -32,7 +33,7 @@ impl SledStore {
         let Some(removal) = self.removal_batch(task_id)? else {
             return Ok(None);
         };
-        self.tasks.apply_batch(removal.batch)?;
+        removal.batch.apply(&self.tasks, self.atomicity)?;
         Ok(Some(removal.record))
     }
 
@@ -49,7 +50,9 @@ impl SledStore {
         // The index keys and counters hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
         let millis = stamp.millis;
-        let mut batch = sled::Batch::default();
+        // The record goes last, as in `put_task`: a removal a crash cut short is found
+        // again by its replay, which removes the rest.
+        let mut batch = Writes::default();
         batch.remove(index::time_key(&record, millis));
         batch.remove(index::context_key(&record, millis));
         batch.remove(index::key(Prefix::Active, task_id.as_bytes()));
@@ -73,13 +76,13 @@ impl SledStore {
         let context = key.storage_key();
         let meta = index::key(Prefix::SessionMeta, &context);
         let had_session = self.sessions.contains_key(&meta)?;
-        let mut batch = sled::Batch::default();
+        let mut batch = Writes::default();
         for entry in self.sessions.scan_prefix(index::key(Prefix::SessionMessage, &context)) {
             let (message_key, _) = entry?;
             batch.remove(message_key);
         }
         batch.remove(meta);
-        self.sessions.apply_batch(batch)?;
+        batch.apply(&self.sessions, self.atomicity)?;
         Ok(had_session)
     }
 

@@ -8,6 +8,7 @@
 //! either the session has the reply and the task is gone, or neither happened (and
 //! recovery fails the interrupted turn, as for any other).
 
+use super::writes::Atomicity;
 use super::SledStore;
 use crate::{SessionRecord, StoreError, TaskRecord};
 use a2ad_protocol::Message;
@@ -25,11 +26,20 @@ impl SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        let session_batch = self.session_batch(session, appended, history_limit)?;
+        let session_writes = self.session_batch(session, appended, history_limit)?;
         let removal = self.removal_batch(task_id)?;
+        if self.atomicity == Atomicity::Log {
+            // One log record holds both (see `writes.rs`): no transaction needed.
+            session_writes.apply(&self.sessions, self.atomicity)?;
+            let Some(removal) = removal else { return Ok(None) };
+            removal.batch.apply(&self.tasks, self.atomicity)?;
+            return Ok(Some(removal.record));
+        }
+        let session_batch = session_writes.to_batch();
+        let removal_batch = removal.as_ref().map(|removal| removal.batch.to_batch());
         let result = (&self.tasks, &self.sessions).transaction(|(tasks, sessions)| {
-            if let Some(removal) = &removal {
-                tasks.apply_batch(&removal.batch)?;
+            if let Some(batch) = &removal_batch {
+                tasks.apply_batch(batch)?;
             }
             sessions.apply_batch(&session_batch)?;
             Ok::<(), ConflictableTransactionError<()>>(())

@@ -39,6 +39,11 @@ pub enum WalError {
     /// `checkpoint` of an LSN the log has not made durable yet.
     #[error("write-ahead log checkpoint at {lsn} is ahead of the durable end {durable}")]
     NotDurable { lsn: u64, durable: u64 },
+    /// The record is durable, but the work after its sync ([`super::AfterSync`], the
+    /// store's apply of the step) failed; the next commit tries it again, and a restart
+    /// replays the record.
+    #[error("write-ahead log record {lsn} is durable but could not be applied: {message}")]
+    Apply { lsn: u64, message: String },
     /// The log was closed.
     #[error("write-ahead log is closed")]
     Closed,

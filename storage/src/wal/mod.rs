@@ -45,7 +45,7 @@ use disk::{io_error, load_checkpoint, store_checkpoint, Disk, OsDisk};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 use tokio::sync::oneshot;
 use writer::{Active, Counters, Queue, Shared, Writer};
@@ -104,6 +104,18 @@ impl WalOptions {
         let room = usize::try_from(self.segment_size).unwrap_or(usize::MAX) - record::HEADER;
         room.min(record::MAX_PAYLOAD)
     }
+}
+
+/// Work the flusher thread does after every batch, between making records durable and
+/// resolving their commits: so a commit that resolves has had it done for its record.
+/// The store behind the log applies its steps here, since a step may reach the store only
+/// once its record is durable (a crash could otherwise leave in the store part of a step
+/// that no replay knows of).
+pub trait AfterSync: Send + Sync + 'static {
+    /// Runs for every record up to `durable` not yet handed to it, in LSN order. On a
+    /// failure it returns the first LSN it could not settle; that one and every later one
+    /// is handed to it again after the next batch.
+    fn after_sync(&self, durable: Lsn) -> Result<(), (Lsn, String)>;
 }
 
 /// Turns a log's disk "full" and back ([`WalOptions::full_disk_switch`]); for tests.
@@ -233,6 +245,8 @@ impl Wal {
             queue: Mutex::new(Queue { next_lsn, ..Queue::default() }),
             wake: Condvar::new(),
             durable: AtomicU64::new(next_lsn - 1),
+            settled: AtomicU64::new(next_lsn - 1),
+            after_sync: OnceLock::new(),
             checkpoint: AtomicU64::new(checkpoint),
             segments: Mutex::new(walk.firsts.clone()),
             checkpointing: Mutex::new(()),
@@ -295,9 +309,11 @@ impl Wal {
     }
 
     /// Resolves once every record up to `lsn` is on stable storage (written and
-    /// `fdatasync`ed), sharing the sync with every other commit queued meanwhile. On a
-    /// write failure it returns the error; the record is then neither durable nor lost:
-    /// it stays queued and the next commit writes it again.
+    /// `fdatasync`ed), and the [`AfterSync`] hook has run over it, sharing the sync with
+    /// every other commit queued meanwhile. On a write failure it returns the error; the
+    /// record is then neither durable nor lost: it stays queued and the next commit writes
+    /// it again. A hook that failed at or before `lsn` is [`WalError::Apply`], and the
+    /// next commit runs it again.
     pub async fn commit(&self, lsn: Lsn) -> Result<(), WalError> {
         match self.wait_for(lsn)? {
             Some(rx) => rx.await.unwrap_or(Err(WalError::Closed)),
@@ -307,7 +323,7 @@ impl Wal {
 
     /// Queues a waiter for `lsn` and wakes the flusher; `None` when `lsn` is durable.
     fn wait_for(&self, lsn: Lsn) -> Result<Option<oneshot::Receiver<Result<(), WalError>>>, WalError> {
-        if lsn.0 <= self.shared.durable.load(Ordering::Acquire) {
+        if lsn.0 <= self.shared.settled.load(Ordering::Acquire) {
             return Ok(None);
         }
         let (tx, rx) = oneshot::channel();
@@ -338,6 +354,19 @@ impl Wal {
     /// writes (full, gone, read-only), and commits fail until it heals.
     pub fn is_failing(&self) -> bool {
         self.shared.counters.failing.load(Ordering::Acquire)
+    }
+
+    /// Installs the work the flusher does once records are durable and before their
+    /// commits resolve (the store behind the log applies its steps there). Only the first
+    /// hook installed is kept; install it before the first commit.
+    pub fn set_after_sync(&self, hook: Arc<dyn AfterSync>) {
+        let _ = self.shared.after_sync.set(hook);
+    }
+
+    /// The highest LSN that is durable and that the [`AfterSync`] hook has run over: a
+    /// commit up to it resolves at once.
+    pub fn settled_lsn(&self) -> Lsn {
+        Lsn(self.shared.settled.load(Ordering::Acquire))
     }
 
     /// The highest LSN on stable storage.

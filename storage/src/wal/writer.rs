@@ -14,10 +14,10 @@
 
 use super::disk::{io_error, segment_path, Disk, SegmentFile};
 use super::record::Batch;
-use super::WalError;
+use super::{AfterSync, Lsn, WalError};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Instant;
 use tokio::sync::oneshot;
 
@@ -58,6 +58,10 @@ pub(crate) struct Shared {
     pub wake: Condvar,
     /// The highest LSN on stable storage.
     pub durable: AtomicU64,
+    /// The highest LSN durable and handed to `after_sync` without a failure: commits up
+    /// to it resolve at once.
+    pub settled: AtomicU64,
+    pub after_sync: OnceLock<Arc<dyn AfterSync>>,
     /// The highest LSN declared applied elsewhere (stored in the checkpoint file).
     pub checkpoint: AtomicU64,
     /// First LSNs of the segments on disk, in order; the last one is the active segment.
@@ -118,21 +122,44 @@ pub(crate) fn run(shared: &Shared, mut writer: Writer) {
         };
         writer.unsynced.extend(taken);
         let result = writer.flush(shared);
-        answer(shared, waiters, &result);
+        let settled = settle(shared);
+        answer(shared, waiters, &result, settled.as_ref().err());
         if closed {
             return;
         }
     }
 }
 
-/// Answers a batch: a waiter whose record is durable succeeds even when a later part of
-/// the batch failed.
-fn answer(shared: &Shared, waiters: Vec<(u64, Waiter)>, result: &Result<(), WalError>) {
+/// Runs the after-sync hook over what is durable, and moves `settled` to where it got.
+fn settle(shared: &Shared) -> Result<(), WalError> {
     let durable = shared.durable.load(Ordering::Acquire);
+    let Some(hook) = shared.after_sync.get() else {
+        shared.settled.store(durable, Ordering::Release);
+        return Ok(());
+    };
+    match hook.after_sync(Lsn(durable)) {
+        Ok(()) => {
+            shared.settled.store(durable, Ordering::Release);
+            Ok(())
+        }
+        Err((Lsn(lsn), message)) => {
+            shared.settled.store(lsn.saturating_sub(1), Ordering::Release);
+            tracing::error!(lsn, error = %message, "a durable log record could not be applied; the next commit retries it");
+            Err(WalError::Apply { lsn, message })
+        }
+    }
+}
+
+/// Answers a batch: a waiter whose record is durable and settled succeeds even when a
+/// later part of the batch failed.
+fn answer(shared: &Shared, waiters: Vec<(u64, Waiter)>, result: &Result<(), WalError>, unsettled: Option<&WalError>) {
+    let durable = shared.durable.load(Ordering::Acquire);
+    let settled = shared.settled.load(Ordering::Acquire);
     shared.counters.waiters_served.fetch_add(waiters.len() as u64, Ordering::Relaxed);
     for (lsn, waiter) in waiters {
-        let outcome = match result {
-            Err(e) if lsn > durable => Err(e.clone()),
+        let outcome = match (result, unsettled) {
+            (Err(e), _) if lsn > durable => Err(e.clone()),
+            (_, Some(e)) if lsn > settled => Err(e.clone()),
             _ => Ok(()),
         };
         let _ = waiter.send(outcome);

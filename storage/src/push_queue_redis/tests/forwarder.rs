@@ -5,7 +5,7 @@ use super::*;
 use crate::push_queue_redis::forwarder::forward_batch;
 use crate::sled_store::tests::record;
 use crate::wal::{FullDiskSwitch, WalOptions};
-use crate::{DurableQueue, LoggedEvent, Owner, PushQueue, TaskStore, WalStore};
+use crate::{LoggedEvent, Owner, PushQueue, TaskStore, WalStore};
 use a2ad_protocol::TaskState;
 use std::sync::Arc;
 
@@ -51,23 +51,24 @@ fn a_job_is_forwarded_only_once_its_step_is_durable_and_then_leaves_the_outbox()
     let switch = FullDiskSwitch::default();
     let options = WalOptions::default().full_disk_switch(&switch);
     let (store, _) = WalStore::open(Arc::new(sled), Some(outbox.clone()), None, wal.path(), options).unwrap();
-    let durable = DurableQueue::new(Arc::new(outbox.clone()), store.wal().clone());
 
     switch.set_full(true);
     let task = record(&Owner::anonymous(), "t1", "c1", TaskState::Completed, 1);
     let job = PushJob::new("t1", "cfg", 1, event(1).json.to_string(), 1);
     store.put_step(&task, &[event(1)], vec![job.clone()]).unwrap();
-    assert_eq!(outbox.depth().unwrap(), 1, "the step put its job in the outbox");
-    let refused = forward_batch(&durable, &target, 10).expect_err("the step is not durable");
+    let refused = store.flush().expect_err("the disk is full");
     assert!(matches!(refused, StoreError::Unavailable(_)), "{refused:?}");
+    assert_eq!(outbox.depth().unwrap(), 0, "a job reaches the outbox only once its step is durable");
+    assert_eq!(forward_batch(&outbox, &target, 10).unwrap(), 0);
     assert_eq!(target.depth().unwrap(), 0, "nothing reached Redis before the step was durable");
-    assert_eq!(outbox.depth().unwrap(), 1);
 
     switch.set_full(false);
-    assert_eq!(forward_batch(&durable, &target, 10).unwrap(), 1);
+    store.flush().expect("the log rewrites the step once space is back");
+    assert_eq!(outbox.depth().unwrap(), 1, "the durable step put its job in the outbox");
+    assert_eq!(forward_batch(&outbox, &target, 10).unwrap(), 1);
     assert_eq!(outbox.depth().unwrap(), 0, "a forwarded job leaves the outbox");
     assert_eq!(stream_ids(&server), vec![job.id()]);
-    assert_eq!(forward_batch(&durable, &target, 10).unwrap(), 0, "nothing is forwarded twice");
+    assert_eq!(forward_batch(&outbox, &target, 10).unwrap(), 0, "nothing is forwarded twice");
 }
 
 #[test]

@@ -35,14 +35,15 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// Lines waiting for stdout.
 const OUTPUT_QUEUE: usize = 256;
 
-/// The owner of requests read from stdin (see the module docs).
+/// The owner of requests read from stdin (see the module docs), made from the process's
+/// identity as every caller's is ([`Core::owner_of`]).
 pub fn local_owner(core: &Core) -> Owner {
     if !core.auth().enabled() {
-        return Owner::anonymous();
+        return core.owner_of(Owner::anonymous());
     }
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
-    Owner { tenant: "local".into(), principal: format!("uid:{uid}") }
+    core.owner_of(Owner { tenant: "local".into(), principal: format!("uid:{uid}") })
 }
 
 /// The requests of one input, and the writer of their answers.

@@ -11,7 +11,8 @@
 //!
 //! The caller is whoever could start the process: with authentication off, the anonymous
 //! owner (as every caller of such a node); with it on, tenant `local` and principal
-//! `uid:<uid>` of the process, since no credential travels on a pipe.
+//! `uid:<uid>` of the process, since no credential travels on a pipe (with
+//! `tenancy.visibility: tenant`, the tenant `local` alone, as for any caller).
 //!
 //! End of stdin (or SIGTERM / SIGINT) is a clean shutdown: the requests already read are
 //! answered (waiting at most `shutdown-grace`), then running turns get the grace period and

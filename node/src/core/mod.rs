@@ -39,7 +39,7 @@ pub struct Core {
     auth: crate::auth::Authenticator,
     /// Which owner a caller acts as (`tenancy.visibility`).
     visibility: crate::auth::Visibility,
-    /// Requests per second per principal, when limited.
+    /// Requests per second per owner, when limited.
     rate: Option<rate::RateLimiter>,
     /// Extensions the node supports (and may require).
     extensions: Vec<crate::config::ExtensionConfig>,
@@ -66,7 +66,7 @@ pub struct CoreParts {
     pub auth: crate::auth::Authenticator,
     /// Which owner a caller acts as (`tenancy.visibility`).
     pub visibility: crate::auth::Visibility,
-    /// Requests per second per principal, when limited.
+    /// Requests per second per owner, when limited.
     pub rate: Option<rate::RateLimiter>,
     /// Extensions the node supports (and may require).
     pub extensions: Vec<crate::config::ExtensionConfig>,

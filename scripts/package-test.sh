@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian package (`cargo deb`, [package.metadata.deb] in Cargo.toml) and checks
 # it: what lands where, with which modes, that the packaged binary serves the packaged
-# sample config, and, as root, a real `dpkg -i` / reinstall / `dpkg -r` in a throw-away
+# sample config, and, as root, a real `dpkg -i` / reinstall / `-r` / `--purge` in a throw-away
 # copy-on-write view of this system (an overlay mount in a private mount namespace: the
 # host's files, users and dpkg database are never touched).
 #
@@ -105,7 +105,10 @@ check "the state dir after a reinstall" "$(in_root stat -c '%a %U %G' /var/lib/a
 in_root dpkg -r a2ad >"$w/dpkg.log" 2>&1 || { cat "$w/dpkg.log" >&2; exit 1; }
 [ ! -e "$m/usr/bin/a2ad" ] || { echo "package-test: FAIL: dpkg -r left /usr/bin/a2ad" >&2; exit 1; }
 [ -f "$m/etc/a2ad/a2ad.yaml" ] && [ -d "$m/var/lib/a2ad" ] || { echo "package-test: FAIL: dpkg -r took the config or data" >&2; exit 1; }
+in_root dpkg --purge a2ad >"$w/dpkg.log" 2>&1 || { cat "$w/dpkg.log" >&2; exit 1; }
+[ ! -e "$m/etc/a2ad/a2ad.yaml" ] || { echo "package-test: FAIL: dpkg --purge left the config" >&2; exit 1; }
+[ -d "$m/var/lib/a2ad" ] || { echo "package-test: FAIL: dpkg --purge took the data dir" >&2; exit 1; }
 INSTALL
-    echo "package-test: real install ok (dpkg -i, reinstall, dpkg -r in an overlay; the host is untouched)"
+    echo "package-test: real install ok (dpkg -i, reinstall, -r, --purge in an overlay; the host is untouched)"
 fi
 echo "package-test: ok in $(($(date +%s) - started)) s"

@@ -1,7 +1,8 @@
 //! `tenancy.visibility` over the real binary: with `principal` (the default) a second
 //! principal of the same tenant reaches nothing of the first one's; with `tenant` it
 //! reaches and manages everything, on every owner-scoped JSON-RPC method, and on
-//! HTTP+JSON and gRPC; another tenant reaches nothing in either mode.
+//! HTTP+JSON and gRPC; another tenant reaches nothing in either mode; and a restart in
+//! the other mode moves no stored task.
 
 use crate::support::{send_params, NodeProcess, SseReader};
 use a2a_pb::proto::{self, a2a_service_client::A2aServiceClient};
@@ -19,11 +20,15 @@ const EVE: &str = "tok-eve";
 struct Node {
     process: NodeProcess,
     client: reqwest::Client,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn start(visibility: Option<&str>) -> Node {
-    let dir = tempfile::tempdir().unwrap();
+    run_in(tempfile::tempdir().unwrap(), visibility)
+}
+
+/// The node on the config and data dir in `dir`, the config written for `visibility`.
+fn run_in(dir: tempfile::TempDir, visibility: Option<&str>) -> Node {
     let tenancy = visibility.map(|v| format!("tenancy:\n  visibility: {v}\n")).unwrap_or_default();
     let config = format!(
         "auth:\n  bearer-tokens:\n    - {{token: {ALICE}, tenant: acme, principal: alice}}\n    \
@@ -36,10 +41,17 @@ fn start(visibility: Option<&str>) -> Node {
     let data = dir.path().join("data");
     let process =
         NodeProcess::start(dir.path(), &["--config", path.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
-    Node { process, client: reqwest::Client::new(), _dir: dir }
+    Node { process, client: reqwest::Client::new(), dir }
 }
 
 impl Node {
+    /// Stops the node cleanly and starts it again on the same data, with `visibility`.
+    fn restart(self, visibility: Option<&str>) -> Node {
+        let Node { process, dir, .. } = self;
+        assert!(process.terminate().success(), "a clean stop");
+        run_in(dir, visibility)
+    }
+
     fn post(&self, token: &str, method: &str, params: Value) -> reqwest::RequestBuilder {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         self.client.post(&self.process.url).bearer_auth(token).json(&body)
@@ -247,5 +259,27 @@ async fn grpc_follows_the_mode() {
         let cancel = proto::CancelTaskRequest { id: made.to_cancel.clone(), ..Default::default() };
         let canceled = grpc.cancel_task(as_caller(BOB, cancel)).await;
         assert_eq!(canceled.is_ok(), bob_reaches, "{visibility}: {canceled:?}");
+    }
+}
+
+#[actix_web::test]
+async fn switching_the_mode_moves_no_task() {
+    let node = start(Some("principal"));
+    let alices = node.ok(ALICE, "SendMessage", send_params("mine", json!({}))).await["task"]["id"].clone();
+    let node = node.restart(Some("tenant"));
+    for token in [ALICE, BOB] {
+        let got = node.rpc(token, "GetTask", json!({"id": alices})).await;
+        assert_eq!(got["error"]["code"], -32001, "{token}: alice's own task is not the tenant's: {got}");
+        assert_eq!(node.ok(token, "ListTasks", json!({})).await["totalSize"], 0, "{token}");
+    }
+    let shared = node.ok(BOB, "SendMessage", send_params("ours", json!({}))).await["task"]["id"].clone();
+    assert_eq!(node.ok(ALICE, "GetTask", json!({"id": shared})).await["id"], shared);
+
+    let node = node.restart(None);
+    assert_eq!(node.ok(ALICE, "GetTask", json!({"id": alices})).await["id"], alices, "back with its owner");
+    assert_eq!(node.ok(ALICE, "ListTasks", json!({})).await["totalSize"], 1, "alice's one task, not the tenant's");
+    for token in [ALICE, BOB] {
+        let got = node.rpc(token, "GetTask", json!({"id": shared})).await;
+        assert_eq!(got["error"]["code"], -32001, "{token}: the tenant's task is no principal's: {got}");
     }
 }

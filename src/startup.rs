@@ -319,6 +319,7 @@ impl NodeCore {
             supervisor: supervisor.clone(),
             push_policy: push.map(|p| p.policy),
             auth,
+            visibility: config.tenancy.visibility,
             rate: RateLimiter::new(config.limits.rate_per_second, config.limits.rate_burst),
             extensions: crate::card::node_extensions(config),
             metrics,

@@ -11,7 +11,8 @@
 //!
 //! The caller is whoever could start the process: with authentication off, the anonymous
 //! owner (as every caller of such a node); with it on, tenant `local` and principal
-//! `uid:<uid>` of the process, since no credential travels on a pipe.
+//! `uid:<uid>` of the process, since no credential travels on a pipe (with
+//! `tenancy.visibility: tenant`, the tenant `local` alone, as for any caller).
 //!
 //! End of stdin (or SIGTERM / SIGINT) is a clean shutdown: the requests already read are
 //! answered (waiting at most `shutdown-grace`), then running turns get the grace period and
@@ -35,14 +36,15 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// Lines waiting for stdout.
 const OUTPUT_QUEUE: usize = 256;
 
-/// The owner of requests read from stdin (see the module docs).
+/// The owner of requests read from stdin (see the module docs), made from the process's
+/// identity as every caller's is ([`Core::owner_of`]).
 pub fn local_owner(core: &Core) -> Owner {
     if !core.auth().enabled() {
-        return Owner::anonymous();
+        return core.owner_of(Owner::anonymous());
     }
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
-    Owner { tenant: "local".into(), principal: format!("uid:{uid}") }
+    core.owner_of(Owner { tenant: "local".into(), principal: format!("uid:{uid}") })
 }
 
 /// The requests of one input, and the writer of their answers.

@@ -4,8 +4,9 @@ use a2ad_protocol::{Message, Task, TaskState};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// Who owns a task or context. With authentication off, everything belongs to
-/// [`Owner::anonymous`].
+/// Who owns a task or context: a tenant and a principal. With authentication off,
+/// everything belongs to [`Owner::anonymous`]; with the node's tenant-wide visibility, to
+/// [`Owner::tenant_wide`] owners (the node decides which, once, for each caller).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Owner {
     pub tenant: String,
@@ -16,6 +17,12 @@ impl Owner {
     /// The single owner of a node without authentication.
     pub fn anonymous() -> Self {
         Owner::default()
+    }
+
+    /// The owner of everything a whole tenant shares: the tenant with an empty principal.
+    /// No authenticated principal is empty, so it is never one principal's own owner.
+    pub fn tenant_wide(tenant: impl Into<String>) -> Self {
+        Owner { tenant: tenant.into(), principal: String::new() }
     }
 
     /// A length-prefixed key prefix, so that no tenant or principal can forge another's.

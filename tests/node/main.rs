@@ -50,6 +50,7 @@ mod streaming;
 mod streaming_off;
 mod strict_parsing;
 mod tasks;
+mod tenancy;
 mod unix;
 mod websocket;
 mod workspace;

@@ -180,12 +180,28 @@ async fn end_of_stdin_answers_what_was_read_then_exits_and_the_tasks_persist() {
 
 #[actix_web::test]
 async fn with_authentication_on_stdio_requests_belong_to_the_local_process_owner() {
+    let reach = stdio_task_reach("").await;
+    assert_eq!(reach, [true, false, false], "tenant local, principal uid:<uid>; another principal does not see it");
+}
+
+#[actix_web::test]
+async fn with_tenant_visibility_stdio_requests_belong_to_the_local_tenant() {
+    let reach = stdio_task_reach("tenancy: {visibility: tenant}\n").await;
+    assert_eq!(reach, [true, true, false], "every principal of tenant local sees it, another tenant does not");
+}
+
+/// Makes a task over stdio with authentication on (and `extra` config), then asks the
+/// same node served over HTTP which of three callers can read it: the process's own
+/// identity (tenant `local`, principal `uid:<uid>`), another principal of `local`, and a
+/// principal of another tenant.
+async fn stdio_task_reach(extra: &str) -> [bool; 3] {
     let dir = tempfile::tempdir().unwrap();
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     let auth = format!(
         "auth:\n  bearer-tokens:\n    - {{token: tok-local, tenant: local, principal: 'uid:{uid}'}}\n    \
-         - {{token: tok-other, tenant: local, principal: someone-else}}\n"
+         - {{token: tok-other, tenant: local, principal: someone-else}}\n    \
+         - {{token: tok-stranger, tenant: elsewhere, principal: 'uid:{uid}'}}\n{extra}"
     );
     let mut node = StdioNode::start_with(dir.path(), &auth);
     node.send(json!(1), "SendMessage", send_params("mine", json!({}))).await;
@@ -199,16 +215,16 @@ async fn with_authentication_on_stdio_requests_belong_to_the_local_process_owner
         dir.path(),
         &["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()],
     );
-    let get = |token: &'static str| {
-        let url = served.url.clone();
+    let mut reach = [false; 3];
+    for (i, token) in ["tok-local", "tok-other", "tok-stranger"].into_iter().enumerate() {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}});
-        async move {
-            let client = reqwest::Client::new();
-            client.post(url).bearer_auth(token).json(&body).send().await.unwrap().json::<Value>().await.unwrap()
-        }
-    };
-    assert_eq!(get("tok-local").await["result"]["id"], task_id.as_str(), "tenant local, principal uid:<uid>");
-    assert_eq!(get("tok-other").await["error"]["code"], -32001, "another principal does not see it");
+        let client = reqwest::Client::new();
+        let got: Value =
+            client.post(&served.url).bearer_auth(token).json(&body).send().await.unwrap().json().await.unwrap();
+        reach[i] = got["result"]["id"] == task_id.as_str();
+        assert!(reach[i] || got["error"]["code"] == -32001, "{token}: {got}");
+    }
+    reach
 }
 
 #[actix_web::test]

@@ -339,6 +339,8 @@ where
 pub struct NodeProcess {
     pub child: Child,
     pub url: String,
+    /// `http://<addr>` of its gRPC server, from the "listening" line.
+    pub grpc_url: String,
 }
 
 impl NodeProcess {
@@ -371,7 +373,8 @@ impl NodeProcess {
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no URL in {line:?}"))
             .to_owned();
-        NodeProcess { child, url }
+        let grpc = line.split("gRPC on ").nth(1).and_then(|rest| rest.split(')').next()).unwrap_or_default();
+        NodeProcess { child, url, grpc_url: format!("http://{grpc}") }
     }
 
     /// Sends SIGTERM and waits for a clean exit.

@@ -1,4 +1,5 @@
-//! Authentication: who is calling, as an [`Owner`] (tenant, principal).
+//! Authentication: who is calling, as an [`Owner`] (tenant, principal); and tenancy:
+//! which owner a caller acts as (`tenancy.rs`, the owner model).
 //!
 //! [`Authenticator`] is built once from the `auth:` block ([`AuthConfig`]) and the
 //! environment (`A2AD_HTTP_TOKEN`, `A2AD_API_KEY`), and checks the credentials of one
@@ -19,6 +20,7 @@ mod basic_cache;
 mod config;
 mod jwt;
 mod password;
+mod tenancy;
 mod throttle;
 
 pub use config::{
@@ -27,6 +29,7 @@ pub use config::{
 };
 pub use jwt::JwtError;
 pub use password::{hash_password, DEFAULT_PBKDF2_ITERATIONS, MIN_PBKDF2_ITERATIONS, PBKDF2_PREFIX};
+pub use tenancy::{TenancyConfig, Visibility};
 pub use throttle::ClientAddr;
 
 use a2ad_protocol::{

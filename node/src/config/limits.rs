@@ -8,9 +8,10 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct Limits {
-    /// Requests per second per principal (token bucket); 0 turns the limit off.
+    /// Requests per second per owner (token bucket): per principal, or per tenant with
+    /// `tenancy.visibility: tenant`; 0 turns the limit off.
     pub rate_per_second: f64,
-    /// How many requests a principal may make at once above the rate.
+    /// How many requests an owner may make at once above the rate.
     pub rate_burst: u32,
     /// Turns running at once on the node; 0 is no limit.
     pub max_running_turns: usize,

@@ -148,6 +148,8 @@ pub struct Config {
     pub push: PushConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
     pub auth: crate::auth::AuthConfig,
+    /// Whose tasks a caller sees (the `tenancy:` block).
+    pub tenancy: crate::auth::TenancyConfig,
     /// The bearer token `GET /metrics` asks for; `None` leaves it open.
     #[serde(deserialize_with = "metrics_token")]
     pub metrics_token: Option<crate::auth::Redacted<String>>,
@@ -232,6 +234,7 @@ impl Default for Config {
             streaming: true,
             push: PushConfig::default(),
             auth: crate::auth::AuthConfig::default(),
+            tenancy: crate::auth::TenancyConfig::default(),
             metrics_token: None,
             dialect_01: Dialect01Config::default(),
             log_format: LogFormat::Pretty,

@@ -295,3 +295,16 @@ fn auth_throttle_keys_are_read_and_checked() {
     let env = [("auth.throttle.password-checks", "3")];
     assert_eq!(load_text("", &env).unwrap().auth.throttle.password_checks, 3);
 }
+
+#[test]
+fn the_packaged_sample_config_loads_as_the_unit_runs_it() {
+    // `deploy/a2ad.yaml` is `/etc/a2ad/a2ad.yaml` of the Debian package; the unit adds
+    // `--data-dir /var/lib/a2ad`.
+    let c = load_text(include_str!("../../../deploy/a2ad.yaml"), &[("data-dir", "/var/lib/a2ad")]).unwrap();
+    assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap(), "loopback, behind the proxy");
+    assert_eq!(c.grpc_listen, Some("127.0.0.1:8081".parse().unwrap()));
+    assert_eq!(c.tenancy.visibility, crate::auth::Visibility::Principal);
+    assert_eq!(c.log_format, LogFormat::Json);
+    assert_eq!((c.agents.len(), c.agents[0].id.as_str()), (1, "echo"));
+    assert!(matches!(c.agents[0].kind, AgentKind::Echo(_)));
+}

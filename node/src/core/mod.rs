@@ -37,7 +37,9 @@ pub struct Core {
     push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
     /// Who is calling. With nothing configured, everyone is the anonymous owner.
     auth: crate::auth::Authenticator,
-    /// Requests per second per principal, when limited.
+    /// Which owner a caller acts as (`tenancy.visibility`).
+    visibility: crate::auth::Visibility,
+    /// Requests per second per owner, when limited.
     rate: Option<rate::RateLimiter>,
     /// Extensions the node supports (and may require).
     extensions: Vec<crate::config::ExtensionConfig>,
@@ -62,7 +64,9 @@ pub struct CoreParts {
     pub push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
     /// Who is calling. With nothing configured, everyone is the anonymous owner.
     pub auth: crate::auth::Authenticator,
-    /// Requests per second per principal, when limited.
+    /// Which owner a caller acts as (`tenancy.visibility`).
+    pub visibility: crate::auth::Visibility,
+    /// Requests per second per owner, when limited.
     pub rate: Option<rate::RateLimiter>,
     /// Extensions the node supports (and may require).
     pub extensions: Vec<crate::config::ExtensionConfig>,
@@ -77,12 +81,24 @@ pub struct CoreParts {
 
 impl Core {
     pub fn new(parts: CoreParts) -> Core {
-        let CoreParts { rt, supervisor, push_policy, auth, rate, extensions, metrics, dialect_01, streaming } = parts;
+        let CoreParts {
+            rt,
+            supervisor,
+            push_policy,
+            auth,
+            visibility,
+            rate,
+            extensions,
+            metrics,
+            dialect_01,
+            streaming,
+        } = parts;
         Core {
             rt,
             supervisor,
             push_policy,
             auth,
+            visibility,
             rate,
             extensions,
             extended_card: std::sync::OnceLock::new(),
@@ -152,18 +168,26 @@ impl Core {
         Ok(())
     }
 
-    /// The caller's owner identity from its credentials (any binding), sent from
-    /// `client`, whose failed attempts are limited (`auth.throttle`). A refusal is 401,
-    /// except those [`crate::auth::AuthError::rate_limited`] makes RATE_LIMITED.
+    /// The owner the caller acts as, from its credentials (any binding), sent from
+    /// `client`, whose failed attempts are limited (`auth.throttle`): its identity, made
+    /// an owner by [`Core::owner_of`]. A refusal is 401, except those
+    /// [`crate::auth::AuthError::rate_limited`] makes RATE_LIMITED.
     pub async fn authenticate(
         &self,
         credentials: &crate::auth::RequestCredentials,
         client: crate::auth::ClientAddr,
     ) -> Result<Owner, crate::auth::AuthError> {
         if !self.auth.enabled() {
-            return Ok(Owner::anonymous());
+            return Ok(self.owner_of(Owner::anonymous()));
         }
-        self.auth.authenticate(credentials, client).await
+        Ok(self.owner_of(self.auth.authenticate(credentials, client).await?))
+    }
+
+    /// The owner a caller known as `identity` acts as (`tenancy.visibility`, see
+    /// [`crate::auth::Visibility`]): every caller's owner is made here, so that tenant
+    /// isolation is decided in one place and enforced by the store's [`Scope`].
+    pub fn owner_of(&self, identity: Owner) -> Owner {
+        self.visibility.owner_of(identity)
     }
 
     /// Counts a request against the caller's rate limit.

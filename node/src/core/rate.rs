@@ -1,5 +1,6 @@
-//! A request rate per principal: a token bucket each, refilled at `rate` tokens per
-//! second up to `burst`. Over it, the caller gets RateLimited with the seconds to wait.
+//! A request rate per owner (per principal, or per tenant with `tenancy.visibility:
+//! tenant`): a token bucket each, refilled at `rate` tokens per second up to `burst`.
+//! Over it, the caller gets RateLimited with the seconds to wait.
 
 use crate::rate::TokenBuckets;
 use a2ad_protocol::{A2aError, ErrorCode};

@@ -45,6 +45,9 @@ pub struct Renderer {
     pub state: Option<String>,
     /// The agent answered with a message rather than a task (a complete answer).
     pub answered_with_message: bool,
+    /// The artifact parts that link a file (`url`), in arrival order, once each: `call`
+    /// saves them (`--save`) or prints their URLs when the stream ends.
+    pub files: Vec<Value>,
 }
 
 impl Renderer {
@@ -65,6 +68,7 @@ impl Renderer {
             context_id: None,
             state: None,
             answered_with_message: false,
+            files: Vec::new(),
         }
     }
 
@@ -104,6 +108,7 @@ impl Renderer {
         }
         self.ids(task);
         for artifact in task["artifacts"].as_array().into_iter().flatten() {
+            self.keep_files(&artifact["parts"]);
             let text = parts_text(&artifact["parts"]);
             self.text_line(&text);
         }
@@ -136,7 +141,17 @@ impl Renderer {
         self.set_state(Some(state));
     }
 
+    /// Remembers the parts of `parts` that link a file.
+    fn keep_files(&mut self, parts: &Value) {
+        for part in parts.as_array().into_iter().flatten() {
+            if part.get("url").is_some_and(Value::is_string) && !self.files.contains(part) {
+                self.files.push(part.clone());
+            }
+        }
+    }
+
     fn artifact_update(&mut self, update: &Value) {
+        self.keep_files(&update["artifact"]["parts"]);
         let text = parts_text(&update["artifact"]["parts"]);
         if self.last_message.take().is_some_and(|m| m == text) {
             return; // The status message just printed, mirrored as an artifact.

@@ -69,7 +69,9 @@ async fn save_one(endpoint: &Endpoint, part: &Value, url: &str, dir: &Path) -> R
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
     let mut size = 0u64;
     let outcome = async {
-        while let Some(chunk) = response.chunk().await.map_err(|e| ClientError::Transport(format!("cannot download {url}: {e}")))? {
+        while let Some(chunk) =
+            response.chunk().await.map_err(|e| ClientError::Transport(format!("cannot download {url}: {e}")))?
+        {
             size += chunk.len() as u64;
             if size > limit {
                 return Err(ClientError::Transport(format!("{url}: larger than the {limit} bytes announced")));
@@ -132,7 +134,10 @@ mod tests {
         std::fs::write(dir.path().join("a-1.txt"), "").unwrap();
         assert_eq!(free_name(dir.path(), "a.txt"), dir.path().join("a-2.txt"));
         assert_eq!(free_name(dir.path(), "b"), dir.path().join("b"));
-        let line = link_line(&json!({"filename": "r.md", "mediaType": "text/markdown", "metadata": {"a2ad": {"byteSize": 5}}}), "u");
+        let line = link_line(
+            &json!({"filename": "r.md", "mediaType": "text/markdown", "metadata": {"a2ad": {"byteSize": 5}}}),
+            "u",
+        );
         assert_eq!(line, "file r.md (5 bytes, text/markdown): u");
     }
 }

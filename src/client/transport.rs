@@ -150,8 +150,10 @@ impl Endpoint {
         for (name, value) in &self.headers {
             request = request.header(*name, value);
         }
-        let response =
-            request.send().await.map_err(|e| ClientError::Transport(format!("cannot reach {url}: {}", root_cause(&e))))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(format!("cannot reach {url}: {}", root_cause(&e))))?;
         let status = response.status();
         if status == reqwest::StatusCode::UNAUTHORIZED {
             return Err(ClientError::Refused(format!("{url}: unauthorized (HTTP 401)")));

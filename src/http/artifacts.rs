@@ -35,7 +35,10 @@ pub fn routes(cfg: &mut web::ServiceConfig, prefix: &str) {
 enum Wanted {
     Whole,
     /// From `start` to `end`, both included.
-    Part { start: u64, end: u64 },
+    Part {
+        start: u64,
+        end: u64,
+    },
     Unsatisfiable,
 }
 
@@ -178,6 +181,9 @@ mod tests {
     fn the_file_name_is_quoted_safely() {
         assert_eq!(content_disposition("report.md"), "attachment; filename=\"report.md\"; filename*=UTF-8''report.md");
         let odd = content_disposition("a\"b\r\nc é.txt");
-        assert!(odd.starts_with("attachment; filename=\"a_b__c _.txt\"; filename*=UTF-8''a%22b%0D%0Ac%20%C3%A9.txt"), "{odd}");
+        assert!(
+            odd.starts_with("attachment; filename=\"a_b__c _.txt\"; filename*=UTF-8''a%22b%0D%0Ac%20%C3%A9.txt"),
+            "{odd}"
+        );
     }
 }

@@ -98,7 +98,11 @@ async fn a_stored_artifact_is_served_to_its_owner_with_its_type_hash_and_ranges(
     let unchanged = get(&url, Some("tok-a"), &[("If-None-Match", etag.as_str())]).await;
     assert_eq!(unchanged.status(), 304);
     let stale = get(&url, Some("tok-a"), &[("Range", "bytes=0-9"), ("If-Range", "\"other\"")]).await;
-    assert_eq!((stale.status().as_u16(), stale.text().await.unwrap().len()), (200, body.len()), "another version: whole");
+    assert_eq!(
+        (stale.status().as_u16(), stale.text().await.unwrap().len()),
+        (200, body.len()),
+        "another version: whole"
+    );
     let head = reqwest::Client::new().head(&url).bearer_auth("tok-a").send().await.unwrap();
     assert_eq!((head.status().as_u16(), header(&head, "content-length")), (200, body.len().to_string().as_str()));
 }
@@ -146,7 +150,10 @@ async fn a2ad_call_saves_the_files_an_answer_links_or_prints_their_urls() {
     assert_eq!(code, 0, "{stderr}");
     let line = stdout.lines().find(|l| l.starts_with("file ")).unwrap_or_else(|| panic!("no file line: {stdout}"));
     let size = report().len();
-    assert!(line.starts_with(&format!("file report.md ({size} bytes, text/markdown): {}/a2a/tasks/", node.url)), "{line}");
+    assert!(
+        line.starts_with(&format!("file report.md ({size} bytes, text/markdown): {}/a2a/tasks/", node.url)),
+        "{line}"
+    );
 
     let saved = dir.path().join("downloads");
     let to = saved.to_str().unwrap();

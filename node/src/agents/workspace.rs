@@ -16,8 +16,7 @@
 //!
 //! Errors quote only what the client sent, never the canonical path or the roots.
 
-use super::roots::normalize;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Why a working directory or a file was refused. The text reaches the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,7 +97,8 @@ impl AllowedRoots {
     /// Whether the canonical path `path` lies in (or is) one of the roots, and not in the
     /// data dir.
     pub fn contains(&self, path: &Path) -> bool {
-        !self.in_data_dir(path) && self.roots.iter().any(|root| root.canonical.as_ref().is_some_and(|c| path.starts_with(c)))
+        !self.in_data_dir(path)
+            && self.roots.iter().any(|root| root.canonical.as_ref().is_some_and(|c| path.starts_with(c)))
     }
 
     /// The canonical working directory for `requested`, checked.
@@ -202,14 +202,36 @@ impl AllowedRoots {
     }
 }
 
+/// `path` with `.` and `..` resolved by its text alone (`..` of the root is the root), so
+/// that it can be judged against the roots before the file system is asked anything.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The roots of a node configured with `root` alone, for any caller.
+    /// The roots of a node configured with `root` alone, its data dir `data_dir`.
     fn only(root: &Path, data_dir: &Path) -> AllowedRoots {
-        super::super::roots::WorkspacePolicy::new(&[root.to_owned()], data_dir, false)
-            .for_owner(&a2ad_storage::Owner::anonymous())
+        let excluded = [Some(data_dir.to_owned()), data_dir.canonicalize().ok()].into_iter().flatten().collect();
+        AllowedRoots::new(vec![root.to_owned()], excluded)
+    }
+
+    #[test]
+    fn paths_are_normalized_by_their_text() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
     }
 
     #[test]
@@ -286,7 +308,8 @@ mod tests {
         let cwd = |path: &str| roots.resolve_cwd(path).unwrap_err().to_string().replace(path, "p");
         let missing_inside = format!("{}/missing.txt", root.path().display());
         let a_dir_inside = root.path().display().to_string();
-        let answers = [file("/proc/self/environ"), file("/proc/self/no-such"), file(&missing_inside), file(&a_dir_inside)];
+        let answers =
+            [file("/proc/self/environ"), file("/proc/self/no-such"), file(&missing_inside), file(&a_dir_inside)];
         assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
         let there = format!("{}/there.txt", root.path().display());
         let answers = [cwd("/proc/self"), cwd("/proc/no-such"), cwd(&missing_inside), cwd(&there)];

@@ -25,7 +25,8 @@ pub const PRINCIPAL: &str = "{principal}";
 /// The node's workspace roots before they are expanded for a caller.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WorkspacePolicy {
-    /// The entries (configured or defaults); `None`: workspaces are off.
+    /// The entries (configured or defaults); `None`: workspaces are off (also the
+    /// `Default`, so a policy built without the config allows nothing).
     templates: Option<Vec<PathBuf>>,
     /// The data dir, as configured (made absolute) and canonical: refused even in a root.
     data_dir: Vec<PathBuf>,

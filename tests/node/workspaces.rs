@@ -16,12 +16,17 @@ fn node(dir: &Path, roots: Option<&str>) -> NodeProcess {
     let roots = roots.map(|r| format!("allowed-cwds: [{r}]\n")).unwrap_or_default();
     let yaml = format!(
         "auth:\n  bearer-tokens:\n    - {{token: tok-a, tenant: acme, principal: alice}}\n    - {{token: tok-b, tenant: beta, principal: bob}}\n\
-         {roots}agents:\n  - id: show\n    kind: command\n    command: {{argv: [/bin/sh, -c, 'pwd; cat'], output: text}}\n"
+         {roots}agents:\n  - id: show\n    kind: command\n    command: {{argv: [/bin/sh, -c, 'pwd; cat'], output: text}}\n\
+         {RELAY}"
     );
     std::fs::write(&config, yaml).unwrap();
     let data = dir.join("root/acme/a2ad-data");
     NodeProcess::start(dir, &["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()])
 }
+
+/// A second agent (skill `relay`) that offers the file its prompt names as an artifact
+/// (jsonl `path`): what a client could ask a program to hand over.
+const RELAY: &str = "  - id: relay\n    kind: command\n    command: {argv: [/bin/sh, -c, 'read -r p; printf \"{\\\"type\\\":\\\"artifact\\\",\\\"path\\\":\\\"%s\\\"}\\n\" \"$p\"'], output: jsonl}\n";
 
 /// `<dir>/root/{acme,beta}`, each with a file; acme's is a secret.
 fn tenant_dirs(dir: &Path) -> std::path::PathBuf {
@@ -137,4 +142,25 @@ async fn with_authentication_and_no_allowed_cwds_workspaces_are_refused() {
     }
     let (state, text) = outcome(&remote, "tok-a", asking(None, None)).await;
     assert!(state == "TASK_STATE_COMPLETED" && text.contains("look"), "a message without paths runs: {text}");
+}
+
+#[actix_web::test]
+async fn a_program_cannot_hand_another_tenant_a_file_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tenant_dirs(dir.path());
+    let node = node(dir.path(), Some(&format!("'{}/{{tenant}}'", root.display())));
+    let remote = node.app_view();
+    let secret = root.join("acme/notes.txt");
+    let relay = |token: &'static str| {
+        let params = send_params(secret.to_str().unwrap(), json!({"metadata": {"skill": "relay"}}));
+        let remote = &remote;
+        async move { remote.rpc_as(token, "SendMessage", params).await["result"]["task"].clone() }
+    };
+    let for_a = relay("tok-a").await;
+    assert_eq!(for_a["status"]["state"], "TASK_STATE_COMPLETED", "{for_a}");
+    assert_eq!(for_a["artifacts"][0]["parts"][0]["filename"], "notes.txt", "A's own file, for A");
+    let for_b = relay("tok-b").await;
+    assert_eq!(for_b["status"]["state"], "TASK_STATE_FAILED", "{for_b}");
+    let text = for_b["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(text.contains("is not available") && for_b["artifacts"].as_array().is_none_or(Vec::is_empty), "{for_b}");
 }

@@ -153,6 +153,9 @@ impl Renderer {
     fn artifact_update(&mut self, update: &Value) {
         self.keep_files(&update["artifact"]["parts"]);
         let text = parts_text(&update["artifact"]["parts"]);
+        if text.is_empty() {
+            return; // Only files: named when the call ends, no line of their own here.
+        }
         if self.last_message.take().is_some_and(|m| m == text) {
             return; // The status message just printed, mirrored as an artifact.
         }
@@ -371,6 +374,18 @@ mod tests {
         let done = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "one\ntwo"}]}}}});
         r.event(&done);
         assert_eq!(r.streamed, "onetwo", "the lines once: not the artifact, not the final message");
+    }
+
+    #[test]
+    fn a_file_artifact_is_kept_for_the_end_and_prints_no_line() {
+        let mut r = Renderer::new(false);
+        r.tty = false;
+        let file = json!({"url": "http://n/a2a/tasks/t/artifacts/f-r.md", "filename": "r.md"});
+        let update = json!({"artifactUpdate": {"taskId": "t", "artifact": {"parts": [file]}}});
+        r.event(&update);
+        r.event(&update);
+        assert_eq!((r.streamed.as_str(), r.artifact_open), ("", false));
+        assert_eq!(r.files, [file], "once");
     }
 
     #[test]

@@ -85,7 +85,7 @@ async fn serve(req: HttpRequest, state: web::Data<AppState>, path: web::Path<(St
     }
     let name = stored.filename.as_deref().unwrap_or(&name);
     with_etag(&mut response, etag.as_deref())
-        .content_type(stored.media_type.as_str())
+        .content_type(served_type(&stored.media_type))
         .insert_header((header::ACCEPT_RANGES, "bytes"))
         .insert_header((header::CONTENT_DISPOSITION, content_disposition(name)))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
@@ -142,6 +142,17 @@ fn wanted(range: Option<&str>, len: u64) -> Wanted {
     }
 }
 
+/// The part's media type when it can be one (`type/subtype`, visible ASCII: an agent
+/// wrote it), else `application/octet-stream`.
+fn served_type(media_type: &str) -> &str {
+    let plausible = media_type.contains('/') && media_type.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    if plausible {
+        media_type
+    } else {
+        "application/octet-stream"
+    }
+}
+
 /// `attachment` with the file name: quoted in ASCII (anything else as `_`) and, exactly,
 /// as RFC 5987 `filename*`.
 fn content_disposition(name: &str) -> String {
@@ -178,7 +189,10 @@ mod tests {
     }
 
     #[test]
-    fn the_file_name_is_quoted_safely() {
+    fn the_file_name_and_type_are_quoted_safely() {
+        assert_eq!(served_type("text/markdown; charset=utf-8"), "text/markdown; charset=utf-8");
+        assert_eq!(served_type("text/html\r\nSet-Cookie: x"), "application/octet-stream");
+        assert_eq!(served_type("nonsense"), "application/octet-stream");
         assert_eq!(content_disposition("report.md"), "attachment; filename=\"report.md\"; filename*=UTF-8''report.md");
         let odd = content_disposition("a\"b\r\nc é.txt");
         assert!(

@@ -298,7 +298,7 @@ impl NodeCore {
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store),
             commit: commit.clone(),
-            agents: build_registry(&config.agents, config.agent_env(&process_groups)),
+            agents: build_registry(&config.agents, config.agent_env(&process_groups, auth.enabled())),
             settings: runtime_settings(config, workers),
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
@@ -393,8 +393,11 @@ impl Application {
     /// Binds the listeners, opens the store, fails interrupted turns, starts the actors
     /// and serves. Must run inside an actix system. A failure leaves nothing behind: no
     /// socket file, no data dir this start created, no actor or server running.
-    pub async fn build(config: Config) -> Result<Self, StartupError> {
+    pub async fn build(mut config: Config) -> Result<Self, StartupError> {
         let listeners = Listeners::bind(&config)?;
+        // The bound address is the default public URL (port 0 picks one): the card and
+        // the artifact links name the same.
+        config.public_url.get_or_insert_with(|| format!("http://{}", listeners.http_addr));
         let unix_file = listeners.unix.as_ref().map(|(_, file)| file.path().to_owned());
         let new_dirs = NewDirs::before_creating(&config.data_dir);
         let started = match NodeCore::start(&config).await {
@@ -610,7 +613,11 @@ impl StatsProbe {
 
 /// `a2ad stdio`: runs a node on stdin and stdout until stdin ends (or a signal), then
 /// stops it cleanly (see [`crate::transports::stdio`]).
-pub async fn run_stdio(config: Config) -> Result<(), StartupError> {
+pub async fn run_stdio(mut config: Config) -> Result<(), StartupError> {
+    if config.public_url.is_none() {
+        // No HTTP listener here to serve the artifact route: link the files themselves.
+        config.artifacts.links = crate::artifacts::ArtifactLinks::File;
+    }
     let node = NodeCore::start(&config).await?;
     if node.recovered_tasks() > 0 {
         tracing::warn!(tasks = node.recovered_tasks(), "marked tasks that were running at the last stop as failed");

@@ -17,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 pub struct TurnInput {
     pub task_id: String,
     pub context_id: String,
+    /// Who the turn runs for: the agents put its tenant and principal into the
+    /// workspace roots (`allowed-cwds`), so a caller reaches only its own directories.
+    pub owner: a2ad_storage::Owner,
     /// The skill id the context is bound to.
     pub skill: String,
     /// The message that started (or resumed) this turn, with its ids filled in.

@@ -1,14 +1,19 @@
-//! Where agent artifacts are kept.
+//! Where agent artifacts are kept, and how clients reach them.
 //!
 //! An artifact part an agent emits with text or raw bytes larger than `artifacts.inline-max`
 //! is written to `<data-dir>/artifacts/<task-id>/<unique>-<name>` and replaced by a part
-//! whose `url` is that file's `file://` URL, with the `mediaType` and
+//! whose `url` names that file, with the `mediaType`, the `filename` and
 //! `metadata.a2ad = {byteSize, sha256}`: clients get a reference, not the content, and
 //! events and stored tasks stay small. Smaller parts stay inline. Each chunk of an
 //! appended artifact is a part (and, if large, a file) of its own, so `append` and
 //! `lastChunk` mean what A2A says. Removing a task removes its directory (retention).
+//!
+//! The URL is the node's own artifact route, `<public-url><rest-prefix>/tasks/<task-id>/
+//! artifacts/<file>` (`artifacts.links: http`, the default), which serves the file to the
+//! task's owner only ([`crate::core::Core::artifact_file`]); or, for a single-user local
+//! setup, the file's `file://` URL (`artifacts.links: file`), which reveals the node's path.
 
-use a2ad_protocol::{ids, Artifact, Part, PartContent};
+use a2ad_protocol::{ids, Artifact, Part, PartContent, Task};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -21,24 +26,50 @@ pub enum ArtifactError {
     BadId(String),
 }
 
+/// How a stored artifact is linked (`artifacts.links`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactLinks {
+    /// The node's artifact route, an absolute `http(s)://` URL from `public-url`.
+    #[default]
+    Http,
+    /// The file's `file://` URL on the node's disk (single-user local setups).
+    File,
+}
+
 /// The artifact directory of a node.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ArtifactStore {
     root: PathBuf,
     inline_max: usize,
+    /// `<public-url><rest-prefix>` for [`ArtifactLinks::Http`]; `None`: `file://` links.
+    route_base: Option<String>,
 }
 
 impl ArtifactStore {
-    /// Artifacts under `<data_dir>/artifacts`, inline up to `inline_max` bytes. A relative
-    /// data dir is taken from the node's working directory (a `file://` URL is absolute).
-    pub fn new(data_dir: &Path, inline_max: usize) -> Self {
+    /// Artifacts under `<data_dir>/artifacts`, inline up to `inline_max` bytes, linked by
+    /// the artifact route under `route_base` (`<public-url><rest-prefix>`) or, when it is
+    /// `None`, by `file://` URLs. A relative data dir is taken from the node's working
+    /// directory (a `file://` URL is absolute).
+    pub fn new(data_dir: &Path, inline_max: usize, route_base: Option<String>) -> Self {
         let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_owned());
-        ArtifactStore { root: data_dir.join("artifacts"), inline_max }
+        ArtifactStore { root: data_dir.join("artifacts"), inline_max, route_base }
     }
 
     /// The directory of one task's artifacts.
     pub fn task_dir(&self, task_id: &str) -> PathBuf {
         self.root.join(task_id)
+    }
+
+    /// The URL of a stored file: the artifact route, or the file's own `file://` URL.
+    fn link(&self, task_id: &str, path: &Path) -> Result<String, ArtifactError> {
+        let file = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        match &self.route_base {
+            Some(base) => Ok(format!("{base}/tasks/{task_id}/artifacts/{file}")),
+            None => reqwest::Url::from_file_path(path)
+                .map(String::from)
+                .map_err(|()| ArtifactError::Write(std::io::ErrorKind::InvalidInput.into())),
+        }
     }
 
     /// The artifact as the task records it: each large text or raw part stored as a file.
@@ -67,17 +98,56 @@ impl ArtifactStore {
         let name = safe_name(part.filename.as_deref().unwrap_or(artifact_id));
         let path = dir.join(format!("{}-{name}", ids::new_id()));
         tokio::fs::write(&path, bytes).await.map_err(ArtifactError::Write)?;
-        let url = reqwest::Url::from_file_path(&path)
-            .map_err(|()| ArtifactError::Write(std::io::ErrorKind::InvalidInput.into()))?;
+        let url = self.link(task_id, &path)?;
         let mut metadata = part.metadata.clone().unwrap_or_default();
         metadata.insert("a2ad".into(), json!({"byteSize": bytes.len(), "sha256": sha256_hex(bytes)}));
         Ok(Part {
-            content: PartContent::Url(url.to_string()),
+            content: PartContent::Url(url),
             metadata: Some(metadata),
             filename: part.filename.clone(),
             media_type: Some(media_type),
         })
     }
+}
+
+/// A stored artifact file, as the task that lists it describes it: what the artifact
+/// route serves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredFile {
+    /// Where the file is (`<data-dir>/artifacts/<task-id>/<file>`).
+    pub path: PathBuf,
+    /// The part's `mediaType`.
+    pub media_type: String,
+    /// The part's `filename`, if it has one.
+    pub filename: Option<String>,
+    /// `metadata.a2ad.sha256`: the file's hash, which is its entity tag.
+    pub sha256: Option<String>,
+}
+
+/// The stored file `name` of `task`: only a name this store writes, and only when one of
+/// the task's artifact parts links it (by the artifact route or by `file://`), so the
+/// route serves nothing the task does not list.
+pub fn stored_file(data_dir: &Path, task: &Task, name: &str) -> Option<StoredFile> {
+    let stored_name = !name.is_empty()
+        && name.len() <= 200
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !stored_name {
+        return None;
+    }
+    let by_route = format!("/tasks/{}/artifacts/{name}", task.id);
+    let by_file = format!("/artifacts/{}/{name}", task.id);
+    let part = task.artifacts.iter().flat_map(|a| a.parts.iter()).find(|part| match &part.content {
+        PartContent::Url(url) => url.ends_with(&by_route) || (url.starts_with("file://") && url.ends_with(&by_file)),
+        _ => false,
+    })?;
+    let sha256 = part.metadata.as_ref().and_then(|m| m.get("a2ad")).and_then(|a| a.get("sha256"));
+    Some(StoredFile {
+        path: a2ad_storage::artifact_dir(data_dir, &task.id)?.join(name),
+        media_type: part.media_type.clone().unwrap_or_else(|| "application/octet-stream".into()),
+        filename: part.filename.clone(),
+        sha256: sha256.and_then(|s| s.as_str()).map(str::to_owned),
+    })
 }
 
 /// A file name that stays inside its directory: the last path component, with anything

@@ -29,6 +29,7 @@ pub enum GrpcStatus {
     PermissionDenied = 7,
     ResourceExhausted = 8,
     FailedPrecondition = 9,
+    OutOfRange = 11,
     Unimplemented = 12,
     Internal = 13,
     Unavailable = 14,
@@ -45,6 +46,7 @@ impl GrpcStatus {
             GrpcStatus::PermissionDenied => "PERMISSION_DENIED",
             GrpcStatus::ResourceExhausted => "RESOURCE_EXHAUSTED",
             GrpcStatus::FailedPrecondition => "FAILED_PRECONDITION",
+            GrpcStatus::OutOfRange => "OUT_OF_RANGE",
             GrpcStatus::Unimplemented => "UNIMPLEMENTED",
             GrpcStatus::Internal => "INTERNAL",
             GrpcStatus::Unavailable => "UNAVAILABLE",
@@ -110,6 +112,11 @@ pub enum ErrorCode {
     /// was acknowledged; the node heals by itself once the disk does, so the caller
     /// retries (answered with `Retry-After`).
     StoreUnavailable,
+    /// A stored artifact file the caller's task does not list (or no longer has): the
+    /// artifact route (`GET .../tasks/{id}/artifacts/{file}`) of a task the caller owns.
+    ArtifactNotFound,
+    /// A `Range` an artifact file cannot satisfy (416, with `Content-Range: bytes */<size>`).
+    RangeNotSatisfiable,
 }
 
 impl ErrorCode {
@@ -183,6 +190,10 @@ impl ErrorCode {
                 "STORE_UNAVAILABLE",
                 "The task store cannot make writes durable; try again later",
             ),
+            ErrorCode::ArtifactNotFound => (-32055, 404, NotFound, "ARTIFACT_NOT_FOUND", "Artifact file not found"),
+            ErrorCode::RangeNotSatisfiable => {
+                (-32056, 416, OutOfRange, "RANGE_NOT_SATISFIABLE", "The requested range is not satisfiable")
+            }
             ErrorCode::SubscriberTooSlow => (
                 -32051,
                 503,
@@ -219,6 +230,8 @@ impl ErrorCode {
         ErrorCode::LimitExceeded,
         ErrorCode::Unauthenticated,
         ErrorCode::StoreUnavailable,
+        ErrorCode::ArtifactNotFound,
+        ErrorCode::RangeNotSatisfiable,
     ];
 }
 

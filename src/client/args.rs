@@ -79,6 +79,10 @@ pub struct CallArgs {
     /// Print each StreamResponse as one JSON line on stdout instead of the text.
     #[arg(long)]
     pub json: bool,
+    /// Save the artifact files the answer links into this directory (each is named on
+    /// stderr); without it their URLs are printed.
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
     /// Give up on a stream that sends nothing (not even a keep-alive) for this long: the
     /// connection is taken as dead, the task is left running (exit 7). `0`: wait forever.
     #[arg(long, value_parser = idle_timeout, default_value = DEFAULT_IDLE_TIMEOUT)]

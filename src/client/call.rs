@@ -13,20 +13,24 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::time::Duration;
 
-/// Runs the command; the process exit code.
+/// Runs the command; the process exit code. The files the answer links are saved
+/// (`--save`) or named once it ends ([`super::files`]).
 pub async fn run(args: CallArgs) -> Result<i32, ClientError> {
     let message = build_message(&args)?;
     let endpoint = Endpoint::discover(&args.url, &args.auth).await?;
     let mut renderer = Renderer::new(args.json);
-    if !endpoint.streaming {
+    let code = if endpoint.streaming {
+        let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
+        follow(&endpoint, stream.with_idle_timeout(args.idle_timeout), &mut renderer, FollowUntil::TurnEnd).await?
+    } else {
         // An agent without streaming: one SendMessage, shown like a stream that ended.
         let result = endpoint.call("SendMessage", json!({"message": message})).await?;
         renderer.snapshot(&result);
         renderer.finish();
-        return Ok(renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state));
-    }
-    let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
-    follow(&endpoint, stream.with_idle_timeout(args.idle_timeout), &mut renderer, FollowUntil::TurnEnd).await
+        renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state)
+    };
+    super::files::deliver(&endpoint, &renderer.files, args.save.as_deref(), args.json).await?;
+    Ok(code)
 }
 
 /// Where following a stream stops.

@@ -13,6 +13,7 @@
 pub mod args;
 pub mod call;
 pub mod card;
+pub mod files;
 pub mod render;
 pub mod sse;
 pub mod tasks;

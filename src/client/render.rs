@@ -45,6 +45,9 @@ pub struct Renderer {
     pub state: Option<String>,
     /// The agent answered with a message rather than a task (a complete answer).
     pub answered_with_message: bool,
+    /// The artifact parts that link a file (`url`), in arrival order, once each: `call`
+    /// saves them (`--save`) or prints their URLs when the stream ends.
+    pub files: Vec<Value>,
 }
 
 impl Renderer {
@@ -65,6 +68,7 @@ impl Renderer {
             context_id: None,
             state: None,
             answered_with_message: false,
+            files: Vec::new(),
         }
     }
 
@@ -104,6 +108,7 @@ impl Renderer {
         }
         self.ids(task);
         for artifact in task["artifacts"].as_array().into_iter().flatten() {
+            self.keep_files(&artifact["parts"]);
             let text = parts_text(&artifact["parts"]);
             self.text_line(&text);
         }
@@ -136,8 +141,21 @@ impl Renderer {
         self.set_state(Some(state));
     }
 
+    /// Remembers the parts of `parts` that link a file.
+    fn keep_files(&mut self, parts: &Value) {
+        for part in parts.as_array().into_iter().flatten() {
+            if part.get("url").is_some_and(Value::is_string) && !self.files.contains(part) {
+                self.files.push(part.clone());
+            }
+        }
+    }
+
     fn artifact_update(&mut self, update: &Value) {
+        self.keep_files(&update["artifact"]["parts"]);
         let text = parts_text(&update["artifact"]["parts"]);
+        if text.is_empty() {
+            return; // Only files: named when the call ends, no line of their own here.
+        }
         if self.last_message.take().is_some_and(|m| m == text) {
             return; // The status message just printed, mirrored as an artifact.
         }
@@ -356,6 +374,18 @@ mod tests {
         let done = json!({"statusUpdate": {"taskId": "t", "status": {"state": "TASK_STATE_COMPLETED", "message": {"parts": [{"text": "one\ntwo"}]}}}});
         r.event(&done);
         assert_eq!(r.streamed, "onetwo", "the lines once: not the artifact, not the final message");
+    }
+
+    #[test]
+    fn a_file_artifact_is_kept_for_the_end_and_prints_no_line() {
+        let mut r = Renderer::new(false);
+        r.tty = false;
+        let file = json!({"url": "http://n/a2a/tasks/t/artifacts/f-r.md", "filename": "r.md"});
+        let update = json!({"artifactUpdate": {"taskId": "t", "artifact": {"parts": [file]}}});
+        r.event(&update);
+        r.event(&update);
+        assert_eq!((r.streamed.as_str(), r.artifact_open), ("", false));
+        assert_eq!(r.files, [file], "once");
     }
 
     #[test]

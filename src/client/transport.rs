@@ -136,6 +136,34 @@ impl Endpoint {
         Ok(response)
     }
 
+    /// Whether `url` is on the origin of the node's interface: only there are the
+    /// credentials sent to fetch a file.
+    pub fn serves(&self, url: &str) -> bool {
+        let scheme = url.split(':').next().unwrap_or("").to_ascii_lowercase();
+        matches!(scheme.as_str(), "http" | "https") && origin(url).is_some() && origin(url) == origin(&self.url)
+    }
+
+    /// GETs an artifact file of the node (see [`Endpoint::serves`]) with the credentials;
+    /// the response, once its status is a success.
+    pub async fn fetch_file(&self, url: &str) -> Result<reqwest::Response, ClientError> {
+        let mut request = self.client.get(url);
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(format!("cannot reach {url}: {}", root_cause(&e))))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(ClientError::Refused(format!("{url}: unauthorized (HTTP 401)")));
+        }
+        if !status.is_success() {
+            return Err(ClientError::Refused(format!("{url}: HTTP {status}")));
+        }
+        Ok(response)
+    }
+
     /// The HTTP+JSON route of a method: ids go in the path, the rest in the body (POST) or
     /// the query string (GET).
     fn rest_request(&self, method: &str, params: Value) -> Result<reqwest::RequestBuilder, ClientError> {

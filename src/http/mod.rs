@@ -1,5 +1,6 @@
 //! The HTTP surface: routes, shared state, and helpers every handler uses.
 
+mod artifacts;
 pub mod body;
 mod caller;
 mod card;
@@ -42,7 +43,8 @@ pub struct AppState {
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
 pub use crate::config::DEFAULT_REST_PREFIX;
 
-/// Mounts every route: JSON-RPC on `POST /`, HTTP+JSON under `rest_prefix`.
+/// Mounts every route: JSON-RPC on `POST /`, HTTP+JSON and the artifact files under
+/// `rest_prefix`.
 pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
     cfg.route("/", web::post().to(jsonrpc::handle))
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
@@ -52,6 +54,7 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
     // Before the 1.0 routes: with an empty prefix, `/v1/tasks/…` would match `/{tenant}/…`.
     rest_v03::routes(cfg);
     rest_v01::routes(cfg);
+    artifacts::routes(cfg, rest_prefix);
     rest::routes(cfg, rest_prefix);
 }
 

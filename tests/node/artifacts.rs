@@ -1,6 +1,7 @@
 //! Artifacts: large text and raw payloads are stored under
-//! `<data-dir>/artifacts/<task-id>/` and sent as `file://` parts with their size and hash;
-//! small ones stay inline; appended chunks add parts.
+//! `<data-dir>/artifacts/<task-id>/` and sent as URL parts with their size and hash (here
+//! `artifacts.links: file`, whose `file://` URLs name the stored file itself; the node's
+//! artifact route is `artifacts_http.rs`); small ones stay inline; appended chunks add parts.
 
 use crate::support::{command_agent, command_settings, send_params, spawn_app, TestApp};
 use a2ad::agents::command::OutputMode;
@@ -10,6 +11,7 @@ async fn app(script: &str, inline_max: Option<usize>) -> TestApp {
     let agent = command_agent("maker", command_settings(&["/bin/sh", "-c", script], OutputMode::Jsonl));
     spawn_app(move |c| {
         c.agents = vec![agent];
+        c.artifacts.links = a2ad::artifacts::ArtifactLinks::File;
         if let Some(max) = inline_max {
             c.artifacts.inline_max = max;
         }
@@ -125,5 +127,5 @@ echo '{"type":"artifact","artifactId":"link","url":"https://example.com/report.p
     let task = app.send_text("go", json!({})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
     let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
-    assert!(text.contains("`/etc/passwd` is outside the working directory and the allowed roots"), "{text}");
+    assert!(text.contains("`/etc/passwd` is not available"), "{text}");
 }

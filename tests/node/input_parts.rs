@@ -145,15 +145,15 @@ async fn file_parts_are_checked_when_the_turn_reads_them() {
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "do not read").unwrap();
     let url = file_url(&secret);
-    failed_with(&app, json!([{"url": url, "mediaType": "text/plain"}]), "is outside the working directory").await;
+    failed_with(&app, json!([{"url": url, "mediaType": "text/plain"}]), "is not available").await;
 
     let link = root.path().join("link.txt");
     std::os::unix::fs::symlink(&secret, &link).unwrap();
     let via_link = json!([{"url": file_url(&link), "mediaType": "text/plain"}]);
-    failed_with(&app, via_link, "is outside the working directory").await;
+    failed_with(&app, via_link, "is not available").await;
 
     let missing = json!([{"url": file_url(&root.path().join("nope.txt")), "mediaType": "text/plain"}]);
-    failed_with(&app, missing, "does not exist").await;
+    failed_with(&app, missing, "is not available").await;
 
     let big = root.path().join("big.txt");
     std::fs::File::create(&big).unwrap().set_len(1024 * 1024 + 1).unwrap();

@@ -101,7 +101,7 @@ async fn a_stream_whose_final_commit_fails_ends_with_a_store_unavailable_frame()
     let rt = Arc::new(Runtime {
         store: disk.clone(),
         commit: GroupCommit::start(disk.clone()).unwrap(),
-        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default())),
+        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default(), false)),
         settings: RuntimeSettings::default(),
         push: None,
         turn_limits: TurnLimits::new(0, 0),
@@ -156,7 +156,7 @@ async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_wo
     let rt = Arc::new(Runtime {
         store: journal.clone(),
         commit: GroupCommit::over_log(Arc::clone(&journal)),
-        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default())),
+        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default(), false)),
         settings: RuntimeSettings::default(),
         push: None,
         turn_limits: TurnLimits::new(0, 0),

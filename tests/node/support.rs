@@ -422,3 +422,12 @@ impl RemoteNode {
         response["result"].clone()
     }
 }
+
+impl RemoteNode {
+    /// A JSON-RPC call with `Authorization: Bearer <token>`; the whole response body.
+    pub async fn rpc_as(&self, token: &str, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let request = self.client.post(&self.url).bearer_auth(token).json(&body);
+        request.send().await.expect("sent").json().await.expect("json")
+    }
+}

@@ -80,6 +80,7 @@ impl ContextActor {
         let input = TurnInput {
             task_id: record.task.id.clone(),
             context_id: self.key.context_id.clone(),
+            owner: msg.owner.clone(),
             skill,
             message,
             history,

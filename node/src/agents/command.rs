@@ -122,7 +122,7 @@ impl Agent for CommandAgent {
         let env = Arc::clone(&self.env);
         Box::pin(async move {
             let cwd = env.workspace(&input).await?.or_else(|| settings.cwd.clone());
-            let prompt = env.prompt(&input.message, cwd.clone()).await?;
+            let prompt = env.prompt(&input, cwd.clone()).await?;
             let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
             let timeout = settings.timeout;
             match tokio::time::timeout(timeout, run_program(&turn)).await {
@@ -133,7 +133,7 @@ impl Agent for CommandAgent {
     }
 
     fn check_input(&self, message: &Message) -> Result<(), A2aError> {
-        self.env.input.check(message, &self.accepts)
+        self.env.check_input(message, &self.accepts)
     }
 
     /// Only jsonl output has a `reply` event.

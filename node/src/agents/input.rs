@@ -178,6 +178,17 @@ impl InputPolicy {
     }
 }
 
+/// Whether `message` names a path on the node: a `file://` part or a working directory
+/// (`metadata.a2ad.cwd`).
+pub fn names_local_paths(message: &Message) -> bool {
+    let file_part = message.parts.iter().any(|part| match &part.content {
+        PartContent::Url(url) => url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("file://")),
+        _ => false,
+    });
+    let cwd = message.metadata.as_ref().and_then(|m| m.get("a2ad")).and_then(|a| a.get("cwd"));
+    file_part || cwd.is_some_and(|cwd| !cwd.is_null())
+}
+
 /// Only `file://` URLs: remote ones are refused, and so is every other scheme.
 fn check_url(index: usize, url: &str) -> Result<(), A2aError> {
     let lower = url.to_ascii_lowercase();

@@ -163,7 +163,9 @@ impl<'a> JsonlReader<'a> {
 
 impl JsonlReader<'_> {
     /// The bytes and file name of a file the program wrote, named by a path (relative to
-    /// its working directory) or a `file://` URL; it must lie in the allowed roots.
+    /// its working directory) or a `file://` URL; it must lie in the caller's roots or in
+    /// the directory the program ran in (the caller's workspace, or the agent's `cwd`
+    /// the operator set), and never in the data dir.
     async fn produced_file(&self, named: &str) -> Result<(Vec<u8>, Option<String>), AgentError> {
         let path = match named.strip_prefix("file://") {
             Some(_) => reqwest::Url::parse(named)
@@ -175,9 +177,14 @@ impl JsonlReader<'_> {
                 None => std::path::absolute(named).map_err(|_| AgentError(format!("`{named}` is not a valid path")))?,
             },
         };
-        let roots = self.env.roots.clone();
+        let (policy, owner) = (self.env.roots.clone(), self.input.owner.clone());
+        let cwd = self.cwd.map(Path::to_owned);
         let shown = named.to_owned();
         let read = move || -> Result<(Vec<u8>, Option<String>), String> {
+            let mut roots = policy.for_owner(&owner);
+            if let Some(cwd) = cwd.and_then(|cwd| cwd.canonicalize().ok()) {
+                roots = roots.with_root(&cwd);
+            }
             let bytes = roots.read_file(&path, None, &shown, MAX_FILE_ARTIFACT).map_err(|e| e.to_string())?;
             Ok((bytes, path.file_name().map(|n| n.to_string_lossy().into_owned())))
         };

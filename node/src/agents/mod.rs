@@ -7,13 +7,14 @@ pub mod input;
 pub mod jsonl;
 pub mod openai;
 pub mod process_groups;
+pub mod roots;
 mod settings;
 pub mod workspace;
 
 pub use settings::{AgentConfig, AgentKind};
 
 use a2ad_actors::agent::{AgentError, AgentRegistry, TurnInput};
-use a2ad_protocol::Message;
+use a2ad_protocol::{A2aError, Message};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,8 +22,9 @@ use std::sync::Arc;
 /// whether thinking text goes out.
 #[derive(Debug, Clone, Default)]
 pub struct AgentEnv {
-    /// The `allowed-cwds`: a message may pick its workspace only inside these.
-    pub roots: workspace::AllowedRoots,
+    /// The `allowed-cwds`: a message may pick its workspace only inside the caller's
+    /// expansion of these.
+    pub roots: roots::WorkspacePolicy,
     /// Which input part types reach an agent's prompt, and how.
     pub input: input::InputPolicy,
     /// Whether `thinking` events go out as status metadata (off: private to the node).
@@ -34,13 +36,13 @@ pub struct AgentEnv {
 }
 
 impl AgentEnv {
-    /// The context's working directory, checked against the allowed roots; `None` when
+    /// The context's working directory, checked against the caller's roots; `None` when
     /// the client named none. On the blocking pool: resolving a path is file system work
     /// (a slow or hung mount must not stall the actor thread the turn runs on).
     pub async fn workspace(self: &Arc<Self>, input: &TurnInput) -> Result<Option<PathBuf>, AgentError> {
         let Some(asked) = input.cwd.clone() else { return Ok(None) };
-        let env = Arc::clone(self);
-        tokio::task::spawn_blocking(move || env.roots.resolve_cwd(&asked))
+        let (env, owner) = (Arc::clone(self), input.owner.clone());
+        tokio::task::spawn_blocking(move || env.roots.for_owner(&owner).resolve_cwd(&asked))
             .await
             .map_err(|_| AgentError("the working directory could not be checked".into()))?
             .map(Some)
@@ -48,14 +50,26 @@ impl AgentEnv {
     }
 
     /// The turn's message as a prompt ([`input::InputPolicy::render`]), on the blocking
-    /// pool: `file://` parts are read and hashed (up to 25 MiB), which must not stall the
-    /// actor thread the turn runs on.
-    pub async fn prompt(self: &Arc<Self>, message: &Message, cwd: Option<PathBuf>) -> Result<String, AgentError> {
-        let (env, message) = (Arc::clone(self), message.clone());
-        tokio::task::spawn_blocking(move || env.input.render(&message, cwd.as_deref(), &env.roots))
+    /// pool: `file://` parts are read (within the caller's roots) and hashed (up to 25 MiB),
+    /// which must not stall the actor thread the turn runs on.
+    pub async fn prompt(self: &Arc<Self>, input: &TurnInput, cwd: Option<PathBuf>) -> Result<String, AgentError> {
+        let (env, message, owner) = (Arc::clone(self), input.message.clone(), input.owner.clone());
+        let render = move || env.input.render(&message, cwd.as_deref(), &env.roots.for_owner(&owner));
+        tokio::task::spawn_blocking(render)
             .await
             .map_err(|_| AgentError("the message could not be read".into()))?
             .map_err(AgentError)
+    }
+
+    /// Checks a message before a task exists ([`input::InputPolicy::check`]); where
+    /// workspaces are off, a message that names a working directory or a `file://` part
+    /// is refused now, with the reason, rather than failing its task.
+    pub fn check_input(&self, message: &Message, accepts: &[String]) -> Result<(), A2aError> {
+        self.input.check(message, accepts)?;
+        if self.roots.is_off() && input::names_local_paths(message) {
+            return Err(A2aError::invalid_params(workspace::WorkspaceError::Off.to_string()));
+        }
+        Ok(())
     }
 }
 

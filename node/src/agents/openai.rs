@@ -73,7 +73,7 @@ impl Agent for OpenAiAgent {
         let client = self.client.clone();
         Box::pin(async move {
             let cwd = env.workspace(&input).await?;
-            let prompt = env.prompt(&input.message, cwd).await?;
+            let prompt = env.prompt(&input, cwd).await?;
             let body = request_body(&settings, &input, prompt);
             let cancel = input.cancel.clone();
             let exposure = env.thinking_exposure;
@@ -93,7 +93,7 @@ impl Agent for OpenAiAgent {
     }
 
     fn check_input(&self, message: &Message) -> Result<(), A2aError> {
-        self.env.input.check(message, &self.accepts)
+        self.env.check_input(message, &self.accepts)
     }
 }
 

@@ -1,11 +1,13 @@
 //! Workspaces: the directory a command agent runs in, and the directories whose files a
-//! message may name.
+//! message may name, for one caller (its roots: [`super::roots::WorkspacePolicy::for_owner`]).
 //!
 //! A client names a working directory in `message.metadata.a2ad.cwd`. It must be an
-//! absolute path to an existing directory, and once canonicalised (symlinks followed, `..`
-//! resolved) it must lie inside one of the allowed roots, so a symlink cannot lead out.
-//! The default roots are the node's working directory and the system temp dir;
-//! `allowed-cwds` (or `A2AD_ALLOWED_CWDS`, `:`-separated) replaces them.
+//! absolute path to an existing directory inside one of the caller's roots. The path is
+//! judged by its text first (`.` and `..` resolved lexically), before the file system is
+//! asked anything; only a path inside a root is then canonicalised (symlinks followed) and
+//! judged again, so a symlink cannot lead out. Every refusal of a path reads the same
+//! whether the path exists or not, inside the roots or outside: a client learns nothing
+//! about the node's files it may not read (not even that `/proc/self/environ` exists).
 //!
 //! The node's data dir is never part of a root, even when a root contains it (the default
 //! `./a2ad-data` lies in the working directory; the systemd unit runs in the data dir):
@@ -14,54 +16,89 @@
 //!
 //! Errors quote only what the client sent, never the canonical path or the roots.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Why a working directory or a file was refused. The text reaches the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkspaceError {
     #[error("the working directory `{0}` is not an absolute path")]
     NotAbsolute(String),
-    #[error("the working directory `{0}` does not exist or is not a directory")]
-    NotADirectory(String),
-    #[error("the working directory `{0}` is outside the allowed roots")]
-    OutsideRoots(String),
-    #[error("the file `{0}` does not exist or cannot be read")]
-    FileMissing(String),
-    #[error("the file `{0}` is outside the working directory and the allowed roots")]
-    FileOutside(String),
+    /// Missing, not a directory, outside the roots, or in the data dir: one text for all.
+    #[error("the working directory `{0}` is not available: it must be an existing directory inside the allowed roots")]
+    CwdUnavailable(String),
+    /// Missing, not a regular file, outside the workspace or the roots: one text for all.
+    #[error(
+        "the file `{0}` is not available: it must be an existing file inside the working directory and the allowed roots"
+    )]
+    FileUnavailable(String),
     #[error("the file `{0}` is larger than {1} MiB")]
     FileTooLarge(String, u64),
+    #[error(
+        "this node takes no working directory and no file:// part: authentication is on and no `allowed-cwds` is configured"
+    )]
+    Off,
 }
 
-/// The directories a workspace (and a `file://` part) may lie in, canonicalised.
+/// One root: as configured (normalized), and canonical when it exists.
+#[derive(Debug, Clone, PartialEq)]
+struct Root {
+    named: PathBuf,
+    canonical: Option<PathBuf>,
+}
+
+/// The directories one caller's workspace (and its `file://` parts) may lie in.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AllowedRoots {
-    roots: Vec<PathBuf>,
-    /// The data dir, canonical: refused even inside a root.
-    excluded: Option<PathBuf>,
+    roots: Vec<Root>,
+    /// The data dir, as configured and canonical: refused even inside a root.
+    excluded: Vec<PathBuf>,
+    /// Workspaces are off: every path is refused with [`WorkspaceError::Off`].
+    off: bool,
 }
 
 impl AllowedRoots {
-    /// The configured roots, or the defaults (the node's working directory and the system
-    /// temp dir) when none are configured. Roots that do not exist are left out: nothing
-    /// can lie inside them. Nothing inside `data_dir` is ever allowed.
-    pub fn new(configured: &[PathBuf], data_dir: &Path) -> Self {
-        let defaults;
-        let wanted = if configured.is_empty() {
-            defaults = [std::env::current_dir().ok(), Some(std::env::temp_dir())];
-            defaults.iter().flatten().cloned().collect::<Vec<_>>()
-        } else {
-            configured.to_vec()
-        };
-        let excluded = data_dir.canonicalize().or_else(|_| std::path::absolute(data_dir)).ok();
-        AllowedRoots { roots: wanted.iter().filter_map(|root| root.canonicalize().ok()).collect(), excluded }
+    /// `roots` (absolute, expanded), canonicalised where they exist; nothing in any of
+    /// the `excluded` paths is ever allowed.
+    pub fn new(roots: Vec<PathBuf>, excluded: Vec<PathBuf>) -> Self {
+        let roots = roots
+            .into_iter()
+            .map(|named| Root { canonical: named.canonicalize().ok(), named: normalize(&named) })
+            .collect();
+        AllowedRoots { roots, excluded, off: false }
+    }
+
+    /// No roots at all: workspaces are off on this node.
+    pub fn off(excluded: Vec<PathBuf>) -> Self {
+        AllowedRoots { roots: Vec::new(), excluded, off: true }
+    }
+
+    /// These roots and `dir` (canonical) too: for the files a program writes in the
+    /// directory it runs in, which the operator or the caller's roots chose.
+    pub fn with_root(mut self, dir: &Path) -> Self {
+        self.roots.push(Root { named: dir.to_owned(), canonical: Some(dir.to_owned()) });
+        self.off = false;
+        self
+    }
+
+    fn in_data_dir(&self, path: &Path) -> bool {
+        self.excluded.iter().any(|data| path.starts_with(data))
+    }
+
+    /// Whether `path`, by its text alone, lies inside a root (as named or canonical) and
+    /// not in the data dir: the check made before the file system is touched.
+    fn lexically_inside(&self, path: &Path) -> bool {
+        let path = normalize(path);
+        !self.in_data_dir(&path)
+            && self.roots.iter().any(|root| {
+                path.starts_with(&root.named) || root.canonical.as_ref().is_some_and(|c| path.starts_with(c))
+            })
     }
 
     /// Whether the canonical path `path` lies in (or is) one of the roots, and not in the
     /// data dir.
     pub fn contains(&self, path: &Path) -> bool {
-        let in_data_dir = self.excluded.as_ref().is_some_and(|data| path.starts_with(data));
-        !in_data_dir && self.roots.iter().any(|root| path.starts_with(root))
+        !self.in_data_dir(path)
+            && self.roots.iter().any(|root| root.canonical.as_ref().is_some_and(|c| path.starts_with(c)))
     }
 
     /// The canonical working directory for `requested`, checked.
@@ -70,12 +107,16 @@ impl AllowedRoots {
         if !path.is_absolute() {
             return Err(WorkspaceError::NotAbsolute(requested.to_owned()));
         }
-        let canonical = path.canonicalize().map_err(|_| WorkspaceError::NotADirectory(requested.to_owned()))?;
-        if !canonical.is_dir() {
-            return Err(WorkspaceError::NotADirectory(requested.to_owned()));
+        if self.off {
+            return Err(WorkspaceError::Off);
         }
-        if !self.contains(&canonical) {
-            return Err(WorkspaceError::OutsideRoots(requested.to_owned()));
+        let refused = || WorkspaceError::CwdUnavailable(requested.to_owned());
+        if !self.lexically_inside(path) {
+            return Err(refused());
+        }
+        let canonical = path.canonicalize().map_err(|_| refused())?;
+        if !canonical.is_dir() || !self.contains(&canonical) {
+            return Err(refused());
         }
         Ok(canonical)
     }
@@ -84,16 +125,17 @@ impl AllowedRoots {
     /// it must exist and lie inside the roots and, when the context has one, inside its
     /// working directory.
     pub fn resolve_file(&self, path: &Path, cwd: Option<&Path>, shown: &str) -> Result<PathBuf, WorkspaceError> {
-        let canonical = path.canonicalize().map_err(|_| WorkspaceError::FileMissing(shown.to_owned()))?;
-        if !canonical.is_file() {
-            return Err(WorkspaceError::FileMissing(shown.to_owned()));
+        if self.off {
+            return Err(WorkspaceError::Off);
         }
-        let in_cwd = match cwd {
-            Some(cwd) => canonical.starts_with(cwd),
-            None => true,
-        };
-        if !in_cwd || !self.contains(&canonical) {
-            return Err(WorkspaceError::FileOutside(shown.to_owned()));
+        let refused = || WorkspaceError::FileUnavailable(shown.to_owned());
+        if !path.is_absolute() || !self.lexically_inside(path) {
+            return Err(refused());
+        }
+        let canonical = path.canonicalize().map_err(|_| refused())?;
+        let in_cwd = cwd.is_none_or(|cwd| canonical.starts_with(cwd));
+        if !canonical.is_file() || !in_cwd || !self.contains(&canonical) {
+            return Err(refused());
         }
         Ok(canonical)
     }
@@ -119,7 +161,7 @@ impl AllowedRoots {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let canonical = self.resolve_file(path, cwd, shown)?;
-        let missing = || WorkspaceError::FileMissing(shown.to_owned());
+        let missing = || WorkspaceError::FileUnavailable(shown.to_owned());
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -130,7 +172,7 @@ impl AllowedRoots {
             return Err(missing());
         }
         if !self.still_inside(&file, &canonical, cwd) {
-            return Err(WorkspaceError::FileOutside(shown.to_owned()));
+            return Err(missing());
         }
         let too_large = || WorkspaceError::FileTooLarge(shown.to_owned(), limit >> 20);
         if opened.len() > limit {
@@ -160,9 +202,37 @@ impl AllowedRoots {
     }
 }
 
+/// `path` with `.` and `..` resolved by its text alone (`..` of the root is the root), so
+/// that it can be judged against the roots before the file system is asked anything.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The roots of a node configured with `root` alone, its data dir `data_dir`.
+    fn only(root: &Path, data_dir: &Path) -> AllowedRoots {
+        let excluded = [Some(data_dir.to_owned()), data_dir.canonicalize().ok()].into_iter().flatten().collect();
+        AllowedRoots::new(vec![root.to_owned()], excluded)
+    }
+
+    #[test]
+    fn paths_are_normalized_by_their_text() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
+    }
 
     #[test]
     fn symlinks_out_of_a_root_are_refused() {
@@ -171,12 +241,12 @@ mod tests {
         let inside = root.path().join("work");
         std::fs::create_dir(&inside).unwrap();
         std::os::unix::fs::symlink(outside.path(), root.path().join("escape")).unwrap();
-        let roots = AllowedRoots::new(&[root.path().to_owned()], &root.path().join("data"));
+        let roots = only(root.path(), &root.path().join("data"));
         assert!(roots.resolve_cwd(inside.to_str().unwrap()).is_ok());
         let escape = root.path().join("escape");
-        assert!(matches!(roots.resolve_cwd(escape.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
+        assert!(matches!(roots.resolve_cwd(escape.to_str().unwrap()), Err(WorkspaceError::CwdUnavailable(_))));
         let dotdot = format!("{}/work/../..", root.path().display());
-        assert!(matches!(roots.resolve_cwd(&dotdot), Err(WorkspaceError::OutsideRoots(_))));
+        assert!(matches!(roots.resolve_cwd(&dotdot), Err(WorkspaceError::CwdUnavailable(_))));
         assert!(matches!(roots.resolve_cwd("work"), Err(WorkspaceError::NotAbsolute(_))));
     }
 
@@ -187,25 +257,25 @@ mod tests {
         std::fs::create_dir_all(data.join("artifacts")).unwrap();
         std::fs::write(data.join("db"), "store").unwrap();
         std::fs::write(root.path().join("notes.txt"), "fine").unwrap();
-        let roots = AllowedRoots::new(&[root.path().to_owned()], &data);
+        let roots = only(root.path(), &data);
         assert!(roots.resolve_cwd(root.path().to_str().unwrap()).is_ok(), "the root that holds it still is");
         let inside = data.join("artifacts");
-        assert!(matches!(roots.resolve_cwd(inside.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
-        assert!(matches!(roots.resolve_cwd(data.to_str().unwrap()), Err(WorkspaceError::OutsideRoots(_))));
+        assert!(matches!(roots.resolve_cwd(inside.to_str().unwrap()), Err(WorkspaceError::CwdUnavailable(_))));
+        assert!(matches!(roots.resolve_cwd(data.to_str().unwrap()), Err(WorkspaceError::CwdUnavailable(_))));
         let db = roots.resolve_file(&data.join("db"), Some(root.path()), "db");
-        assert!(matches!(db, Err(WorkspaceError::FileOutside(_))), "{db:?}");
+        assert!(matches!(db, Err(WorkspaceError::FileUnavailable(_))), "{db:?}");
         assert!(roots.resolve_file(&root.path().join("notes.txt"), None, "notes").is_ok());
         // Through a symlink too.
         std::os::unix::fs::symlink(&data, root.path().join("link")).unwrap();
         let via_link = root.path().join("link/db");
-        assert!(matches!(roots.resolve_file(&via_link, None, "x"), Err(WorkspaceError::FileOutside(_))));
+        assert!(matches!(roots.resolve_file(&via_link, None, "x"), Err(WorkspaceError::FileUnavailable(_))));
     }
 
     #[test]
     fn a_file_is_read_within_its_limit_and_checked_again_once_open() {
         let root = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
-        let roots = AllowedRoots::new(&[root.path().to_owned()], &root.path().join("data"));
+        let roots = only(root.path(), &root.path().join("data"));
         let notes = root.path().join("notes.txt");
         std::fs::write(&notes, "0123456789").unwrap();
         assert_eq!(roots.read_file(&notes, None, "notes", 10).unwrap(), b"0123456789");
@@ -215,7 +285,7 @@ mod tests {
         let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
-        assert!(matches!(roots.read_file(&fifo, None, "fifo", 10), Err(WorkspaceError::FileMissing(_))));
+        assert!(matches!(roots.read_file(&fifo, None, "fifo", 10), Err(WorkspaceError::FileUnavailable(_))));
         // What a symlink swapped in after the path check leads to: the descriptor's real
         // path is outside, so the open file is refused although its name was fine.
         let secret = outside.path().join("secret");
@@ -227,5 +297,24 @@ mod tests {
         let elsewhere = root.path().join("sub");
         std::fs::create_dir(&elsewhere).unwrap();
         assert!(!roots.still_inside(&fine, &notes, Some(&elsewhere.canonicalize().unwrap())));
+    }
+
+    #[test]
+    fn a_refusal_reads_the_same_whether_the_path_exists_or_not() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("there.txt"), "x").unwrap();
+        let roots = only(root.path(), &root.path().join("data"));
+        let file = |path: &str| roots.resolve_file(Path::new(path), None, "p").unwrap_err().to_string();
+        let cwd = |path: &str| roots.resolve_cwd(path).unwrap_err().to_string().replace(path, "p");
+        let missing_inside = format!("{}/missing.txt", root.path().display());
+        let a_dir_inside = root.path().display().to_string();
+        let answers =
+            [file("/proc/self/environ"), file("/proc/self/no-such"), file(&missing_inside), file(&a_dir_inside)];
+        assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+        let there = format!("{}/there.txt", root.path().display());
+        let answers = [cwd("/proc/self"), cwd("/proc/no-such"), cwd(&missing_inside), cwd(&there)];
+        assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+        let off = AllowedRoots::off(Vec::new());
+        assert_eq!(off.resolve_cwd("/tmp"), Err(WorkspaceError::Off));
     }
 }

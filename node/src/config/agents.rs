@@ -153,18 +153,37 @@ impl AgentEntry {
 impl super::Config {
     /// What every agent of the node shares ([`crate::agents::AgentEnv`]), from the
     /// `allowed-cwds`, `input-parts`, `thinking-exposure` and `artifacts` keys; the command
-    /// agents' programs run in `process_groups`.
-    pub fn agent_env(&self, process_groups: &crate::agents::process_groups::ProcessGroups) -> crate::agents::AgentEnv {
-        use crate::agents::{input, workspace};
+    /// agents' programs run in `process_groups`. `authenticated`: the node checks
+    /// credentials (then no `allowed-cwds` means no workspaces, not the defaults).
+    pub fn agent_env(
+        &self,
+        process_groups: &crate::agents::process_groups::ProcessGroups,
+        authenticated: bool,
+    ) -> crate::agents::AgentEnv {
+        use crate::agents::{input, roots};
         crate::agents::AgentEnv {
-            roots: workspace::AllowedRoots::new(&self.allowed_cwds, &self.data_dir),
+            roots: roots::WorkspacePolicy::new(&self.allowed_cwds, &self.data_dir, authenticated),
             input: input::InputPolicy {
                 text_types: self.input_parts.text_types.clone(),
                 media_types: self.input_parts.media_types.clone(),
             },
             thinking_exposure: self.thinking_exposure,
-            artifacts: crate::artifacts::ArtifactStore::new(&self.data_dir, self.artifacts.inline_max),
+            artifacts: crate::artifacts::ArtifactStore::new(
+                &self.data_dir,
+                self.artifacts.inline_max,
+                self.artifact_route_base(),
+            ),
             process_groups: process_groups.clone(),
         }
+    }
+
+    /// Where the artifact route lives, `<public-url><rest-prefix>` (`public-url` defaults
+    /// to `http://<listen>`, as in the card); `None` with `artifacts.links: file`.
+    fn artifact_route_base(&self) -> Option<String> {
+        if self.artifacts.links == crate::artifacts::ArtifactLinks::File {
+            return None;
+        }
+        let public_url = self.public_url.clone().unwrap_or_else(|| format!("http://{}", self.listen));
+        Some(format!("{public_url}{}", self.rest_prefix))
     }
 }

@@ -10,14 +10,17 @@ use std::path::PathBuf;
 pub struct ArtifactsConfig {
     /// Text artifacts up to this size stay inline in the event; larger ones (and every
     /// file artifact above it) are stored under `<data-dir>/artifacts/<task-id>/` and sent
-    /// as a `file://` URL.
+    /// as a URL.
     #[serde(deserialize_with = "crate::units::byte_size")]
     pub inline_max: usize,
+    /// How a stored artifact is linked: `http` (the node's artifact route, from
+    /// `public-url`) or `file` (the file's `file://` URL, for single-user local setups).
+    pub links: crate::artifacts::ArtifactLinks,
 }
 
 impl Default for ArtifactsConfig {
     fn default() -> Self {
-        ArtifactsConfig { inline_max: 4 * 1024 }
+        ArtifactsConfig { inline_max: 4 * 1024, links: crate::artifacts::ArtifactLinks::Http }
     }
 }
 
@@ -32,7 +35,8 @@ pub struct InputPartsConfig {
 }
 
 /// `allowed-cwds`: a list of paths, or one `:`-separated string (as `A2AD_ALLOWED_CWDS`
-/// gives it). Each must be absolute.
+/// gives it). Each must be absolute; `{tenant}` and `{principal}` may stand for whole
+/// components (see [`crate::agents::roots`]).
 pub(super) fn allowed_cwds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<PathBuf>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -46,6 +50,9 @@ pub(super) fn allowed_cwds<'de, D: Deserializer<'de>>(deserializer: D) -> Result
     };
     if let Some(relative) = paths.iter().find(|p| !p.is_absolute()) {
         return Err(serde::de::Error::custom(format!("`{}` is not an absolute path", relative.display())));
+    }
+    for path in &paths {
+        crate::agents::roots::check_entry(path).map_err(serde::de::Error::custom)?;
     }
     Ok(paths)
 }

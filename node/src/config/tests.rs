@@ -98,6 +98,14 @@ fn agent_content_keys_have_defaults_and_name_the_key_at_fault() {
     assert!(err.contains("allowed-cwds") && err.contains("not an absolute path"), "{err}");
     let err = load_text("artifacts: {inline-maxx: 1}\n", &[]).unwrap_err().to_string();
     assert!(err.contains("artifacts"), "{err}");
+    assert_eq!(config.artifacts.links, crate::artifacts::ArtifactLinks::Http);
+    let config = load_text("allowed-cwds: ['/srv/ws/{tenant}/{principal}']\nartifacts: {links: file}\n", &[]).unwrap();
+    assert_eq!(config.artifacts.links, crate::artifacts::ArtifactLinks::File);
+    assert_eq!(config.allowed_cwds, [std::path::PathBuf::from("/srv/ws/{tenant}/{principal}")]);
+    let err = load_text("allowed-cwds: ['/srv/ws-{tenant}']\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("allowed-cwds") && err.contains("whole path component"), "{err}");
+    let err = load_text("artifacts: {links: ftp}\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("artifacts.links"), "{err}");
     let yaml = "agents:\n  - id: c\n    kind: openai\n    openai: {base-url: ftp://x, model: m}\n";
     let err = load_text(yaml, &[]).unwrap_err().to_string();
     assert!(err.contains("agents[0].openai.base-url"), "{err}");

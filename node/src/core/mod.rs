@@ -4,6 +4,7 @@
 //! store for reads, through the context's actor for anything that changes a task) and
 //! returns the wire result. Bindings only decode, call, and encode.
 
+mod artifact_file;
 mod cancel_task;
 mod dispatch;
 pub mod extensions;

@@ -7,7 +7,9 @@ pub mod input;
 pub mod jsonl;
 pub mod openai;
 pub mod process_groups;
+pub mod programs;
 mod settings;
+pub mod stderr;
 pub mod workspace;
 
 pub use settings::{AgentConfig, AgentKind};

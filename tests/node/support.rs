@@ -335,8 +335,26 @@ impl NodeProcess {
         Self::start_with_stderr(cwd, args, std::fs::File::create(log).expect("the log file").into())
     }
 
+    /// Like [`NodeProcess::start_logging`], started with the process umask `umask` (the
+    /// test process's own may differ).
+    pub fn start_logging_with_umask(cwd: &Path, args: &[&str], log: &Path, umask: u32) -> NodeProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_a2ad"));
+        // SAFETY: umask is async-signal-safe and touches no memory.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                libc::umask(umask as libc::mode_t);
+                Ok(())
+            });
+        }
+        Self::spawn(command, cwd, args, std::fs::File::create(log).expect("the log file").into())
+    }
+
     fn start_with_stderr(cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        Self::spawn(Command::new(env!("CARGO_BIN_EXE_a2ad")), cwd, args, stderr)
+    }
+
+    fn spawn(mut command: Command, cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
+        let mut child = command
             .arg("serve")
             .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"])
             .args(args)

@@ -161,7 +161,7 @@ impl Turn<'_> {
             task_id: self.input.task_id.clone(),
             context_id: self.input.context_id.clone(),
             agent: self.input.skill.clone(),
-            redactor: Redactor::new(self.settings),
+            redactor: Redactor::new(&self.settings.env, &self.settings.env_allow),
         }
     }
 }
@@ -253,7 +253,7 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     })?;
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let mut guard = GroupGuard::new(pgid, settings.cancel_grace, &turn.env.process_groups);
-    let redactor = Redactor::new(settings);
+    let redactor = Redactor::new(&settings.env, &settings.env_allow);
     let stderr = child.stderr.take().map(|err| tokio::spawn(stderr::drain(err, turn.stderr_log())));
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
     let output = feed_and_read(turn, child.stdin.take(), stdout).await?;

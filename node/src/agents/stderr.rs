@@ -4,7 +4,7 @@
 //! Both are redacted the same way: paths become `<path>`, configured secrets and values
 //! after a credential marker (`token=…`, `Bearer …`) become `<redacted>`.
 
-use super::command::CommandSettings;
+use std::collections::BTreeMap;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 /// The most stderr kept for the failure message (only its end is shown).
@@ -80,12 +80,11 @@ pub(super) struct Redactor {
 }
 
 impl Redactor {
-    /// The secrets of one agent's settings (read now: an allowlisted variable's value is
-    /// the node's own at the turn's start).
-    pub(super) fn new(settings: &CommandSettings) -> Self {
-        let inherited =
-            settings.env_allow.iter().filter(|name| looks_secret(name)).filter_map(|name| std::env::var(name).ok());
-        let secrets = settings.env.values().cloned().chain(inherited).filter(|v| v.len() >= 4).collect();
+    /// The secrets of one agent: its configured `env` values, and the node's values of
+    /// the `env_allow` variables whose names look secret (read now, at the turn's start).
+    pub(super) fn new(env: &BTreeMap<String, String>, env_allow: &[String]) -> Self {
+        let inherited = env_allow.iter().filter(|name| looks_secret(name)).filter_map(|name| std::env::var(name).ok());
+        let secrets = env.values().cloned().chain(inherited).filter(|v| v.len() >= 4).collect();
         Redactor { secrets }
     }
 
@@ -166,9 +165,8 @@ mod tests {
 
     #[test]
     fn the_secrets_are_the_configured_env_values() {
-        let settings: CommandSettings =
-            serde_yaml_ng::from_str("argv: [x]\nenv: {TOKEN: s3cr3t-value, N: ab}\n").unwrap();
-        let redactor = Redactor::new(&settings);
+        let env = BTreeMap::from([("TOKEN".to_owned(), "s3cr3t-value".to_owned()), ("N".to_owned(), "ab".to_owned())]);
+        let redactor = Redactor::new(&env, &[]);
         assert_eq!(redactor.secrets, vec!["s3cr3t-value".to_owned()], "values shorter than 4 are left");
     }
 }

@@ -262,7 +262,7 @@ impl ConfigError {
 
     /// The error said of the override that set the value at fault, if one did (the last
     /// one wins, as when they were applied).
-    fn from_overrides(self, overrides: &[Override]) -> Self {
+    fn blamed_on(self, overrides: &[Override]) -> Self {
         match self {
             ConfigError::Invalid { key, message } => match overrides.iter().rev().find(|o| o.covers(&key)) {
                 Some(found) => ConfigError::Override { origin: found.origin.clone(), key, message },
@@ -295,7 +295,7 @@ impl Config {
         for Override { key, value, .. } in overrides {
             keys::insert_override(map, key, keys::override_value(key, value));
         }
-        Self::from_value(root).map_err(|e| e.from_overrides(overrides))
+        Self::from_value(root).map_err(|e| e.blamed_on(overrides))
     }
 
     /// Deserializes the mapping, then checks it in place.

@@ -253,7 +253,6 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     })?;
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let mut guard = GroupGuard::new(pgid, settings.cancel_grace, &turn.env.process_groups);
-    let redactor = Redactor::new(&settings.env, &settings.env_allow);
     let stderr = child.stderr.take().map(|err| tokio::spawn(stderr::drain(err, turn.stderr_log())));
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
     let output = feed_and_read(turn, child.stdin.take(), stdout).await?;
@@ -264,13 +263,12 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let tail = match stderr {
         Some(task) => {
             let waited = tokio::time::timeout(settings.cancel_grace + Duration::from_secs(1), task).await;
-            waited.ok().and_then(Result::ok).unwrap_or_default()
+            waited.ok().and_then(Result::ok).unwrap_or_else(|| stderr::NO_ERROR_OUTPUT.to_owned())
         }
-        None => Vec::new(),
+        None => stderr::NO_ERROR_OUTPUT.to_owned(),
     };
     if !status.success() {
         let code = status.code().map_or("a signal".to_owned(), |c| format!("status {c}"));
-        let tail = redactor.tail(&String::from_utf8_lossy(&tail));
         return Err(AgentError(format!("the agent program exited with {code}: {tail}")));
     }
     match output.end {

@@ -17,6 +17,10 @@ pub const STDERR_LOG_BYTES: usize = 16 * 1024;
 /// The longest line logged as one record; a longer one is logged in pieces.
 const STDERR_LINE_BYTES: u64 = 2048;
 
+/// What a failure message says of a program that wrote nothing to stderr (or whose
+/// stderr stayed open past the turn).
+pub(super) const NO_ERROR_OUTPUT: &str = "no error output";
+
 /// The log target of stderr lines, so that an operator can quiet them
 /// (`log-level: info,a2ad::agent::stderr=warn`).
 pub const STDERR_TARGET: &str = "a2ad::agent::stderr";
@@ -30,9 +34,10 @@ pub(super) struct StderrLog {
 }
 
 /// Reads stderr to its end: each line is logged (redacted, up to [`STDERR_LOG_BYTES`]),
-/// and the last [`STDERR_TAIL`] bytes are returned, so the message shows how the program
+/// and the end of it (the last [`STDERR_TAIL`] bytes read, of which the last few lines
+/// are shown) is returned redacted for a failure message: it shows how the program
 /// ended, not how it began.
-pub(super) async fn drain(stderr: tokio::process::ChildStderr, log: StderrLog) -> Vec<u8> {
+pub(super) async fn drain(stderr: tokio::process::ChildStderr, log: StderrLog) -> String {
     let mut reader = BufReader::new(stderr);
     let (mut tail, mut line, mut logged) = (Vec::new(), Vec::new(), 0usize);
     loop {
@@ -51,14 +56,21 @@ pub(super) async fn drain(stderr: tokio::process::ChildStderr, log: StderrLog) -
         }
     }
     let keep_from = tail.len().saturating_sub(STDERR_TAIL);
-    tail.split_off(keep_from)
+    log.redactor.tail(&String::from_utf8_lossy(&tail[keep_from..]))
 }
 
 impl StderrLog {
     /// Logs one line; `last` says the turn's budget is spent after it.
     fn line(&self, bytes: &[u8], last: bool) {
         let text = String::from_utf8_lossy(bytes);
-        let line = self.redactor.line(text.trim_end_matches(['\n', '\r']));
+        // Control characters (a carriage return, terminal escapes) could forge or hide
+        // records in a plain-text log: each is shown as U+FFFD.
+        let printable: String = text
+            .trim_end_matches(['\n', '\r'])
+            .chars()
+            .map(|c| if c.is_control() && c != '\t' { '\u{fffd}' } else { c })
+            .collect();
+        let line = self.redactor.line(&printable);
         let (task_id, context_id, agent) = (&self.task_id, &self.context_id, &self.agent);
         tracing::info!(target: STDERR_TARGET, %task_id, %context_id, %agent, %line, "agent stderr");
         if last {
@@ -94,7 +106,7 @@ impl Redactor {
         let lines: Vec<String> = text.lines().map(|line| self.line(line)).collect();
         let cleaned = lines.join("\n");
         if cleaned.trim().is_empty() {
-            "no error output".into()
+            NO_ERROR_OUTPUT.into()
         } else {
             cleaned
         }
@@ -157,7 +169,7 @@ mod tests {
         assert_eq!(tail, "error: cannot open <path> with <redacted>");
         assert_eq!(redactor.line("using s3cr3t-value at /tmp/x"), "using <redacted> at <path>");
         let redactor = Redactor { secrets: Vec::new() };
-        assert_eq!(redactor.tail("  "), "no error output");
+        assert_eq!(redactor.tail("  "), NO_ERROR_OUTPUT);
         let tail = redactor.tail("boom token=abc password: hunter2\nAuthorization: Bearer xyz at C:\\x");
         assert_eq!(tail, "boom token=<redacted> password: <redacted>\nAuthorization: Bearer <redacted> at <path>");
         assert_eq!(redactor.tail("no tokens here, a key idea"), "no tokens here, a key idea");

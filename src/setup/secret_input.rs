@@ -56,10 +56,11 @@ fn prompt_hidden(prompt: &str) -> Result<String, SetupError> {
     let mut hidden = saved;
     hidden.c_lflag &= !libc::ECHO;
     hidden.c_lflag |= libc::ECHONL;
+    // SAFETY: as above, with settings derived from the terminal's own. Echo goes off
+    // before the prompt shows, so nothing typed after the prompt is echoed.
+    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &hidden) };
     eprint!("{prompt}");
     let _ = std::io::stderr().flush();
-    // SAFETY: as above, with settings derived from the terminal's own.
-    unsafe { libc::tcsetattr(fd, libc::TCSANOW, &hidden) };
     let mut line = String::new();
     let read = std::io::stdin().lock().read_line(&mut line);
     // SAFETY: restores what tcgetattr returned.

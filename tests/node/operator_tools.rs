@@ -174,3 +174,43 @@ async fn size_keys_take_units_on_every_limit() {
     assert_eq!(send("small".into()).await.unwrap().status(), 200);
     assert_eq!(send("x".repeat(3000)).await.unwrap().status(), 413, "2KiB is 2048 bytes");
 }
+
+/// `a2ad auth <args>` on a pseudo-terminal (util-linux `script`): each answer is typed
+/// once its prompt has shown; returns everything the terminal displayed.
+fn on_a_terminal(args: &str, answers: &[(&str, &str)]) -> String {
+    use std::io::Read;
+    let command = format!("{} auth {args}", env!("CARGO_BIN_EXE_a2ad"));
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("util-linux script runs");
+    let (mut stdin, mut stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let mut shown = Vec::new();
+    for (prompt, answer) in answers {
+        let mut byte = [0u8; 1];
+        while !String::from_utf8_lossy(&shown).ends_with(prompt) {
+            assert_eq!(stdout.read(&mut byte).unwrap(), 1, "the prompt {prompt:?} shows: {}", text(&shown));
+            shown.push(byte[0]);
+        }
+        stdin.write_all(format!("{answer}\n").as_bytes()).unwrap();
+    }
+    stdout.read_to_end(&mut shown).unwrap();
+    drop(stdin);
+    child.wait().unwrap();
+    text(&shown)
+}
+
+#[test]
+fn on_a_terminal_the_secret_is_prompted_for_without_echo() {
+    let shown = on_a_terminal("hash-token --principal ci", &[("token: ", "tty-secret-1")]);
+    assert!(!shown.contains("tty-secret-1"), "not echoed: {shown}");
+    let cwd = tempfile::tempdir().unwrap();
+    let piped = a2ad(cwd.path(), &["auth", "hash-token", "--principal", "ci"], "tty-secret-1\n", &[]);
+    assert_eq!(shown.replace("\r\n", "\n").trim_start_matches("token: \n"), text(&piped.stdout), "the same entry");
+    let shown =
+        on_a_terminal("hash-password --user al --iterations 1000", &[("password: ", "pw-one"), ("again: ", "pw-two")]);
+    assert!(shown.contains("a2ad: the two entries differ") && !shown.contains("pw-"), "{shown}");
+}

@@ -2,7 +2,9 @@
 //! variables, then command-line flags, each overriding the one before.
 //!
 //! Keys are kebab-case. An unknown key or a bad value stops start-up with a message that
-//! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
+//! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`), and the
+//! variable or flag when one set it (`environment variable A2AD_BODY_LIMIT (config key
+//! `body-limit`): ...`).
 
 mod agents;
 mod card;
@@ -279,8 +281,9 @@ impl Config {
         Config::default()
     }
 
-    /// Reads `path` (if any), then applies `overrides` (key, raw value) in order: each
-    /// is merged into the file's mapping by key before anything is deserialized.
+    /// Reads `path` (if any), then applies `overrides` in order: each is merged into the
+    /// file's mapping by key before anything is deserialized, and a value refused under
+    /// an override's key is reported as that variable's or flag's.
     pub fn load(path: Option<&Path>, overrides: &[Override]) -> Result<Self, ConfigError> {
         let mut root = match path {
             None => Value::Mapping(Mapping::new()),

@@ -5,11 +5,14 @@
 
 use super::secret_input::read_secret;
 use super::SetupError;
-use crate::auth::{hash_password, AuthConfig, Authenticator, HashedSecret};
+use crate::auth::{hash_password, AuthConfig, Authenticator, HashedSecret, MIN_PBKDF2_ITERATIONS};
 use serde_yaml_ng::{Mapping, Value};
 
 /// A bearer token's entry: `token-sha256` (the token's SHA-256), tenant and principal.
 pub fn token_entry(tenant: &str, principal: &str) -> Result<String, SetupError> {
+    // The names are checked before the secret is asked for.
+    let placeholder = HashedSecret::from_plaintext("-").to_hex();
+    auth_block("bearer-tokens", &[("token-sha256", &placeholder), ("tenant", tenant), ("principal", principal)])?;
     let token = read_secret("token: ", false)?;
     // The node trims the header's value before hashing it: a token is never padded.
     let digest = HashedSecret::from_plaintext(token.trim()).to_hex();
@@ -20,6 +23,10 @@ pub fn token_entry(tenant: &str, principal: &str) -> Result<String, SetupError> 
 /// A Basic user's entry: the user, a PBKDF2 `password-hash` (random salt, `iterations`
 /// rounds), tenant and principal.
 pub fn password_entry(user: &str, tenant: &str, principal: &str, iterations: u32) -> Result<String, SetupError> {
+    // The names are checked before the password is asked for (with a cheap hash).
+    let placeholder = hash_password("-", MIN_PBKDF2_ITERATIONS);
+    let names = [("user", user), ("password-hash", placeholder.as_str()), ("tenant", tenant), ("principal", principal)];
+    auth_block("basic-users", &names)?;
     let password = read_secret("password: ", true)?;
     let hash = hash_password(&password, iterations);
     let entry = [("user", user), ("password-hash", hash.as_str()), ("tenant", tenant), ("principal", principal)];

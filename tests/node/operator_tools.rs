@@ -100,9 +100,15 @@ fn the_hash_commands_read_the_secret_from_stdin_never_argv() {
     let out = a2ad(cwd.path(), &["auth", "hash-token", "--principal", "ci"], "", &[]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no secret given"), "{}", text(&out.stderr));
-    let out = a2ad(cwd.path(), &["auth", "hash-token", "--principal", "ci", "--tenant", "bad tenant"], "t0k3n\n", &[]);
+    // Bad names are refused before any secret is read.
+    let out = a2ad(cwd.path(), &["auth", "hash-token", "--principal", "ci", "--tenant", "bad tenant"], "", &[]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("tenant"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).starts_with("a2ad: auth.bearer-tokens[0].tenant: "), "{}", text(&out.stderr));
+    let out = a2ad(cwd.path(), &["auth", "hash-password", "--user", "a:b"], "", &[]);
+    assert_eq!(
+        text(&out.stderr).trim_end(),
+        "a2ad: auth.basic-users[0].user: must be non-empty, without `:` or control characters"
+    );
     let out = a2ad(cwd.path(), &["auth", "hash-token", "--principal", "ci"], "t0k3n-s3cret\n", &[]);
     assert!(out.status.success());
     assert!(!text(&out.stdout).contains("t0k3n-s3cret"), "the token itself is never printed");

@@ -96,7 +96,7 @@ fn failure_record<'a>(logs: &'a [Value], task: &Value) -> &'a Value {
 #[actix_web::test]
 async fn failed_and_timed_out_turns_are_warnings_under_the_correlation_id_the_task_carries() {
     let cwd = tempfile::tempdir().unwrap();
-    let script = "case \"$(cat)\" in slow) sleep 30;; *) echo 'cannot reach the model' >&2; exit 3;; esac";
+    let script = "case \"$(cat)\" in slow) sleep 30;; *) echo 'warming up' >&2; echo 'cannot reach the model' >&2; exit 3;; esac";
     let node = node_with(cwd.path(), script, "      timeout: 1s\n      cancel-grace: 1s\n");
     let remote = node.app_view();
     let failed = remote.ok("SendMessage", send_params("fail", json!({}))).await["task"].clone();
@@ -109,7 +109,10 @@ async fn failed_and_timed_out_turns_are_warnings_under_the_correlation_id_the_ta
 
     let logs = records(cwd.path());
     let cause = failure_record(&logs, &failed)["fields"]["cause"].as_str().unwrap().to_owned();
-    assert_eq!(cause, "Agent failed: the agent program exited with status 3: cannot reach the model");
+    // One line in any log: the tail's line break is escaped there, kept in the status.
+    assert_eq!(cause, "Agent failed: the agent program exited with status 3: warming up\\ncannot reach the model");
+    let status = failed["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert_eq!(status, "Agent failed: the agent program exited with status 3: warming up\ncannot reach the model");
     let cause = failure_record(&logs, &slow)["fields"]["cause"].as_str().unwrap().to_owned();
     assert!(cause.contains("timed out after 1s"), "{cause}");
 }

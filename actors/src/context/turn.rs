@@ -296,13 +296,22 @@ impl ContextActor {
     pub(super) fn failed_end(&self, text: &str) -> TurnEnd {
         let correlation = uuid::Uuid::new_v4().simple().to_string();
         if let Some(turn) = &self.turn {
+            // One record per line in a plain-text log: a multi-line stderr tail (or a
+            // program's control characters) is escaped there, kept as is in the status.
+            let mut cause = String::with_capacity(text.len());
+            for c in text.chars() {
+                match c.is_control() {
+                    true => cause.extend(c.escape_default()),
+                    false => cause.push(c),
+                }
+            }
             let task = &turn.record.task;
             tracing::warn!(
                 task_id = %task.id,
                 context_id = %task.context_id,
                 agent = %turn.record.agent,
                 correlation_id = %correlation,
-                cause = %text,
+                %cause,
                 "turn failed"
             );
         }

@@ -144,6 +144,15 @@ async fn hashed_credentials_pasted_into_a_config_are_accepted() {
     assert_eq!(by_password.status(), 200);
     let wrong = client.post(&node.url).basic_auth("alice", Some("pa ss word\n")).json(&body).send().await.unwrap();
     assert_eq!(wrong.status(), 401, "the password is taken as given, less one line end");
+    let challenge = |response: &reqwest::Response| response.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    let wrong = client.post(&node.url).bearer_auth("tok-wrong").json(&body).send().await.unwrap();
+    assert!(
+        challenge(&wrong).starts_with(r#"Bearer realm="a2ad", error="invalid_token", Basic"#),
+        "{}",
+        challenge(&wrong)
+    );
+    let missing = client.post(&node.url).json(&body).send().await.unwrap();
+    assert!(!challenge(&missing).contains("error="), "a missing token is not an invalid one: {}", challenge(&missing));
 
     let url = node.url.clone();
     let call = |token: Option<&str>| {

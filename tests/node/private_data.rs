@@ -72,6 +72,24 @@ async fn the_data_dir_is_0700_and_its_files_0600_whatever_the_umask() {
     assert_eq!(mode(&own), 0o644, "the agent program keeps the umask the node was started with");
     let logs = std::fs::read_to_string(&log).unwrap();
     assert!(!logs.contains("can be read by other users"), "a dir it made itself is not warned about: {logs}");
+
+    // Compaction writes a fresh store into the data dir: private too.
+    let mut compact = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"));
+    compact.args(["admin", "compact", "--data-dir"]).arg(&data);
+    // SAFETY: umask is async-signal-safe and touches no memory.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut compact, || {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = compact.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut found = Vec::new();
+    walk(&data, &mut found);
+    for (path, _, mode) in &found {
+        assert_eq!(*mode & 0o077, 0, "after compaction {} is {mode:04o}", path.display());
+    }
 }
 
 #[actix_web::test]

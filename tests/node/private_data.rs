@@ -3,7 +3,7 @@
 //! push.key, artifact files) is `0600`, while an agent program's own files keep the umask
 //! the node was started with; an existing data dir that others can read is warned about.
 
-use crate::support::{send_params, NodeProcess};
+use crate::support::{send_params, with_umask, NodeProcess};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -76,13 +76,7 @@ async fn the_data_dir_is_0700_and_its_files_0600_whatever_the_umask() {
     // Compaction writes a fresh store into the data dir: private too.
     let mut compact = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"));
     compact.args(["admin", "compact", "--data-dir"]).arg(&data);
-    // SAFETY: umask is async-signal-safe and touches no memory.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut compact, || {
-            libc::umask(0o022);
-            Ok(())
-        });
-    }
+    with_umask(&mut compact, 0o022);
     let out = compact.output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut found = Vec::new();

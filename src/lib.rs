@@ -20,9 +20,11 @@ pub mod connection;
 pub mod grpc;
 pub mod http;
 mod os_error;
+pub mod setup;
 pub mod startup;
 pub mod transports;
 
 pub use a2ad_node::{
-    agents, artifacts, auth, card, card_signing, config, core, extended_card, metrics, push, retention, rpc,
+    agents, artifacts, auth, card, card_signing, config, core, extended_card, metrics, private_files, push, retention,
+    rpc,
 };

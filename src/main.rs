@@ -1,6 +1,6 @@
 //! The `a2ad` command line.
 
-use a2ad::config::{Config, LogFormat};
+use a2ad::config::{Config, LogFormat, Override};
 use a2ad::startup::Application;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -49,6 +49,55 @@ enum Command {
     Admin {
         #[command(subcommand)]
         command: AdminCommand,
+    },
+    /// Config files: check one before a (re)start.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Credentials: make the hashes the `auth:` block takes.
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Read FILE as `serve` would (with the `A2AD_*` variables), run start-up's checks
+    /// (credentials, agent programs and their cwd, card keys) and print the effective
+    /// values, secrets masked. Binds nothing, opens no data dir. Exits 0 when valid, 1
+    /// with one line naming the key, variable or flag at fault otherwise.
+    Check {
+        /// The YAML config file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuthCommand {
+    /// Read a bearer token from stdin (or a prompt on a terminal) and print the
+    /// `auth.bearer-tokens` entry with its SHA-256: the token itself is never written.
+    HashToken {
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        #[arg(long)]
+        principal: String,
+    },
+    /// Read a password from stdin (or a prompt, twice, on a terminal) and print the
+    /// `auth.basic-users` entry with its PBKDF2 hash (random salt).
+    HashPassword {
+        /// The Basic user name.
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// Defaults to the user name.
+        #[arg(long)]
+        principal: Option<String>,
+        /// PBKDF2 rounds (the node checks each password once a minute per user at most).
+        #[arg(long, default_value_t = a2ad::auth::DEFAULT_PBKDF2_ITERATIONS)]
+        iterations: u32,
     },
 }
 
@@ -140,7 +189,7 @@ impl StoreArgs {
     fn load(&self) -> anyhow::Result<Config> {
         let mut overrides = Config::env_overrides(std::env::vars());
         if let Some(dir) = &self.data_dir {
-            overrides.push(("data-dir".into(), dir.display().to_string()));
+            overrides.push(Override::flag("data-dir", dir.display().to_string()));
         }
         Config::load(self.config.as_deref(), &overrides).context("invalid configuration")
     }
@@ -176,7 +225,7 @@ struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn overrides(&self) -> Vec<(String, String)> {
+    fn overrides(&self) -> Vec<Override> {
         let mut pairs = Config::env_overrides(std::env::vars());
         let flags = [
             ("listen", self.listen.clone()),
@@ -187,7 +236,7 @@ impl ServeArgs {
             ("workers", self.workers.clone()),
             ("grpc-listen", self.grpc_listen.clone()),
         ];
-        pairs.extend(flags.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))));
+        pairs.extend(flags.into_iter().filter_map(|(k, v)| v.map(|v| Override::flag(k, v))));
         pairs
     }
 }
@@ -252,6 +301,15 @@ async fn run(command: Command) -> anyhow::Result<()> {
             init_logs(LogFormat::Pretty, "warn");
             admin(command)
         }
+        Command::Config { command: ConfigCommand::Check { file } } => {
+            print!("{}", a2ad::setup::config_check::check(&file)?);
+            eprintln!("a2ad: {} is valid (not checked: ports, the data dir, Redis)", file.display());
+            Ok(())
+        }
+        Command::Auth { command } => {
+            print!("{}", credentials(command)?);
+            Ok(())
+        }
         Command::Call(args) => exit_with(a2ad::client::call::run(args).await),
         Command::Tasks { command } => exit_with(a2ad::client::tasks::run(command).await),
     }
@@ -289,8 +347,20 @@ fn init_logs(format: LogFormat, level: &str) {
     }
 }
 
+fn credentials(command: AuthCommand) -> Result<String, a2ad::setup::SetupError> {
+    use a2ad::setup::credentials::{password_entry, token_entry};
+    match command {
+        AuthCommand::HashToken { tenant, principal } => token_entry(&tenant, &principal),
+        AuthCommand::HashPassword { user, tenant, principal, iterations } => {
+            password_entry(&user, &tenant, principal.as_deref().unwrap_or(&user), iterations)
+        }
+    }
+}
+
 fn admin(command: AdminCommand) -> anyhow::Result<()> {
     use a2ad::admin::stats::human_bytes;
+    // Compaction writes a new store in the data dir: private, as the node's own files.
+    a2ad::private_files::make_files_private();
     match command {
         AdminCommand::Stats { store, json } => {
             let stats = a2ad::admin::stats::collect(&store.load()?)?;
@@ -309,6 +379,7 @@ fn admin(command: AdminCommand) -> anyhow::Result<()> {
 }
 
 fn dead_letters(command: DeadCommand) -> anyhow::Result<()> {
+    a2ad::private_files::make_files_private();
     let now = chrono::Utc::now().timestamp_millis();
     match command {
         DeadCommand::List(store) => {
@@ -359,8 +430,8 @@ mod tests {
             assert!(Config::keys().iter().any(|k| k == flag), "--{flag} is not a config key");
         }
         let args = ServeArgs::with_every_flag_set();
-        for (key, _) in args.overrides().iter().filter(|(_, v)| v == "flag") {
-            assert!(Config::keys().contains(key), "{key}");
+        for flag in args.overrides().iter().filter(|o| o.value == "flag") {
+            assert!(Config::keys().contains(&flag.key), "{}", flag.key);
         }
     }
 

@@ -2,10 +2,12 @@
 
 mod failure;
 mod listeners;
+mod preflight;
+
+pub use preflight::preflight;
 
 use crate::agents::build_registry;
 use crate::agents::process_groups::ProcessGroups;
-use crate::auth::Authenticator;
 use crate::card::{build_card, CardDocument};
 use crate::config::Config;
 use crate::core::{Core, CoreParts, RateLimiter};
@@ -63,6 +65,9 @@ pub enum StartupError {
     UnixSocket(#[from] crate::transports::unix::UnixSocketError),
     #[error(transparent)]
     RedisTransport(#[from] crate::transports::redis_streams::RedisTransportError),
+    /// A command agent whose program or `cwd` is not there (or not executable).
+    #[error(transparent)]
+    Agent(#[from] crate::agents::programs::ProgramError),
 }
 
 /// A node that is bound and ready to run.
@@ -120,11 +125,15 @@ const CHECKPOINT_BYTES: u64 = 32 << 20;
 /// The sled tree of event-id reservations (see [`TaskStore::reserve_event_seq`]).
 const RESERVATIONS_TREE: &str = "event_reservations";
 
-/// Creates the data dir and opens the sled store in it (for use behind the log), its page
-/// cache bounded by `store-cache-size`.
+/// Creates the data dir (`0700`, the node's files in it `0600`: see
+/// [`crate::private_files`]; an existing one that others can read is warned about) and
+/// opens the sled store in it (for use behind the log), its page cache bounded by
+/// `store-cache-size`.
 fn open_store(config: &Config) -> Result<SledStore, StartupError> {
     let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
+    crate::private_files::make_files_private();
+    crate::private_files::warn_if_exposed(&config.data_dir);
+    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
     Ok(SledStore::open_behind_log_with_cache(&config.data_dir, config.store_cache_size)
         .map_err(|e| failed(store_cause(&e)))?
         .with_event_retention(config.event_retention))
@@ -268,13 +277,7 @@ impl NodeCore {
     pub async fn start(config: &Config) -> Result<Self, StartupError> {
         let shown = config.data_dir.display().to_string();
         let store_error = |cause| StartupError::Store { path: shown.clone(), cause };
-        let auth = Authenticator::new(&config.auth, |name| std::env::var(name).ok())
-            .map_err(|e| StartupError::Auth(e.to_string()))?;
-        if config.extended_card && !auth.enabled() {
-            return Err(StartupError::Auth(
-                "extended-card needs authentication: the extended card is for authenticated callers only".into(),
-            ));
-        }
+        let auth = preflight(config)?;
         let sled = open_store(config)?;
         let metrics = Arc::new(Metrics::default());
         let mut push = match config.push.enabled {

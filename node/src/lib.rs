@@ -28,6 +28,7 @@ pub mod config;
 pub mod core;
 pub mod extended_card;
 pub mod metrics;
+pub mod private_files;
 pub mod push;
 pub mod rate;
 pub mod retention;

@@ -68,11 +68,22 @@ pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
 
 /// `deserialize_with` for byte sizes.
 pub fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    match Scalar::deserialize(d)? {
-        Scalar::Int(n) => usize::try_from(n).map_err(|_| de::Error::custom("size out of range")),
-        Scalar::Float(_) => Err(de::Error::custom("a size must be a whole number of bytes or have a unit")),
-        Scalar::Text(t) => parse_byte_size(&t).map_err(de::Error::custom),
+    scalar_size(Scalar::deserialize(d)?).map_err(de::Error::custom)
+}
+
+/// A size as written: plain bytes, or a number with a unit.
+fn scalar_size(scalar: Scalar) -> Result<usize, String> {
+    match scalar {
+        Scalar::Int(n) => usize::try_from(n).map_err(|_| "size out of range".to_owned()),
+        Scalar::Float(_) => Err("a size must be a whole number of bytes or have a unit".to_owned()),
+        Scalar::Text(t) => parse_byte_size(&t),
     }
+}
+
+/// `deserialize_with` for an optional byte size (`null` or absent is `None`), so that
+/// every size key takes units, optional ones included (`limits.rest-body-limit: 64KiB`).
+pub fn optional_byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    Option::<Scalar>::deserialize(d)?.map(scalar_size).transpose().map_err(de::Error::custom)
 }
 
 /// `serialize_with` for durations: `250ms`, `30s`, or fractional seconds below a millisecond.

@@ -129,9 +129,7 @@ impl Endpoint {
             .await
             .map_err(|e| ClientError::Transport(format!("cannot reach {}: {}", self.url, root_cause(&e))))?;
         if response.status() == reqwest::StatusCode::UNAUTHORIZED {
-            return Err(ClientError::Refused(
-                "unauthorized (HTTP 401): pass credentials with --token, --api-key or --basic".into(),
-            ));
+            return Err(ClientError::Refused(unauthorized_hint(&self.headers).into()));
         }
         Ok(response)
     }
@@ -186,6 +184,19 @@ impl Endpoint {
             "ListTasks" => self.client.get(format!("{base}/tasks")).query(&query(&fields)),
             other => return Err(ClientError::Usage(format!("{other} is not run over HTTP+JSON by this client"))),
         })
+    }
+}
+
+/// What a 401 tells the user: with no credentials sent, how to send some; with some
+/// sent, that the node refused them (a wrong or expired token, a mistyped password), so
+/// the user checks the value rather than looks for a flag.
+fn unauthorized_hint(sent: &[(&'static str, String)]) -> &'static str {
+    match sent.is_empty() {
+        true => "unauthorized (HTTP 401): pass credentials with --token, --api-key or --basic",
+        false => {
+            "unauthorized (HTTP 401): the node refused the credentials sent (check the value of --token / \
+             A2AD_TOKEN, --api-key / A2AD_API_KEY or --basic / A2AD_BASIC)"
+        }
     }
 }
 

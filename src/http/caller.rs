@@ -1,6 +1,7 @@
 //! Who is calling: credentials from the HTTP headers, checked by the core's
 //! authenticator. A missing or bad credential is HTTP 401 `{"error":"Unauthorized"}` with
-//! `WWW-Authenticate`, on every binding; the card and `/health` stay public. A client
+//! `WWW-Authenticate` (a refused bearer token's challenge says `error="invalid_token"`),
+//! on every binding; the card and `/health` stay public. A client
 //! whose failed attempts are used up (`auth.throttle`) gets RATE_LIMITED instead, which
 //! each binding writes as its own error (429 and `Retry-After`).
 
@@ -36,7 +37,7 @@ pub async fn caller(req: &HttpRequest, core: &Core) -> Result<Owner, Refused> {
         }
         Refused::Unauthorized(Box::new(
             HttpResponse::Unauthorized()
-                .insert_header((header::WWW_AUTHENTICATE, core.auth().www_authenticate()))
+                .insert_header((header::WWW_AUTHENTICATE, core.auth().www_authenticate_refusing(&credentials, &e)))
                 .content_type("application/json")
                 .body(r#"{"error":"Unauthorized"}"#),
         ))

@@ -169,8 +169,14 @@ async fn a_program_that_cannot_start_is_explained_in_plain_logs_not_to_the_clien
     let cwd = tempfile::tempdir().unwrap();
     let config = "agents:\n  - {id: gone, kind: command, command: {argv: [bin/not-here.sh]}}\n";
     std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
+    // There at start-up (which checks it), gone by the first turn.
+    let program = cwd.path().join("bin/not-here.sh");
+    std::fs::create_dir(cwd.path().join("bin")).unwrap();
+    std::fs::write(&program, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let log = cwd.path().join("node.log");
     let node = NodeProcess::start_logging(cwd.path(), &["--config", "a2ad.yml", "--data-dir", "data"], &log);
+    std::fs::remove_file(&program).unwrap();
     let task = node.app_view().ok("SendMessage", send_params("m1", json!({}))).await;
     let text = task["task"]["status"]["message"]["parts"][0]["text"].as_str().unwrap().to_owned();
     assert_eq!(text, "Agent failed: the agent program could not be started", "no path for the client");

@@ -178,16 +178,24 @@ async fn processes_left_in_the_group_are_stopped_when_the_program_exits() {
     assert!(gone, "the background child was stopped with the group");
 }
 
+/// Settings built in code are checked at start-up as the config's are: no program is a
+/// start-up error naming the agent, not a panic and not a node that fails every turn.
 #[actix_web::test]
-async fn settings_without_a_program_fail_the_turn_instead_of_panicking() {
+async fn settings_without_a_program_stop_start_up_naming_the_agent() {
     let mut settings = command("true", OutputMode::Text);
     settings.argv.clear();
-    let app = app_with(settings).await;
-    let task = app.send_text("x", json!({})).await;
-    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED");
-    assert!(task["status"]["message"]["parts"][0]["text"].as_str().unwrap().contains("no program to run"));
-    let again = app.send_text("y", json!({})).await;
-    assert_eq!(again["status"]["state"], "TASK_STATE_FAILED", "the node still answers");
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = a2ad::config::Config::default_node();
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.grpc_listen = None;
+    config.data_dir = dir.path().join("data");
+    let mut agent = AgentConfig::default_echo();
+    agent.id = "cmd".into();
+    agent.kind = AgentKind::Command(settings);
+    config.agents = vec![agent];
+    let error = a2ad::startup::Application::build(config).await.err().expect("start-up refuses");
+    assert_eq!(error.to_string(), "agents[0].command.argv: agent `cmd`: names no program");
+    assert!(!dir.path().join("data").exists(), "nothing is left behind");
 }
 
 #[actix_web::test]

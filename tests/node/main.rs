@@ -7,6 +7,7 @@ mod support;
 
 mod actors;
 mod admin;
+mod agent_debug;
 mod artifacts;
 mod artifacts_http;
 mod auth;
@@ -34,6 +35,8 @@ mod jsonl_events;
 mod list;
 mod metrics;
 mod openai;
+mod operator_tools;
+mod private_data;
 mod push;
 mod push_isolation;
 mod receiver;

@@ -355,8 +355,20 @@ impl NodeProcess {
         Self::start_with_stderr(cwd, args, std::fs::File::create(log).expect("the log file").into())
     }
 
+    /// Like [`NodeProcess::start_logging`], started with the process umask `umask` (the
+    /// test process's own may differ).
+    pub fn start_logging_with_umask(cwd: &Path, args: &[&str], log: &Path, umask: u32) -> NodeProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_a2ad"));
+        with_umask(&mut command, umask);
+        Self::spawn(command, cwd, args, std::fs::File::create(log).expect("the log file").into())
+    }
+
     fn start_with_stderr(cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        Self::spawn(Command::new(env!("CARGO_BIN_EXE_a2ad")), cwd, args, stderr)
+    }
+
+    fn spawn(mut command: Command, cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
+        let mut child = command
             .arg("serve")
             .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"])
             .args(args)
@@ -405,6 +417,17 @@ impl Drop for NodeProcess {
 fn signal(child: &Child, name: &str) {
     let status = Command::new("kill").args(["-s", name, &child.id().to_string()]).status().expect("kill runs");
     assert!(status.success());
+}
+
+/// Starts `command` with the process umask `umask`.
+pub fn with_umask(command: &mut Command, umask: u32) {
+    // SAFETY: umask is async-signal-safe and touches no memory.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            libc::umask(umask as libc::mode_t);
+            Ok(())
+        });
+    }
 }
 
 /// JSON-RPC against a node in another process.

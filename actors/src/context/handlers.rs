@@ -122,8 +122,8 @@ impl Handler<Shutdown> for ContextActor {
     fn handle(&mut self, _msg: Shutdown, ctx: &mut Self::Context) {
         self.end_watchers_at_shutdown();
         if self.turn.is_some() {
-            let message = self.agent_message("The node shut down while this task was running.");
-            if let Err(e) = self.end_turn(TaskState::Failed, Some(message), ctx) {
+            let end = self.failed_end("The node shut down while this task was running.");
+            if let Err(e) = self.end_turn(end.state, end.message, ctx) {
                 tracing::error!(context_id = %self.key.context_id, error = %e, "could not record a shutdown");
             }
         }

@@ -275,11 +275,8 @@ impl ContextActor {
     fn finish_turn(&mut self, result: Result<TurnEnd, AgentError>, ctx: &mut Context<Self>) {
         let end = match result {
             Ok(end) if end.state.ends_turn() => end,
-            Ok(end) => TurnEnd::new(
-                TaskState::Failed,
-                Some(self.agent_message(&format!("The agent ended its turn in state {}", end.state))),
-            ),
-            Err(e) => TurnEnd::new(TaskState::Failed, Some(self.agent_message(&format!("Agent failed: {e}")))),
+            Ok(end) => self.failed_end(&format!("The agent ended its turn in state {}", end.state)),
+            Err(e) => self.failed_end(&format!("Agent failed: {e}")),
         };
         // A reply after other events (or for a task the client already holds) is the
         // final message of a normal task: see `super::reply`.
@@ -292,6 +289,38 @@ impl ContextActor {
         if let Err(e) = self.end_turn_with(end.state, end.message, in_history, ctx) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
         }
+    }
+
+    /// A turn the agent failed (or timed out, or ended in a state that does not end a
+    /// turn): FAILED with `text` as its status message, which carries a correlation id
+    /// (`metadata.a2ad.correlationId`) that finds this warning in the node's log.
+    pub(super) fn failed_end(&self, text: &str) -> TurnEnd {
+        let correlation = uuid::Uuid::new_v4().simple().to_string();
+        if let Some(turn) = &self.turn {
+            // One record per line in a plain-text log: a multi-line stderr tail (or a
+            // program's control characters) is escaped there, kept as is in the status.
+            let mut cause = String::with_capacity(text.len());
+            for c in text.chars() {
+                match c.is_control() {
+                    true => cause.extend(c.escape_default()),
+                    false => cause.push(c),
+                }
+            }
+            let task = &turn.record.task;
+            tracing::warn!(
+                task_id = %task.id,
+                context_id = %task.context_id,
+                agent = %turn.record.agent,
+                correlation_id = %correlation,
+                %cause,
+                "turn failed"
+            );
+        }
+        let mut message = self.agent_message(text);
+        let mut a2ad = serde_json::Map::new();
+        a2ad.insert("correlationId".into(), serde_json::Value::String(correlation));
+        message.metadata.get_or_insert_with(Default::default).insert("a2ad".into(), serde_json::Value::Object(a2ad));
+        TurnEnd::new(TaskState::Failed, Some(message))
     }
 
     /// Moves the running turn's task to `state` and releases the context. Everyone waiting

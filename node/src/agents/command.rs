@@ -16,11 +16,12 @@
 //!   turn longer than `timeout`, or stdout past `max-output` bytes (a line without an end
 //!   included: it is never buffered past the cap), is stopped the same way, and so are
 //!   processes the program leaves in its group when it exits.
-//! * Stdin is written while stdout is read, and stderr is drained to its end (its last
-//!   64 KiB kept), so no full pipe can stall a program. Output that is not UTF-8 is read
-//!   lossily.
+//! * Stdin is written while stdout is read, and stderr is drained to its end (logged line
+//!   by line, its last 64 KiB kept: see [`super::stderr`]), so no full pipe can stall a
+//!   program. Output that is not UTF-8 is read lossily.
 
 use super::process_groups::ProcessGroups;
+use super::stderr::{self, Redactor, StderrLog};
 use super::AgentEnv;
 use a2ad_actors::agent::{Agent, AgentError, AgentEvent, EventSink, TurnEnd, TurnInput};
 use a2ad_protocol::{ids, A2aError, Artifact, Message, Part, TaskState};
@@ -153,6 +154,18 @@ struct Turn<'a> {
     cwd: Option<PathBuf>,
 }
 
+impl Turn<'_> {
+    /// Whose stderr the program writes, for the node's log.
+    fn stderr_log(&self) -> StderrLog {
+        StderrLog {
+            task_id: self.input.task_id.clone(),
+            context_id: self.input.context_id.clone(),
+            agent: self.input.skill.clone(),
+            redactor: Redactor::new(&self.settings.env, &self.settings.env_allow),
+        }
+    }
+}
+
 /// Kills the program's process group when the turn ends early (cancel, timeout, node
 /// shutdown): SIGTERM now, SIGKILL after the grace period. The group is registered with
 /// the node's [`ProcessGroups`] from the start, so the node's close can kill it too.
@@ -221,6 +234,17 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     if let Some(cwd) = &turn.cwd {
         command.current_dir(cwd);
     }
+    if let Some(mask) = crate::private_files::inherited_umask() {
+        // The node's own files are private (umask 077); the program's are not the node's.
+        // SAFETY: umask is async-signal-safe and touches no memory; nothing else runs
+        // between fork and exec here.
+        unsafe {
+            command.pre_exec(move || {
+                libc::umask(mask);
+                Ok(())
+            });
+        }
+    }
     let mut child = command.spawn().map_err(|e| {
         // The operator learns why (a relative argv[0] and the node's working directory are
         // the usual cause); the client gets no path.
@@ -229,7 +253,7 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     })?;
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let mut guard = GroupGuard::new(pgid, settings.cancel_grace, &turn.env.process_groups);
-    let stderr = child.stderr.take().map(|err| tokio::spawn(stderr_tail(err)));
+    let stderr = child.stderr.take().map(|err| tokio::spawn(stderr::drain(err, turn.stderr_log())));
     let stdout = child.stdout.take().ok_or_else(|| AgentError("the agent program has no output".into()))?;
     let output = feed_and_read(turn, child.stdin.take(), stdout).await?;
     let status = child.wait().await.map_err(|_| AgentError("the agent program could not be waited for".into()))?;
@@ -239,13 +263,12 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
     let tail = match stderr {
         Some(task) => {
             let waited = tokio::time::timeout(settings.cancel_grace + Duration::from_secs(1), task).await;
-            waited.ok().and_then(Result::ok).unwrap_or_default()
+            waited.ok().and_then(Result::ok).unwrap_or_else(|| stderr::NO_ERROR_OUTPUT.to_owned())
         }
-        None => Vec::new(),
+        None => stderr::NO_ERROR_OUTPUT.to_owned(),
     };
     if !status.success() {
         let code = status.code().map_or("a signal".to_owned(), |c| format!("status {c}"));
-        let tail = sanitize_tail(&String::from_utf8_lossy(&tail), settings);
         return Err(AgentError(format!("the agent program exited with {code}: {tail}")));
     }
     match output.end {
@@ -315,24 +338,6 @@ async fn feed_and_read(
     }
 }
 
-/// The most stderr kept for the failure message (only its end is shown).
-const STDERR_TAIL: usize = 64 * 1024;
-
-/// Reads stderr to its end, keeping the last [`STDERR_TAIL`] bytes: the program never
-/// blocks on a full stderr pipe, and the message shows how it ended, not how it began.
-async fn stderr_tail(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
-    let mut tail = Vec::new();
-    let mut chunk = [0u8; 8192];
-    while let Ok(read @ 1..) = stderr.read(&mut chunk).await {
-        tail.extend_from_slice(&chunk[..read]);
-        if tail.len() > 2 * STDERR_TAIL {
-            tail.drain(..tail.len() - STDERR_TAIL);
-        }
-    }
-    let keep_from = tail.len().saturating_sub(STDERR_TAIL);
-    tail.split_off(keep_from)
-}
-
 /// What a program's stdout came to.
 struct Output {
     /// The turn's end, if a jsonl `final` (or `reply`) event named one.
@@ -389,91 +394,4 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
 fn without_line_end(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
-}
-
-/// Words that mark the next value as a credential (`token=…`, `password: …`, `Bearer …`).
-const SECRET_MARKERS: &[&str] =
-    &["token", "secret", "password", "passwd", "apikey", "api_key", "api-key", "bearer", "authorization", "credential"];
-
-/// The last few lines of stderr, without paths or secrets: the values of configured `env`
-/// entries and of allowlisted variables whose name looks secret are replaced, and so is any
-/// value that follows a credential marker (`token=…`, `password: …`, `Bearer …`).
-fn sanitize_tail(stderr: &str, settings: &CommandSettings) -> String {
-    let mut text: String = stderr.trim().chars().rev().take(300).collect::<Vec<_>>().into_iter().rev().collect();
-    let inherited =
-        settings.env_allow.iter().filter(|name| looks_secret(name)).filter_map(|name| std::env::var(name).ok());
-    for secret in settings.env.values().cloned().chain(inherited).filter(|v| v.len() >= 4) {
-        text = text.replace(secret.as_str(), "<redacted>");
-    }
-    let lines: Vec<String> = text.lines().map(sanitize_line).collect();
-    let cleaned = lines.join("\n");
-    if cleaned.trim().is_empty() {
-        "no error output".into()
-    } else {
-        cleaned
-    }
-}
-
-/// One stderr line with paths shown as `<path>` and marked credentials as `<redacted>`.
-fn sanitize_line(line: &str) -> String {
-    let mut words = Vec::new();
-    let mut redact_next = false;
-    for word in line.split(' ') {
-        let lower = word.to_ascii_lowercase();
-        let marker = SECRET_MARKERS.iter().find(|m| lower.contains(*m));
-        let scheme = lower == "bearer" || lower == "basic";
-        let shown = if redact_next && !word.is_empty() && !scheme {
-            redact_next = false;
-            "<redacted>".to_owned()
-        } else if let (Some(_), Some((key, _))) = (marker, word.split_once(['=', ':'])) {
-            let rest = &word[key.len() + 1..];
-            redact_next = rest.is_empty();
-            if rest.is_empty() {
-                word.to_owned()
-            } else {
-                format!("{key}{}<redacted>", &word[key.len()..=key.len()])
-            }
-        } else if word.contains('/') || word.contains('\\') {
-            "<path>".to_owned()
-        } else {
-            redact_next = redact_next || scheme;
-            word.to_owned()
-        };
-        words.push(shown);
-    }
-    words.join(" ")
-}
-
-/// Whether a variable's name says it holds a credential (`OPENAI_API_KEY`, `DB_PASSWORD`).
-fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "AUTH", "CREDENTIAL"].iter().any(|m| upper.contains(m))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stderr_tails_lose_paths_and_secrets() {
-        let mut settings = CommandSettings {
-            argv: vec!["x".into()],
-            input: InputMode::Text,
-            output: OutputMode::Text,
-            end_state: TaskState::Completed,
-            env: BTreeMap::from([("TOKEN".into(), "s3cr3t-value".into())]),
-            env_allow: Vec::new(),
-            cwd: None,
-            timeout: Duration::from_secs(1),
-            max_output: 10,
-            cancel_grace: Duration::from_secs(1),
-        };
-        let tail = sanitize_tail("error: cannot open /home/me/data.txt with s3cr3t-value", &settings);
-        assert_eq!(tail, "error: cannot open <path> with <redacted>");
-        settings.env.clear();
-        assert_eq!(sanitize_tail("  ", &settings), "no error output");
-        let tail = sanitize_tail("boom token=abc password: hunter2\nAuthorization: Bearer xyz at C:\\x", &settings);
-        assert_eq!(tail, "boom token=<redacted> password: <redacted>\nAuthorization: Bearer <redacted> at <path>");
-        assert_eq!(sanitize_tail("no tokens here, a key idea", &settings), "no tokens here, a key idea");
-    }
 }

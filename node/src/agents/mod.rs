@@ -7,8 +7,10 @@ pub mod input;
 pub mod jsonl;
 pub mod openai;
 pub mod process_groups;
+pub mod programs;
 pub mod roots;
 mod settings;
+pub mod stderr;
 pub mod workspace;
 
 pub use settings::{AgentConfig, AgentKind};

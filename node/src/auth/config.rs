@@ -291,6 +291,11 @@ impl HashedSecret {
     pub(crate) fn digest(&self) -> &[u8; 32] {
         &self.0
     }
+
+    /// The digest as the `*-sha256` keys take it (64 lower-case hex digits).
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 impl fmt::Debug for HashedSecret {

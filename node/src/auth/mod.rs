@@ -490,6 +490,26 @@ impl Authenticator {
         challenges.join(", ")
     }
 
+    /// The `WWW-Authenticate` value of the 401 that refused `credentials` with `error`: a
+    /// bearer token that was sent and refused gets `error="invalid_token"` on its
+    /// challenge (RFC 6750, section 3), so a client tells a wrong token from a missing one.
+    pub fn www_authenticate_refusing(&self, credentials: &RequestCredentials, error: &AuthError) -> String {
+        let challenges = self.www_authenticate();
+        let sent_bearer = credentials
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.trim_start().get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer ")));
+        let refused = matches!(error, AuthError::Invalid | AuthError::Malformed | AuthError::Jwt(_));
+        match sent_bearer && refused && self.bearer_enabled() {
+            true => challenges.replacen(
+                &format!("Bearer realm=\"{REALM}\""),
+                &format!("Bearer realm=\"{REALM}\", error=\"invalid_token\""),
+                1,
+            ),
+            false => challenges,
+        }
+    }
+
     /// The card's `securitySchemes` and `securityRequirements`: `bearerAuth`, `basicAuth`
     /// and `apiKeyAuth` as configured, one requirement per scheme (any one suffices).
     pub fn security_schemes(&self) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRequirement>) {

@@ -25,18 +25,61 @@ impl Config {
         })
     }
 
-    /// The `(key, value)` overrides found in `A2AD_*` environment variables: a variable
-    /// is taken when its name is a key's (upper case, `-` and `.` as `_`). Other `A2AD_*`
-    /// variables belong to other features (`A2AD_HTTP_TOKEN`) and are left alone.
-    pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
-        let mut found: Vec<(String, String)> = vars
+    /// The overrides found in `A2AD_*` environment variables: a variable is taken when
+    /// its name is a key's (upper case, `-` and `.` as `_`). Other `A2AD_*` variables
+    /// belong to other features (`A2AD_HTTP_TOKEN`) and are left alone.
+    pub fn env_overrides(vars: impl Iterator<Item = (String, String)>) -> Vec<Override> {
+        let mut found: Vec<Override> = vars
             .filter_map(|(name, value)| {
                 let key = key_of_variable(&name)?;
-                Some((key.to_owned(), value))
+                Some(Override { key: key.to_owned(), value, origin: Origin::Variable(name) })
             })
             .collect();
-        found.sort();
+        found.sort_by(|a, b| a.key.cmp(&b.key));
         found
+    }
+}
+
+/// One key set outside the file, and where: merged into the file's mapping before it is
+/// read, so its value is checked as the file's own would be, and an error names the
+/// variable or flag it came from rather than a key the file does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    /// The dotted key it sets (`card.compat-v03`).
+    pub key: String,
+    /// The value as given (read as YAML when it parses: see [`override_value`]).
+    pub value: String,
+    pub origin: Origin,
+}
+
+impl Override {
+    /// A command-line flag, named as its key is (`--data-dir` sets `data-dir`).
+    pub fn flag(key: &str, value: impl Into<String>) -> Self {
+        Override { key: key.to_owned(), value: value.into(), origin: Origin::Flag(format!("--{key}")) }
+    }
+
+    /// Whether a value refused at `key` is this override's: its own key, or a key inside
+    /// the block it set (`redis-transport.url` for `A2AD_REDIS_TRANSPORT`).
+    pub(super) fn covers(&self, key: &str) -> bool {
+        key.strip_prefix(self.key.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    }
+}
+
+/// Where an [`Override`] came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An `A2AD_*` environment variable, by name.
+    Variable(String),
+    /// A command-line flag, as written (`--body-limit`).
+    Flag(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Variable(name) => write!(f, "environment variable {name}"),
+            Origin::Flag(flag) => write!(f, "flag {flag}"),
+        }
     }
 }
 

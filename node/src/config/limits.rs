@@ -18,8 +18,10 @@ pub struct Limits {
     /// Turns running at once per tenant; 0 is no limit.
     pub max_running_turns_per_tenant: usize,
     /// The largest HTTP+JSON request body (the JSON-RPC one is `body-limit`).
+    #[serde(deserialize_with = "crate::units::optional_byte_size")]
     pub rest_body_limit: Option<usize>,
     /// The largest gRPC message.
+    #[serde(deserialize_with = "crate::units::optional_byte_size")]
     pub grpc_message_limit: Option<usize>,
 }
 

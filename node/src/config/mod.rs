@@ -2,7 +2,9 @@
 //! variables, then command-line flags, each overriding the one before.
 //!
 //! Keys are kebab-case. An unknown key or a bad value stops start-up with a message that
-//! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`).
+//! names the key (`agents[1].echo.chunk-delay: unknown duration unit ...`), and the
+//! variable or flag when one set it (`environment variable A2AD_BODY_LIMIT (config key
+//! `body-limit`): ...`).
 
 mod agents;
 mod card;
@@ -18,6 +20,7 @@ pub use agents::{AgentConfig, AgentKind};
 pub use card::{CardConfig, CardSigningKey, ProviderConfig, MIN_CARD_SECRET_LEN};
 pub use content::{ArtifactsConfig, InputPartsConfig};
 pub use dialects::Dialect01Config;
+pub use keys::{Origin, Override};
 pub use limits::{ExtensionConfig, Limits};
 pub use retention::{RetentionConfig, TenantLimits};
 pub use transports::{RedisTransportConfig, DEFAULT_UNIX_MODE, DEFAULT_WEBSOCKET_QUEUE};
@@ -252,11 +255,26 @@ pub enum ConfigError {
     Syntax { path: String, message: String },
     #[error("config key `{key}`: {message}")]
     Invalid { key: String, message: String },
+    /// A bad value set by an `A2AD_*` variable or a flag, named as such.
+    #[error("{origin} (config key `{key}`): {message}")]
+    Override { origin: Origin, key: String, message: String },
 }
 
 impl ConfigError {
     fn invalid(key: &str, message: impl Into<String>) -> Self {
         ConfigError::Invalid { key: key.to_owned(), message: message.into() }
+    }
+
+    /// The error said of the override that set the value at fault, if one did (the last
+    /// one wins, as when they were applied).
+    fn blamed_on(self, overrides: &[Override]) -> Self {
+        match self {
+            ConfigError::Invalid { key, message } => match overrides.iter().rev().find(|o| o.covers(&key)) {
+                Some(found) => ConfigError::Override { origin: found.origin.clone(), key, message },
+                None => ConfigError::Invalid { key, message },
+            },
+            other => other,
+        }
     }
 }
 
@@ -266,9 +284,10 @@ impl Config {
         Config::default()
     }
 
-    /// Reads `path` (if any), then applies `overrides` (key, raw value) in order: each
-    /// is merged into the file's mapping by key before anything is deserialized.
-    pub fn load(path: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+    /// Reads `path` (if any), then applies `overrides` in order: each is merged into the
+    /// file's mapping by key before anything is deserialized, and a value refused under
+    /// an override's key is reported as that variable's or flag's.
+    pub fn load(path: Option<&Path>, overrides: &[Override]) -> Result<Self, ConfigError> {
         let mut root = match path {
             None => Value::Mapping(Mapping::new()),
             Some(path) => read_yaml(path)?,
@@ -279,10 +298,10 @@ impl Config {
         let Value::Mapping(map) = &mut root else {
             return Err(ConfigError::invalid(".", "the config file must be a mapping of keys to values"));
         };
-        for (key, raw) in overrides {
-            keys::insert_override(map, key, keys::override_value(key, raw));
+        for Override { key, value, .. } in overrides {
+            keys::insert_override(map, key, keys::override_value(key, value));
         }
-        Self::from_value(root)
+        Self::from_value(root).map_err(|e| e.blamed_on(overrides))
     }
 
     /// Deserializes the mapping, then checks it in place.

@@ -4,7 +4,7 @@ use std::io::Write;
 fn load_text(yaml: &str, overrides: &[(&str, &str)]) -> Result<Config, ConfigError> {
     let mut file = tempfile::NamedTempFile::new().unwrap();
     file.write_all(yaml.as_bytes()).unwrap();
-    let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let overrides: Vec<Override> = overrides.iter().map(|(k, v)| Override::flag(k, *v)).collect();
     Config::load(Some(file.path()), &overrides)
 }
 
@@ -71,7 +71,7 @@ fn environment_overrides_the_file_and_flags_override_both() {
             .map(|(k, v)| (k.to_string(), v.to_string())),
     );
     assert_eq!(env.len(), 2, "only known keys are taken: {env:?}");
-    let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut all: Vec<(&str, &str)> = env.iter().map(|o| (o.key.as_str(), o.value.as_str())).collect();
     all.push(("idle-timeout", "3s"));
     let c = load_text("data-dir: here\nidle-timeout: 1s\n", &all).unwrap();
     assert_eq!(c.data_dir, PathBuf::from("/srv/a2ad"));
@@ -155,7 +155,7 @@ fn transport_keys_are_read_from_the_file_and_the_environment() {
     let env =
         Config::env_overrides([("A2AD_REDIS_TRANSPORT".to_owned(), "{url: 'redis://h/'}".to_owned())].into_iter());
     assert_eq!(
-        load_text("", &env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>())
+        load_text("", &env.iter().map(|o| (o.key.as_str(), o.value.as_str())).collect::<Vec<_>>())
             .unwrap()
             .redis_transport
             .unwrap()
@@ -220,8 +220,9 @@ fn streaming_and_card_compat_v03_default_and_are_set_by_file_or_environment() {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string())),
     );
-    assert_eq!(env, [("card.compat-v03".to_owned(), "true".to_owned()), ("streaming".into(), "false".into())]);
-    let overrides: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = env.iter().map(|o| (o.key.as_str(), o.value.as_str())).collect();
+    assert_eq!(pairs, [("card.compat-v03", "true"), ("streaming", "false")]);
+    let overrides = pairs;
     // The nested key joins the file's `card:` block, next to what it already says.
     let config = load_text("card:\n  name: mine\n", &overrides).unwrap();
     assert!(config.card.compat_v03 && !config.streaming);
@@ -315,4 +316,33 @@ fn the_packaged_sample_config_loads_as_the_unit_runs_it() {
     assert_eq!(c.log_format, LogFormat::Json);
     assert_eq!((c.agents.len(), c.agents[0].id.as_str()), (1, "echo"));
     assert!(matches!(c.agents[0].kind, AgentKind::Echo(_)));
+}
+
+/// A bad value names where it came from: the file's key, the variable, or the flag; a
+/// value inside a block a variable set is the variable's too.
+#[test]
+fn a_bad_value_names_its_variable_or_flag() {
+    let env = Config::env_overrides([("A2AD_BODY_LIMIT".to_owned(), "lots".to_owned())].into_iter());
+    let e = Config::load(None, &env).unwrap_err().to_string();
+    assert_eq!(e, "environment variable A2AD_BODY_LIMIT (config key `body-limit`): `lots` is not a size (try `1MiB`)");
+    let e = Config::load(None, &[Override::flag("idle-timeout", "soon")]).unwrap_err().to_string();
+    assert!(e.starts_with("flag --idle-timeout (config key `idle-timeout`): "), "{e}");
+    let env = Config::env_overrides([("A2AD_REDIS_TRANSPORT".to_owned(), "{url: 'http://h/'}".to_owned())].into_iter());
+    let e = Config::load(None, &env).unwrap_err().to_string();
+    assert!(e.starts_with("environment variable A2AD_REDIS_TRANSPORT (config key `redis-transport.url`)"), "{e}");
+    let e = load_text("body-limit: lots\n", &[("idle-timeout", "5s")]).unwrap_err().to_string();
+    assert!(e.starts_with("config key `body-limit`: "), "the file's own key: {e}");
+}
+
+/// Every size key takes units, the optional ones too.
+#[test]
+fn optional_size_keys_take_units() {
+    let c = load_text("limits:\n  rest-body-limit: 64KiB\n  grpc-message-limit: 2MiB\n", &[]).unwrap();
+    assert_eq!((c.limits.rest_body_limit, c.limits.grpc_message_limit), (Some(64 * 1024), Some(2 << 20)));
+    let c = load_text("limits:\n  rest-body-limit: 1000\n  grpc-message-limit: null\n", &[]).unwrap();
+    assert_eq!((c.limits.rest_body_limit, c.limits.grpc_message_limit), (Some(1000), None));
+    let e = load_text("limits:\n  rest-body-limit: 1.5MiB\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("limits.rest-body-limit"), "{e}");
+    let c = load_text("", &[("limits.rest-body-limit", "8KiB")]).unwrap();
+    assert_eq!(c.limits.rest_body_limit, Some(8192));
 }

@@ -31,7 +31,10 @@ async fn a_step_reaches_readers_and_the_push_queue_only_when_its_commit_resolves
     let job = PushJob::new("t1", "cfg", 1, event(1).json.to_string(), 1);
     store.put_step(&task("t1", "c1", TaskState::Completed, 1), &[event(1)], vec![job]).unwrap();
     assert!(store.get_task(crate::Scope::Node, "t1").unwrap().is_none(), "not durable: not visible");
-    assert!(store.events_after(crate::Scope::Node, "t1", 0, 10).unwrap().is_empty());
+    let queued = store.events_after(crate::Scope::Node, "t1", 0, 10).unwrap();
+    assert_eq!(queued.len(), 1, "a resuming stream gets the queued event, as live subscribers did");
+    let other = crate::Owner { tenant: "other".into(), principal: "p".into() };
+    assert!(store.events_after(crate::Scope::Owner(&other), "t1", 0, 10).unwrap().is_empty(), "never another's");
     assert!(queue.due(i64::MAX, 10, &HashSet::new()).unwrap().is_empty(), "no push before the sync");
     GroupCommit::over_log(Arc::clone(&store)).commit().await.unwrap();
     assert_eq!(store.get_task(crate::Scope::Node, "t1").unwrap().map(|r| r.state()), Some(TaskState::Completed));

@@ -84,9 +84,14 @@ mod tests {
         let error = read("visibility: team").unwrap_err().to_string();
         assert!(error.contains("unknown variant `team`") && error.contains("principal"), "{error}");
         // Set as a flag or `A2AD_TENANCY_VISIBILITY` would, the error names the key.
-        let set = |value: &str| crate::config::Config::load(None, &[("tenancy.visibility".into(), value.into())]);
+        let set = |value: &str| {
+            crate::config::Config::load(None, &[crate::config::Override::flag("tenancy.visibility", value)])
+        };
         assert_eq!(set("tenant").unwrap().tenancy.visibility, Visibility::Tenant);
         let error = set("team").unwrap_err().to_string();
-        assert!(error.starts_with("config key `tenancy.visibility`: unknown variant `team`"), "{error}");
+        assert!(
+            error.starts_with("flag --tenancy.visibility (config key `tenancy.visibility`): unknown variant `team`"),
+            "{error}"
+        );
     }
 }

@@ -1,9 +1,9 @@
 //! The write-ahead log in front of the task store: one compact record per step.
 //!
 //! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue (the
-//! local-file queue, or the outbox in front of Redis Streams). Every write (task + events
-//! + push jobs, session, removal, reply settlement, event-id reservation) is appended to
-//! the [`Wal`] as one record (`step.rs`) and queued; the log's flusher makes a whole batch
+//! local-file queue, or the outbox in front of Redis Streams). Every write (a task with its
+//! events and push jobs, a session, a removal, a reply settlement, an event-id reservation)
+//! is appended to the [`Wal`] as one record (`step.rs`) and queued; the log's flusher makes a whole batch
 //! of records durable with one `fdatasync`, then applies their steps to the store without
 //! a flush (`applier.rs`, the log's [`crate::wal::AfterSync`] hook), and only then
 //! resolves the batch's commits ([`crate::GroupCommit::over_log`]). So the store, and

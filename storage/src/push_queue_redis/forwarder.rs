@@ -7,9 +7,10 @@
 //! ([`crate::TaskStore::put_step`]). So the commit that makes a step durable makes its
 //! jobs durable, and there is no second write path.
 //!
-//! The [`Forwarder`], a thread of its own, reads the outbox through the log's barrier
-//! ([`crate::DurableQueue`]: only jobs whose step is durable, so no push ever leaves the
-//! node for an event a crash could lose and recovery renumber), XADDs them to the stream
+//! The [`Forwarder`], a thread of its own, reads the outbox, which holds only jobs whose
+//! step is durable (the store behind the log applies a step, jobs included, only after
+//! its record's sync: `journal/applier.rs`), so no push ever leaves the node for an event
+//! a crash could lose and recovery renumber. It XADDs them to the stream
 //! in bounded batches (one MULTI each), and removes them from the outbox once Redis
 //! acknowledged the batch. While Redis is down it retries with backoff; the jobs wait in
 //! the outbox, through restarts, and requests go on being answered.
@@ -63,8 +64,8 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    /// Starts the thread: `outbox` is the durable view of the outbox
-    /// ([`crate::DurableQueue`]), `target` the Redis queue (a connection of its own, so
+    /// Starts the thread: `outbox` is the outbox (durable jobs only, see above),
+    /// `target` the Redis queue (a connection of its own, so
     /// that an outage never holds up the push worker's).
     pub fn start(
         outbox: Arc<dyn JobQueue>,

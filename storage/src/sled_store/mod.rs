@@ -104,6 +104,10 @@ pub(crate) fn segment_size_for(dir: &Path) -> usize {
         .unwrap_or(SEGMENT_SIZE)
 }
 
+/// How often sled's own flusher runs behind the log, and with it its segment cleaner
+/// (see [`SledStore::open_behind_log`]); the cleaner spends at most half of it.
+pub const GC_EVERY_MS: u64 = 500;
+
 /// sled's page cache budget unless configured otherwise (the node's `store-cache-size`).
 /// sled counts it in the serialized bytes of the cached pages, so it bounds the cache,
 /// not sled's memory: under writes sled holds much more (BENCHMARKS.md, "Soak").
@@ -120,18 +124,23 @@ impl SledStore {
         Self::open_with(dir, Some(1000), Atomicity::Batch, DEFAULT_CACHE_BYTES)
     }
 
-    /// Opens the store for use behind the write-ahead log: sled's periodic flusher is
-    /// off, since every write is durable in the log first and the checkpointer flushes
-    /// sled (with [`TaskStore::flush`]) on its own schedule; a flush per second under
-    /// load rewrote pages for every few requests. Its writes are applied key by key (the
-    /// log record makes each step atomic: `writes.rs`).
+    /// Opens the store for use behind the write-ahead log. Its writes are applied key by
+    /// key (the log record makes each step atomic: `writes.rs`); the checkpointer flushes
+    /// it durably (with [`TaskStore::flush`]) on its own schedule.
+    ///
+    /// sled's periodic flusher stays on all the same, every [`GC_EVERY_MS`]: it is the
+    /// only caller of sled's segment cleaner (`PageCache::attempt_gc`, which moves the
+    /// live pages out of mostly-dead segments so they can be reused). With it off, as it
+    /// once was here, the `db` file never gave back the space of removed or rewritten
+    /// tasks: a soak with flat task counts grew it by ~530 MiB a minute (BENCHMARKS.md,
+    /// issue 17 point 8).
     pub fn open_behind_log(dir: &Path) -> Result<Self, StoreError> {
         Self::open_behind_log_with_cache(dir, DEFAULT_CACHE_BYTES)
     }
 
     /// [`SledStore::open_behind_log`] with a page cache of at most `cache_bytes`.
     pub fn open_behind_log_with_cache(dir: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
-        Self::open_with(dir, None, Atomicity::Log, cache_bytes)
+        Self::open_with(dir, Some(GC_EVERY_MS), Atomicity::Log, cache_bytes)
     }
 
     fn open_with(

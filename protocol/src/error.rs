@@ -110,6 +110,10 @@ pub enum ErrorCode {
     /// was acknowledged; the node heals by itself once the disk does, so the caller
     /// retries (answered with `Retry-After`).
     StoreUnavailable,
+    /// An operator of the admin API whose role does not allow the action (a viewer's
+    /// cancel or retry), or an admin request from another site's page (a foreign
+    /// `Origin`). -31403 follows -31401.
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -183,6 +187,9 @@ impl ErrorCode {
                 "STORE_UNAVAILABLE",
                 "The task store cannot make writes durable; try again later",
             ),
+            ErrorCode::PermissionDenied => {
+                (-31403, 403, PermissionDenied, "PERMISSION_DENIED", "The caller may not do this")
+            }
             ErrorCode::SubscriberTooSlow => (
                 -32051,
                 503,
@@ -219,6 +226,7 @@ impl ErrorCode {
         ErrorCode::LimitExceeded,
         ErrorCode::Unauthenticated,
         ErrorCode::StoreUnavailable,
+        ErrorCode::PermissionDenied,
     ];
 }
 

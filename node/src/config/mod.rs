@@ -146,6 +146,8 @@ pub struct Config {
     /// Push notifications (the `push-*` keys).
     #[serde(skip_deserializing, flatten)]
     pub push: PushConfig,
+    /// The admin API and the console (the `admin:` block); off without operator tokens.
+    pub admin: crate::admin::AdminConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
     pub auth: crate::auth::AuthConfig,
     /// The bearer token `GET /metrics` asks for; `None` leaves it open.
@@ -231,6 +233,7 @@ impl Default for Config {
             thinking_exposure: false,
             streaming: true,
             push: PushConfig::default(),
+            admin: crate::admin::AdminConfig::default(),
             auth: crate::auth::AuthConfig::default(),
             metrics_token: None,
             dialect_01: Dialect01Config::default(),
@@ -308,6 +311,7 @@ impl Config {
             url.truncate(url.trim_end_matches('/').len());
         }
         self.check_transports()?;
+        self.admin.check(self.listen_unix.is_some()).map_err(|(key, message)| ConfigError::invalid(&key, message))?;
         agents::check_all(&self.agents)
     }
 

@@ -432,6 +432,10 @@ impl JobQueue for DurableQueue {
         self.inner.revive(id, now_ms)
     }
 
+    fn purge(&self, id: Option<&str>) -> Result<usize, StoreError> {
+        self.inner.purge(id)
+    }
+
     fn depth(&self) -> Result<usize, StoreError> {
         self.inner.depth()
     }

@@ -76,7 +76,7 @@ pub struct Application {
     grpc: Option<GrpcServer>,
     unix_socket: Option<SocketFile>,
     /// The admin API's own server (`admin.listen: <address>`), and its address.
-    admin_server: Option<(Server, std::net::SocketAddr)>,
+    admin_server: Option<(actix_web::dev::ServerHandle, std::net::SocketAddr)>,
     redis: Option<RedisTransport>,
     /// Cancelled when the node stops: closes the WebSocket connections.
     closing: CancellationToken,
@@ -116,7 +116,7 @@ struct Served {
     grpc: Option<GrpcServer>,
     unix_socket: Option<SocketFile>,
     /// The admin API's own server (`admin.listen: <address>`), and its address.
-    admin_server: Option<(Server, std::net::SocketAddr)>,
+    admin_server: Option<(actix_web::dev::ServerHandle, std::net::SocketAddr)>,
 }
 
 /// How often the checkpointer flushes sled behind the log, and after how many bytes of
@@ -552,7 +552,7 @@ impl Application {
         }
         self.closing.cancel();
         if let Some((admin, _)) = self.admin_server.take() {
-            admin.handle().stop(false).await;
+            admin.stop(false).await;
         }
         if let Some(redis) = self.redis.take() {
             redis.stop().await;

@@ -79,7 +79,7 @@ pub(super) fn serve_admin(
     config: &Config,
     state: actix_web::web::Data<crate::http::AppState>,
     (listener, addr): (TcpListener, SocketAddr),
-) -> Result<(actix_web::dev::Server, SocketAddr), StartupError> {
+) -> Result<(actix_web::dev::ServerHandle, SocketAddr), StartupError> {
     let server = actix_web::HttpServer::new(move || {
         actix_web::App::new().app_data(state.clone()).configure(crate::http::admin::routes)
     })
@@ -89,5 +89,9 @@ pub(super) fn serve_admin(
     .shutdown_timeout(1)
     .listen(listener)
     .map_err(|e| StartupError::Bind { key: "admin.listen", addr: addr.to_string(), cause: io_cause(&e) })?;
-    Ok((server.run(), addr))
+    let server = server.run();
+    let handle = server.handle();
+    // It runs as a task of its own; the node stops it through the handle.
+    actix_web::rt::spawn(server);
+    Ok((handle, addr))
 }

@@ -7,6 +7,7 @@ mod support;
 
 mod actors;
 mod admin;
+mod admin_api;
 mod artifacts;
 mod auth;
 mod auth_throttle;

@@ -17,6 +17,7 @@ mod card;
 mod client;
 mod client_idle;
 mod command;
+mod console;
 mod crash;
 mod dialect_v01;
 mod dialect_v03;

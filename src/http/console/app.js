@@ -266,7 +266,7 @@ async function tasksPage(root, rest) {
     location.hash = '#/tasks/' + encodeURIComponent(chosen.toString());
   });
   const row = (t) => el('tr', { 'data-task': t.id },
-    el('td', {}, when(t.updatedMs)), el('td', {}, t.tenant), el('td', { class: 'task-state' }, stateBadge(t.state)),
+    el('td', {}, when(t.updatedMs)), el('td', {}, t.tenant || '(default)'), el('td', { class: 'task-state' }, stateBadge(t.state)),
     el('td', {}, t.agent), el('td', {}, taskLink(t.id)), el('td', { class: 'preview' }, t.preview));
   const load = async (pageToken) => {
     const params = new URLSearchParams(query);
@@ -322,7 +322,7 @@ async function taskPage(root, rest) {
     const cancel = el('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => cancelTask(id, load) }, 'Cancel task');
     root.replaceChildren(
       el('h1', {}, 'Task ', el('span', { class: 'mono' }, t.id), ' ', el('span', { id: 'task-state' }, stateBadge(state))),
-      el('p', { class: 'meta' }, 'tenant ', el('b', {}, d.tenant), ' · principal ', el('b', {}, d.principal), ' · agent ', el('b', {}, d.agent),
+      el('p', { class: 'meta' }, 'tenant ', el('b', {}, d.tenant || '(default)'), ' · principal ', el('b', {}, d.principal || '-'), ' · agent ', el('b', {}, d.agent),
         ' · context ', el('span', { class: 'mono' }, t.contextId), ' · ', d.events.length + ' event(s) · updated ' + (t.status.timestamp || '-')),
       ['completed', 'canceled', 'failed', 'rejected'].includes(state) ? '' : cancel,
       el('div', { class: 'columns' },

@@ -10,10 +10,9 @@ use crate::card::{build_card, CardDocument};
 use crate::config::Config;
 use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
-use crate::http::body::BodyPace;
 use crate::http::admin::AdminSite;
+use crate::http::body::BodyPace;
 use crate::http::{routes, AppState};
-use a2ad_node::admin::AdminListen;
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::os_error::io_cause;
 use crate::push::{PushSetupError, PushStack};
@@ -26,6 +25,7 @@ use a2ad_actors::messages::{Drain, GetStats, StopAll, SupervisorStats};
 use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
+use a2ad_node::admin::AdminListen;
 use a2ad_storage::wal::WalOptions;
 use a2ad_storage::{
     Checkpointer, Forwarder, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,

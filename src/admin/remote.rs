@@ -26,11 +26,9 @@ impl AdminClient {
     }
 
     async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value, AdminError> {
-        let response = request
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .map_err(|e| AdminError::Remote(format!("cannot reach {}: {}", self.base, crate::client::transport::root_cause(&e))))?;
+        let response = request.bearer_auth(&self.token).send().await.map_err(|e| {
+            AdminError::Remote(format!("cannot reach {}: {}", self.base, crate::client::transport::root_cause(&e)))
+        })?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
         if status.is_success() {
@@ -54,7 +52,8 @@ impl AdminClient {
     /// The store report of the running node (the status's `store`).
     pub async fn stats(&self) -> Result<StoreStats, AdminError> {
         let status = self.get("/status").await?;
-        serde_json::from_value(status["store"].clone()).map_err(|e| AdminError::Remote(format!("unexpected status: {e}")))
+        serde_json::from_value(status["store"].clone())
+            .map_err(|e| AdminError::Remote(format!("unexpected status: {e}")))
     }
 
     /// The dead letters.

@@ -83,13 +83,15 @@ async fn admit(req: &HttpRequest, state: &AppState) -> Result<Operator, HttpResp
         if !same_origin(req) {
             return Err(error(AdminError::ForeignOrigin.into()));
         }
-        body::require_json(req).map_err(|e| error(e))?;
+        body::require_json(req).map_err(error)?;
     }
     let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     state.core.operators().authenticate(authorization).map_err(|e| {
-        tracing::info!(reason = %e, "admin request refused");
-        let mut response = error(e.into());
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"a2ad-admin\""));
+        tracing::info!(reason = %e, "admin request refused: not an operator");
+        let mut response = error(AdminError::Unauthenticated.into());
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"a2ad-admin\""));
         response
     })
 }

@@ -224,7 +224,9 @@ async fn dead_letters_are_listed_retried_to_a_real_receiver_and_purged_online() 
     .await;
     let hook = json!({"url": format!("{}/gone", receiver.base)});
     app.send_text("undeliverable", json!({"configuration": {"taskPushNotificationConfig": hook}})).await;
-    let died = eventually(400, || async { admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().is_some_and(|d| d.len() >= 2) });
+    let died = eventually(400, || async {
+        admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().is_some_and(|d| d.len() >= 2)
+    });
     assert!(died.await, "{:?}", receiver.received());
     let (_, dead) = admin_get(&app, VIEWER, "/push/dead").await;
     let jobs = dead["dead"].as_array().unwrap().len();
@@ -242,12 +244,19 @@ async fn dead_letters_are_listed_retried_to_a_real_receiver_and_purged_online() 
     receiver.set_gone_ok(true);
     let retried = cli(&["push", "dead", "retry", "--all", "--url", &app.url, "--token", OPERATOR]).await;
     assert!(String::from_utf8_lossy(&retried.stdout).contains(&format!("{jobs} job(s)")), "{retried:?}");
-    let delivered = eventually(400, || async { receiver.received().iter().filter(|r| r.path == "/gone" && r.status == 200).count() >= jobs });
+    let delivered = eventually(400, || async {
+        receiver.received().iter().filter(|r| r.path == "/gone" && r.status == 200).count() >= jobs
+    });
     assert!(delivered.await, "{:?}", receiver.received());
 
     receiver.set_gone_ok(false);
     app.send_text("again", json!({"configuration": {"taskPushNotificationConfig": hook}})).await;
-    assert!(eventually(400, || async { !admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().unwrap().is_empty() }).await);
+    assert!(
+        eventually(400, || async {
+            !admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().unwrap().is_empty()
+        })
+        .await
+    );
     let (status, body) = admin_post(&app, OPERATOR, "/push/dead/purge", json!({"id": "no:such:job"})).await;
     assert_eq!(status, 404, "{body}");
     let (status, body) = admin_post(&app, OPERATOR, "/push/dead/purge", json!({})).await;

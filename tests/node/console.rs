@@ -41,16 +41,25 @@ async fn browser(shots: &Path) -> Option<Browser> {
     let driver = std::env::var("A2AD_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
     let (Some(chromium), true) = (chromium, Path::new(&driver).exists()) else {
-        assert!(std::env::var_os("A2AD_REQUIRE_BROWSER").is_none(), "A2AD_REQUIRE_BROWSER is set but {driver} or chromium is missing");
+        assert!(
+            std::env::var_os("A2AD_REQUIRE_BROWSER").is_none(),
+            "A2AD_REQUIRE_BROWSER is set but {driver} or chromium is missing"
+        );
         eprintln!("skipped: no chromium/chromedriver (scripts/browser.sh installs them: apt-get install chromium chromium-driver)");
         return None;
     };
     let port = free_port();
-    let child = Command::new(&driver).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let child = Command::new(&driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let up = eventually(400, || async move { tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() }).await;
     assert!(up, "chromedriver answers");
     let mut capabilities = serde_json::Map::new();
-    let args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1440,1000"];
+    let args =
+        ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1440,1000"];
     capabilities.insert("goog:chromeOptions".into(), json!({"binary": chromium, "args": args}));
     let connector = hyper_util::client::legacy::connect::HttpConnector::new();
     let client = ClientBuilder::new(connector)
@@ -120,7 +129,10 @@ fn agents(c: &mut Config) {
 
 /// A task of the slow agent, returned while it runs.
 async fn slow_task(app: &TestApp) -> String {
-    let params = send_params(&"a long task ".repeat(20), json!({"metadata": {"skill": "slow"}, "configuration": {"returnImmediately": true}}));
+    let params = send_params(
+        &"a long task ".repeat(20),
+        json!({"metadata": {"skill": "slow"}, "configuration": {"returnImmediately": true}}),
+    );
     let sent = app.ok("SendMessage", params).await;
     sent["task"]["id"].as_str().unwrap().to_owned()
 }
@@ -150,7 +162,10 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     browser.go("#/tasks").await;
     browser.find("#tasks").await;
     browser.text_when("#live", |_| true).await;
-    assert!(eventually(200, || async { browser.client.find(Locator::Css("#live.on")).await.is_ok() }).await, "the feed is open");
+    assert!(
+        eventually(200, || async { browser.client.find(Locator::Css("#live.on")).await.is_ok() }).await,
+        "the feed is open"
+    );
     let task = app.send_text(HOSTILE, json!({})).await;
     let id = task["id"].as_str().unwrap().to_owned();
     let row = format!("tr[data-task=\"{id}\"]");

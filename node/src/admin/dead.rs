@@ -92,7 +92,7 @@ fn act(
     action: &str,
     apply: impl Fn(&dyn JobQueue, Option<&str>) -> Result<usize, a2ad_storage::StoreError>,
 ) -> Result<Moved, AdminError> {
-    operator.require(Role::Operator)?;
+    super::require(operator, Role::Operator)?;
     let target = selection.target()?;
     let queue = queue(core)?;
     let count = apply(queue.as_ref(), target)?;

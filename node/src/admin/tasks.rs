@@ -44,7 +44,9 @@ impl TaskFilter {
                 "tenant" => filter.tenant = Some(value.clone()),
                 "contextId" => filter.context_id = Some(value.clone()),
                 "agent" => filter.agent = Some(value.clone()),
-                "state" => filter.state = Some(parse_state(value).ok_or_else(|| invalid("state", "is not a task state"))?),
+                "state" => {
+                    filter.state = Some(parse_state(value).ok_or_else(|| invalid("state", "is not a task state"))?)
+                }
                 "since" => filter.since_ms = Some(parse_time(value).ok_or_else(|| invalid("since", TIME_FORMS))?),
                 "until" => filter.until_ms = Some(parse_time(value).ok_or_else(|| invalid("until", TIME_FORMS))?),
                 "pageSize" => {
@@ -55,9 +57,15 @@ impl TaskFilter {
                         .ok_or_else(|| invalid("pageSize", "must be 1 to 200"))?
                 }
                 "pageToken" => {
-                    filter.cursor = Some(decode_page_token(value).ok_or_else(|| invalid("pageToken", "is not a page token"))?)
+                    filter.cursor =
+                        Some(decode_page_token(value).ok_or_else(|| invalid("pageToken", "is not a page token"))?)
                 }
-                _ => return Err(AdminError::Invalid { field: "query", problem: format!("has an unknown parameter `{key}`") }),
+                _ => {
+                    return Err(AdminError::Invalid {
+                        field: "query",
+                        problem: format!("has an unknown parameter `{key}`"),
+                    })
+                }
             }
         }
         Ok(filter)
@@ -68,7 +76,10 @@ impl TaskFilter {
             && self.state.is_none_or(|s| s == entry.state)
             && self.since_ms.is_none_or(|t| entry.status_millis >= t)
             && self.until_ms.is_none_or(|t| entry.status_millis < t)
-            && self.cursor.as_ref().is_none_or(|c| (entry.status_millis, entry.task_id.as_str()) < (c.ts, c.id.as_str()))
+            && self
+                .cursor
+                .as_ref()
+                .is_none_or(|c| (entry.status_millis, entry.task_id.as_str()) < (c.ts, c.id.as_str()))
     }
 
     fn keeps_record(&self, record: &TaskRecord) -> bool {
@@ -193,7 +204,8 @@ pub struct TaskDetail {
 /// One task, with its event log, push configs and dead deliveries. Blocking.
 pub fn detail(core: &Core, task_id: &str) -> Result<TaskDetail, AdminError> {
     let rt = core.runtime();
-    let record = rt.store.get_task(Scope::Node, task_id)?.ok_or_else(|| a2ad_protocol::A2aError::task_not_found(task_id))?;
+    let record =
+        rt.store.get_task(Scope::Node, task_id)?.ok_or_else(|| a2ad_protocol::A2aError::task_not_found(task_id))?;
     let events = rt
         .store
         .events_after(Scope::Node, task_id, 0, MAX_EVENTS)?
@@ -202,7 +214,8 @@ pub fn detail(core: &Core, task_id: &str) -> Result<TaskDetail, AdminError> {
         .collect();
     let (push_configs, dead_deliveries) = match &rt.push {
         Some(push) => {
-            let configs = push.configs.list(Scope::Node, task_id)?.into_iter().map(|c| without_secrets(c.config)).collect();
+            let configs =
+                push.configs.list(Scope::Node, task_id)?.into_iter().map(|c| without_secrets(c.config)).collect();
             let dead = super::dead::list(core)?.into_iter().filter(|d| d.task_id == task_id).collect();
             (configs, dead)
         }
@@ -235,7 +248,7 @@ fn without_secrets(config: a2ad_protocol::TaskPushNotificationConfig) -> Value {
 
 /// Cancels a task of any tenant (operator role), as its owner's `CancelTask` would.
 pub async fn cancel(core: &Core, operator: &Operator, task_id: &str) -> Result<Task, AdminError> {
-    operator.require(Role::Operator)?;
+    super::require(operator, Role::Operator)?;
     let read = core.runtime().store.get_task(Scope::Node, task_id);
     let record = read?.ok_or_else(|| a2ad_protocol::A2aError::task_not_found(task_id))?;
     let request = CancelTaskRequest { tenant: None, id: task_id.to_owned(), metadata: None };
@@ -254,11 +267,13 @@ mod tests {
 
     #[test]
     fn a_filter_reads_short_or_long_states_and_times_and_names_what_is_wrong() {
-        let filter = TaskFilter::from_query(&pairs(&[("state", "input-required"), ("since", "1000"), ("tenant", "acme")]))
-            .unwrap();
+        let filter =
+            TaskFilter::from_query(&pairs(&[("state", "input-required"), ("since", "1000"), ("tenant", "acme")]))
+                .unwrap();
         assert_eq!(filter.state, Some(TaskState::InputRequired));
         assert_eq!((filter.since_ms, filter.tenant.as_deref()), (Some(1000), Some("acme")));
-        let long = TaskFilter::from_query(&pairs(&[("state", "TASK_STATE_WORKING"), ("until", "2026-01-01T00:00:00Z")]));
+        let long =
+            TaskFilter::from_query(&pairs(&[("state", "TASK_STATE_WORKING"), ("until", "2026-01-01T00:00:00Z")]));
         assert_eq!(long.unwrap().until_ms, Some(1_767_225_600_000));
         for (bad, field) in [
             (("state", "sleeping"), "state"),

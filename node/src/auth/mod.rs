@@ -18,6 +18,8 @@
 mod basic_cache;
 mod config;
 mod jwt;
+mod operator_config;
+pub mod operators;
 mod password;
 mod throttle;
 

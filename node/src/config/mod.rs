@@ -147,7 +147,7 @@ pub struct Config {
     #[serde(skip_deserializing, flatten)]
     pub push: PushConfig,
     /// The admin API and the console (the `admin:` block); off without operator tokens.
-    pub admin: crate::admin::AdminConfig,
+    pub admin: crate::auth::operators::AdminConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
     pub auth: crate::auth::AuthConfig,
     /// The bearer token `GET /metrics` asks for; `None` leaves it open.
@@ -233,7 +233,7 @@ impl Default for Config {
             thinking_exposure: false,
             streaming: true,
             push: PushConfig::default(),
-            admin: crate::admin::AdminConfig::default(),
+            admin: crate::auth::operators::AdminConfig::default(),
             auth: crate::auth::AuthConfig::default(),
             metrics_token: None,
             dialect_01: Dialect01Config::default(),

@@ -53,7 +53,7 @@ pub struct Core {
     /// Set once shutdown begins: readiness answers 503 from then on.
     draining: std::sync::atomic::AtomicBool,
     /// The admin API's operators (`admin:`); their tokens are refused on A2A calls.
-    operators: Arc<crate::admin::Operators>,
+    operators: Arc<crate::auth::operators::Operators>,
     /// When the node started (the admin status's uptime).
     started: std::time::Instant,
 }
@@ -78,13 +78,23 @@ pub struct CoreParts {
     /// [`Core::execute`], whatever binding or dialect they came by.
     pub streaming: bool,
     /// The admin API's operators (`admin:`).
-    pub operators: Arc<crate::admin::Operators>,
+    pub operators: Arc<crate::auth::operators::Operators>,
 }
 
 impl Core {
     pub fn new(parts: CoreParts) -> Core {
-        let CoreParts { rt, supervisor, push_policy, auth, rate, extensions, metrics, dialect_01, streaming, operators } =
-            parts;
+        let CoreParts {
+            rt,
+            supervisor,
+            push_policy,
+            auth,
+            rate,
+            extensions,
+            metrics,
+            dialect_01,
+            streaming,
+            operators,
+        } = parts;
         Core {
             rt,
             supervisor,
@@ -123,7 +133,7 @@ impl Core {
     }
 
     /// The admin API's operators.
-    pub fn operators(&self) -> &Arc<crate::admin::Operators> {
+    pub fn operators(&self) -> &Arc<crate::auth::operators::Operators> {
         &self.operators
     }
 
@@ -182,7 +192,7 @@ impl Core {
         if !self.auth.enabled() {
             // An operator token is no tenant credential, even where anyone may call. With
             // authentication on it fails as any unknown token does (it may equal none:
-            // [`crate::admin::Operators::new`]), so the check costs nothing there.
+            // [`crate::auth::operators::Operators::new`]), so the check costs nothing there.
             if self.operators.is_operator_credential(credentials.authorization.as_deref()) {
                 return Err(crate::auth::AuthError::Invalid);
             }

@@ -11,7 +11,7 @@
 //!   listen: 127.0.0.1:9090     # or `main` (the default) or `unix`
 //! ```
 
-use crate::auth::{HashedSecret, Redacted};
+use super::{HashedSecret, Redacted};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::net::SocketAddr;
 
@@ -83,9 +83,10 @@ impl<'de> Deserialize<'de> for AdminListen {
         match text.trim() {
             "main" => Ok(AdminListen::Main),
             "unix" => Ok(AdminListen::Unix),
-            other => other.parse().map(AdminListen::Address).map_err(|_| {
-                serde::de::Error::custom("must be `main`, `unix` or an address like 127.0.0.1:9090")
-            }),
+            other => other
+                .parse()
+                .map(AdminListen::Address)
+                .map_err(|_| serde::de::Error::custom("must be `main`, `unix` or an address like 127.0.0.1:9090")),
         }
     }
 }
@@ -97,7 +98,7 @@ impl AdminConfig {
     }
 
     /// The first bad value, as (key, message). Tokens are checked when the node builds
-    /// its [`super::Operators`] (which compares them with the tenants' credentials).
+    /// its [`super::operators::Operators`] (which compares them with the tenants' credentials).
     pub fn check(&self, has_unix_socket: bool) -> Result<(), (String, &'static str)> {
         if self.listen == AdminListen::Unix && !has_unix_socket {
             return Err(("admin.listen".into(), "`unix` needs `listen-unix` (the socket to serve on)"));

@@ -45,7 +45,8 @@ enum Command {
         #[command(subcommand)]
         command: a2ad::client::TasksCommand,
     },
-    /// The node's store: stats and compaction. Stop the node first.
+    /// The node's store: stats and compaction. Stop the node first (`stats` also asks a
+    /// running node with --url).
     Admin {
         #[command(subcommand)]
         command: AdminCommand,

@@ -209,20 +209,21 @@ async fn selection(req: &HttpRequest, payload: web::Payload, state: &AppState) -
 
 /// `POST /admin/v1/push/dead/retry` (operator role).
 async fn retry_dead(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
-    let operator = match admit(&req, &state).await {
-        Ok(operator) => operator,
-        Err(refused) => return refused,
-    };
-    let chosen = match selection(&req, payload, &state).await {
-        Ok(chosen) => chosen,
-        Err(e) => return error(e),
-    };
-    let core = std::sync::Arc::clone(&state.core);
-    blocking(move || core_admin::dead::retry(&core, &operator, &chosen)).await
+    act_on_dead(req, payload, state, core_admin::dead::retry).await
 }
 
 /// `POST /admin/v1/push/dead/purge` (operator role).
 async fn purge_dead(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>) -> HttpResponse {
+    act_on_dead(req, payload, state, core_admin::dead::purge).await
+}
+
+/// Retry or purge: the operator, the selection, then `action` on the blocking pool.
+async fn act_on_dead(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+    action: fn(&crate::core::Core, &Operator, &DeadSelection) -> Result<core_admin::dead::Moved, AdminError>,
+) -> HttpResponse {
     let operator = match admit(&req, &state).await {
         Ok(operator) => operator,
         Err(refused) => return refused,
@@ -232,7 +233,7 @@ async fn purge_dead(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
         Err(e) => return error(e),
     };
     let core = std::sync::Arc::clone(&state.core);
-    blocking(move || core_admin::dead::purge(&core, &operator, &chosen)).await
+    blocking(move || action(&core, &operator, &chosen)).await
 }
 
 /// `GET /admin/v1/agents`: the skills as the card shows them, their settings, and the

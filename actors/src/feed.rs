@@ -3,7 +3,8 @@
 //!
 //! It is fed where every event a task's subscribers get is also logged: each step the
 //! runtime stores ([`crate::Runtime::persist_step`]) offers its events here, in order,
-//! with the task's owner, agent and state. Nobody watching, an offer is one atomic load
+//! with the task's owner, agent and state, as the step is written (before the group
+//! commit makes it durable: the feed is a view, not an acknowledgement). Nobody watching, an offer is one atomic load
 //! and nothing else: no event is copied, no lock taken, so the A2A hot path pays nothing
 //! for a console that is closed. With watchers, each event is one `Arc` sent over a
 //! bounded broadcast channel; a watcher that falls more than [`FEED_CAPACITY`] events

@@ -10,8 +10,9 @@
 //! only. The script builds every node from data with `textContent` (never `innerHTML`),
 //! so a tenant's text, however it looks, is shown as text.
 
+use super::AppState;
 use actix_web::middleware::DefaultHeaders;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 const INDEX: &str = include_str!("console/index.html");
 const SCRIPT: &str = include_str!("console/app.js");
@@ -35,17 +36,36 @@ pub fn security_headers() -> DefaultHeaders {
 
 /// Mounts the console's three files.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    const HTML: &str = "text/html; charset=utf-8";
+    const JS: &str = "text/javascript; charset=utf-8";
+    const CSS: &str = "text/css; charset=utf-8";
     cfg.service(
         web::scope("/console")
             .wrap(security_headers())
-            .route("", web::get().to(|| asset(INDEX, "text/html; charset=utf-8")))
-            .route("/", web::get().to(|| asset(INDEX, "text/html; charset=utf-8")))
-            .route("/app.js", web::get().to(|| asset(SCRIPT, "text/javascript; charset=utf-8")))
-            .route("/app.css", web::get().to(|| asset(STYLE, "text/css; charset=utf-8"))),
+            .route("", web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, INDEX, HTML)))
+            .route("/", web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, INDEX, HTML)))
+            .route(
+                "/app.js",
+                web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, SCRIPT, JS)),
+            )
+            .route(
+                "/app.css",
+                web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, STYLE, CSS)),
+            ),
     );
 }
 
-async fn asset(body: &'static str, content_type: &'static str) -> HttpResponse {
+/// A file of the console; 404 where the admin API does not answer (`admin.listen: unix`
+/// and a TCP request), so the page is only where it can work.
+async fn asset(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: &'static str,
+    content_type: &'static str,
+) -> HttpResponse {
+    if state.admin.as_ref().is_none_or(|site| site.unix_only && req.peer_addr().is_some()) {
+        return HttpResponse::NotFound().finish();
+    }
     HttpResponse::Ok().content_type(content_type).body(body)
 }
 

@@ -317,3 +317,34 @@ async fn the_admin_api_is_off_without_tokens_and_can_have_a_listener_of_its_own(
     let card = get(format!("{admin}/.well-known/agent-card.json")).await.unwrap();
     assert_eq!(card.status(), 404, "only the admin API and the console answer there");
 }
+
+/// The status line's code of `GET path` with the operator token over the Unix socket.
+async fn unix_get(socket: &std::path::Path, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::UnixStream::connect(socket).await.expect("the socket accepts");
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {OPERATOR}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    actix_web::rt::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw)).await.unwrap().unwrap();
+    String::from_utf8_lossy(&raw).split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[actix_web::test]
+async fn admin_listen_unix_answers_on_the_socket_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("a2ad.sock");
+    let app = spawn_app(|c| {
+        operators(c);
+        c.admin.listen = AdminListen::Unix;
+        c.listen_unix = Some(socket.clone());
+    })
+    .await;
+    let (status, _) = admin_get(&app, OPERATOR, "/me").await;
+    assert_eq!(status, 404, "not over TCP");
+    let console = app.client.get(format!("{}/console", app.url)).send().await.unwrap();
+    assert_eq!(console.status(), 404, "nor the console");
+    assert_eq!(unix_get(&socket, "/admin/v1/me").await, 200);
+    assert_eq!(unix_get(&socket, "/console").await, 200);
+}

@@ -63,6 +63,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/tasks", web::get().to(list_tasks))
             .route("/tasks/{id}", web::get().to(get_task))
             .route("/tasks/{id}/cancel", web::post().to(cancel_task))
+            .route("/tasks/{id}/artifacts/{artifact}/parts/{index}", web::get().to(artifact_part))
             .route("/push/dead", web::get().to(dead_letters))
             .route("/push/dead/retry", web::post().to(retry_dead))
             .route("/push/dead/purge", web::post().to(purge_dead))
@@ -178,6 +179,37 @@ async fn get_task(req: HttpRequest, state: web::Data<AppState>, id: web::Path<St
     }
     let core = std::sync::Arc::clone(&state.core);
     blocking(move || core_admin::tasks::detail(&core, &id)).await
+}
+
+/// `GET /admin/v1/tasks/{id}/artifacts/{artifactId}/parts/{n}`: the part's content as
+/// an attachment (never rendered by the browser: `nosniff`, the admin CSP).
+async fn artifact_part(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, usize)>,
+) -> HttpResponse {
+    if let Err(refused) = admit(&req, &state).await {
+        return refused;
+    }
+    let (task_id, artifact_id, index) = path.into_inner();
+    let core = std::sync::Arc::clone(&state.core);
+    let read = move || core_admin::download::artifact_part(&core, &task_id, &artifact_id, index);
+    match web::block(read).await {
+        // Always bytes to save, whatever media type the agent claimed (`text/html` would
+        // otherwise be a page of this origin).
+        Ok(Ok(download)) => HttpResponse::Ok()
+            .content_type("application/octet-stream")
+            .insert_header(("X-A2ad-Media-Type", media_type_header(&download.media_type)))
+            .insert_header(("Content-Disposition", format!("attachment; filename=\"{}\"", download.filename)))
+            .body(download.bytes),
+        Ok(Err(e)) => error(e.into()),
+        Err(e) => error(A2aError::internal(format!("admin: blocking pool: {e}"))),
+    }
+}
+
+/// The part's media type as a header value (printable ASCII only).
+fn media_type_header(media_type: &str) -> String {
+    media_type.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').take(200).collect()
 }
 
 /// `POST /admin/v1/tasks/{id}/cancel` (operator role).

@@ -164,6 +164,16 @@ async fn a_task_shows_its_event_log_and_push_configs_without_their_secrets() {
     assert!(!text.contains("hook-secret-value") && !text.contains("hook-credential-value"), "{text}");
     let (status, body) = admin_get(&app, VIEWER, "/tasks/no-such-task").await;
     assert_eq!((status, reason(&body)), (404, "TASK_NOT_FOUND"));
+
+    // The echo artifact's part, as a download.
+    let part = app.client.get(format!("{}/admin/v1/tasks/{id}/artifacts/echo/parts/0", app.url)).bearer_auth(VIEWER);
+    let part = part.send().await.unwrap();
+    assert_eq!(part.status(), 200);
+    assert_eq!(part.headers()["content-type"], "application/octet-stream");
+    assert!(part.headers()["content-disposition"].to_str().unwrap().starts_with("attachment"));
+    assert_eq!(part.text().await.unwrap(), "log me");
+    let (status, body) = admin_get(&app, VIEWER, &format!("/tasks/{id}/artifacts/echo/parts/9")).await;
+    assert_eq!((status, reason(&body)), (400, "INVALID_PARAMS"), "{body}");
 }
 
 #[actix_web::test]

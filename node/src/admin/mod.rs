@@ -13,6 +13,7 @@
 //! tokens on A2A calls without depending on this module.
 
 pub mod dead;
+pub mod download;
 pub mod feed;
 pub mod stats;
 pub mod status;

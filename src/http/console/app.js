@@ -328,7 +328,7 @@ async function taskPage(root, rest) {
       el('div', { class: 'columns' },
         el('section', {}, el('h2', {}, 'Conversation'), conversation(t)),
         el('section', {}, el('h2', {}, 'Timeline'), timeline(d.events))),
-      el('h2', {}, 'Artifacts'), artifacts(t.artifacts || []),
+      el('h2', {}, 'Artifacts'), artifacts(t.id, t.artifacts || []),
       el('h2', {}, 'Push'), pushOfTask(d.pushConfigs, d.deadDeliveries));
   };
   current.refresh = load;
@@ -365,12 +365,27 @@ function timeline(events) {
   }));
 }
 
-function artifacts(list) {
+function artifacts(taskId, list) {
   if (!list.length) return el('p', { class: 'empty' }, 'No artifact.');
   return el('ul', { class: 'artifacts' }, list.map((a) => el('li', {},
     el('b', {}, a.name || a.artifactId), a.description ? ' — ' + a.description : '',
+    (a.parts || []).map((p, i) => el('button', { type: 'button', class: 'download', onclick: () => download(taskId, a.artifactId, i) }, 'Download part ' + (i + 1))),
     el('details', {}, el('summary', {}, (a.parts || []).length + ' part(s)'),
       (a.parts || []).map((p) => typeof p.text === 'string' ? el('pre', { class: 'text' }, p.text) : el('pre', { class: 'json' }, JSON.stringify(p, null, 2)))))));
+}
+
+/** Saves one artifact part: fetched with the token, handed to the browser as a file. */
+async function download(taskId, artifactId, index) {
+  const path = '/tasks/' + encodeURIComponent(taskId) + '/artifacts/' + encodeURIComponent(artifactId) + '/parts/' + index;
+  const response = await fetch('/admin/v1' + path, { headers: { Authorization: 'Bearer ' + token } });
+  if (!response.ok) { toast('Download refused: HTTP ' + response.status, true); return; }
+  const name = (/filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') || '') || [])[1] || 'artifact';
+  const url = URL.createObjectURL(await response.blob());
+  const link = el('a', { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
 function pushOfTask(configs, dead) {

@@ -24,4 +24,11 @@ export A2AD_INTEROP_JS
 A2AD_REDIS_SERVER=$(scripts/redis.sh | tail -n 1)
 export A2AD_REDIS_SERVER A2AD_REQUIRE_REDIS=1
 
+# Headless Chromium and chromedriver for the console's browser tests (installed when
+# missing; when they cannot be, the tests skip and say so).
+A2AD_CHROMEDRIVER=$(scripts/browser.sh | tail -n 1)
+if [ -n "$A2AD_CHROMEDRIVER" ]; then
+    export A2AD_CHROMEDRIVER A2AD_REQUIRE_BROWSER=1
+fi
+
 cargo test --workspace --locked

@@ -45,7 +45,8 @@ enum Command {
         #[command(subcommand)]
         command: a2ad::client::TasksCommand,
     },
-    /// The node's store: stats and compaction. Stop the node first.
+    /// The node's store: stats and compaction. Stop the node first (`stats` also asks a
+    /// running node with --url).
     Admin {
         #[command(subcommand)]
         command: AdminCommand,
@@ -107,6 +108,8 @@ enum AdminCommand {
     Stats {
         #[command(flatten)]
         store: StoreArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -161,8 +164,13 @@ enum PushCommand {
 #[derive(Subcommand)]
 enum DeadCommand {
     /// List dead jobs (id, attempts, time, reason). With the local-file queue, stop the
-    /// node first.
-    List(StoreArgs),
+    /// node first, or ask it with --url.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
     /// Move dead jobs back to the queue; the node delivers them (at its next start, with
     /// the local-file queue).
     Retry {
@@ -173,7 +181,30 @@ enum DeadCommand {
         all: bool,
         #[command(flatten)]
         store: StoreArgs,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
+}
+
+/// A running node to ask instead (its admin API): the online form of a command.
+#[derive(Args)]
+struct RemoteArgs {
+    /// The running node's base URL (or its `admin.listen` address); without it, the
+    /// command reads a stopped node's data dir.
+    #[arg(long)]
+    url: Option<String>,
+    /// An operator token (`admin.tokens`); retry needs the operator role.
+    #[arg(long, env = a2ad::admin::remote::TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+}
+
+impl RemoteArgs {
+    /// The admin API client, when `--url` is given.
+    fn client(&self) -> anyhow::Result<Option<a2ad::admin::remote::AdminClient>> {
+        let Some(url) = &self.url else { return Ok(None) };
+        let token = self.token.as_deref().context("--url needs an operator token: --token or A2AD_OPERATOR_TOKEN")?;
+        Ok(Some(a2ad::admin::remote::AdminClient::new(url, token)))
+    }
 }
 
 /// Which node's stores: its config file and/or data dir.
@@ -285,7 +316,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Push { command: PushCommand::Dead { command } } => {
             init_logs(LogFormat::Pretty, "info");
-            dead_letters(command)
+            dead_letters(command).await
         }
         Command::Card { command } => {
             init_logs(LogFormat::Pretty, "info");
@@ -299,7 +330,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Admin { command } => {
             init_logs(LogFormat::Pretty, "warn");
-            admin(command)
+            admin(command).await
         }
         Command::Config { command: ConfigCommand::Check { file } } => {
             print!("{}", a2ad::setup::config_check::check(&file)?);
@@ -357,13 +388,16 @@ fn credentials(command: AuthCommand) -> Result<String, a2ad::setup::SetupError> 
     }
 }
 
-fn admin(command: AdminCommand) -> anyhow::Result<()> {
+async fn admin(command: AdminCommand) -> anyhow::Result<()> {
     use a2ad::admin::stats::human_bytes;
     // Compaction writes a new store in the data dir: private, as the node's own files.
     a2ad::private_files::make_files_private();
     match command {
-        AdminCommand::Stats { store, json } => {
-            let stats = a2ad::admin::stats::collect(&store.load()?)?;
+        AdminCommand::Stats { store, remote, json } => {
+            let stats = match remote.client()? {
+                Some(client) => client.stats().await?,
+                None => a2ad::admin::stats::collect(&store.load()?)?,
+            };
             match json {
                 true => println!("{}", serde_json::to_string_pretty(&stats)?),
                 false => print!("{}", stats.to_text()),
@@ -378,16 +412,23 @@ fn admin(command: AdminCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn dead_letters(command: DeadCommand) -> anyhow::Result<()> {
+async fn dead_letters(command: DeadCommand) -> anyhow::Result<()> {
     a2ad::private_files::make_files_private();
     let now = chrono::Utc::now().timestamp_millis();
     match command {
-        DeadCommand::List(store) => {
-            let queue = a2ad::admin::push_queue(&store.load()?)?;
-            print!("{}", a2ad::admin::format_dead(&queue.dead()?));
+        DeadCommand::List { store, remote } => {
+            let dead = match remote.client()? {
+                Some(client) => client.dead().await?,
+                None => a2ad::admin::dead_letters(a2ad::admin::push_queue(&store.load()?)?.as_ref())?,
+            };
+            print!("{}", a2ad::admin::format_dead(&dead));
         }
-        DeadCommand::Retry { id, all, store } => {
+        DeadCommand::Retry { id, all, store, remote } => {
             anyhow::ensure!(id.is_some() || all, "name a job id, or --all");
+            if let Some(client) = remote.client()? {
+                println!("{} job(s) queued again", client.retry(id.as_deref()).await?);
+                return Ok(());
+            }
             let queue = a2ad::admin::push_queue(&store.load()?)?;
             let revived = queue.revive(id.as_deref(), now)?;
             if let Some(id) = id.filter(|_| revived == 0) {

@@ -12,6 +12,7 @@ use crate::card::{build_card, CardDocument};
 use crate::config::Config;
 use crate::core::{Core, CoreParts, RateLimiter};
 use crate::grpc::GrpcServer;
+use crate::http::admin::AdminSite;
 use crate::http::body::BodyPace;
 use crate::http::{routes, AppState};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
@@ -26,6 +27,7 @@ use a2ad_actors::messages::{Drain, GetStats, StopAll, SupervisorStats};
 use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
+use a2ad_node::admin::AdminListen;
 use a2ad_storage::wal::WalOptions;
 use a2ad_storage::{
     Checkpointer, Forwarder, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
@@ -78,6 +80,8 @@ pub struct Application {
     node: NodeCore,
     grpc: Option<GrpcServer>,
     unix_socket: Option<SocketFile>,
+    /// The admin API's own server (`admin.listen: <address>`), and its address.
+    admin_server: Option<(actix_web::dev::ServerHandle, std::net::SocketAddr)>,
     redis: Option<RedisTransport>,
     /// Cancelled when the node stops: closes the WebSocket connections.
     closing: CancellationToken,
@@ -116,6 +120,8 @@ struct Served {
     public_url: String,
     grpc: Option<GrpcServer>,
     unix_socket: Option<SocketFile>,
+    /// The admin API's own server (`admin.listen: <address>`), and its address.
+    admin_server: Option<(actix_web::dev::ServerHandle, std::net::SocketAddr)>,
 }
 
 /// How often the checkpointer flushes sled behind the log, and after how many bytes of
@@ -212,11 +218,13 @@ fn serve(
     closing: &CancellationToken,
     listeners: Listeners,
 ) -> Result<Served, StartupError> {
-    let Listeners { http: listener, http_addr: local, grpc: grpc_listener, unix } = listeners;
+    let Listeners { http: listener, http_addr: local, grpc: grpc_listener, unix, admin: admin_listener } = listeners;
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
     let grpc_address =
         grpc_listener.as_ref().map(|(_, addr)| config.grpc_public_address.clone().unwrap_or_else(|| addr.to_string()));
     let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref())?);
+    let admin_on_main = config.admin.enabled() && !matches!(config.admin.listen, AdminListen::Address(_));
+    let admin = config.admin.enabled().then(|| Arc::new(AdminSite::new(config, &card.card, closing.clone())));
     let state = web::Data::new(AppState {
         core,
         card,
@@ -226,8 +234,10 @@ fn serve(
         stream_bounds: stream_bounds(config),
         stream_keep_alive: config.stream_keep_alive,
         metrics_token: config.metrics_token.clone(),
+        admin,
     });
     let grpc = grpc_listener.map(|bound| listeners::serve_grpc(config, &state.core, workers, bound)).transpose()?;
+    let admin_server = admin_listener.map(|bound| listeners::serve_admin(config, state.clone(), bound)).transpose()?;
     let rest_prefix = config.rest_prefix.clone();
     let websocket = config.websocket.then(|| WsSettings {
         queue: config.websocket_queue,
@@ -241,7 +251,7 @@ fn serve(
             .app_data(state.clone())
             .wrap(actix_web::middleware::from_fn(crate::http::observe::observe))
             .configure(|c| {
-                routes(c, &rest_prefix);
+                routes(c, &rest_prefix, admin_on_main);
                 if let Some(settings) = &websocket {
                     crate::transports::websocket::routes(c, settings.clone());
                 }
@@ -268,7 +278,7 @@ fn serve(
         })?;
         unix_socket = Some(file);
     }
-    Ok(Served { server: server.run(), local, public_url, grpc, unix_socket })
+    Ok(Served { server: server.run(), local, public_url, grpc, unix_socket, admin_server })
 }
 
 impl NodeCore {
@@ -278,6 +288,8 @@ impl NodeCore {
         let shown = config.data_dir.display().to_string();
         let store_error = |cause| StartupError::Store { path: shown.clone(), cause };
         let auth = preflight(config)?;
+        let operators = a2ad_node::admin::Operators::new(&config.admin, &auth)
+            .map_err(|(key, message)| StartupError::Auth(format!("{key}: {message}")))?;
         let sled = open_store(config)?;
         let metrics = Arc::new(Metrics::default());
         let mut push = match config.push.enabled {
@@ -306,6 +318,7 @@ impl NodeCore {
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
             data_dir: config.data_dir.clone(),
+            feed: Default::default(),
         });
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
         remove_orphan_push_configs(&rt);
@@ -328,6 +341,7 @@ impl NodeCore {
             metrics,
             dialect_01: config.dialect_01.clone(),
             streaming: config.streaming,
+            operators: Arc::new(operators),
         }));
         let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());
@@ -434,13 +448,14 @@ impl Application {
         };
         let closing = CancellationToken::new();
         match serve(config, Arc::clone(&node.core), node.workers, &closing, listeners) {
-            Ok(Served { server, local, public_url, grpc, unix_socket }) => Ok(Application {
+            Ok(Served { server, local, public_url, grpc, unix_socket, admin_server }) => Ok(Application {
                 server,
                 local,
                 public_url,
                 node,
                 grpc,
                 unix_socket,
+                admin_server,
                 redis,
                 closing,
                 signals: ShutdownSignals::register(),
@@ -472,6 +487,11 @@ impl Application {
     /// The gRPC server's address, when it runs.
     pub fn grpc_addr(&self) -> Option<std::net::SocketAddr> {
         self.grpc.as_ref().map(GrpcServer::addr)
+    }
+
+    /// The admin API's own address (`admin.listen: <address>`), when it has one.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin_server.as_ref().map(|(_, addr)| *addr)
     }
 
     /// The Unix socket the HTTP server also listens on, when configured.
@@ -535,6 +555,9 @@ impl Application {
             drained.cancelled().await;
         }
         self.closing.cancel();
+        if let Some((admin, _)) = self.admin_server.take() {
+            admin.stop(false).await;
+        }
         if let Some(redis) = self.redis.take() {
             redis.stop().await;
         }

@@ -17,6 +17,7 @@
 pub mod agent;
 pub mod context;
 mod error;
+pub mod feed;
 pub mod limits;
 pub mod messages;
 pub mod push;

@@ -13,12 +13,13 @@
 //! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
 //! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
 //! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
-//! `retention`, `push-hang`, `soak` (`transports.rs`, `dialects.rs`, `ws_stream.rs`,
-//! `retention.rs`, `push_hang.rs`, `soak.rs`).
+//! `retention`, `push-hang`, `soak`, `console` (`transports.rs`, `dialects.rs`,
+//! `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
 
 mod bare;
 mod client;
+mod console;
 mod dialects;
 mod grpc_load;
 mod memory;
@@ -55,11 +56,22 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --soak-in-flight N       requests in flight in the soak part (16)
 env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
   the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
-parts: core streams push memory transports dialects ws-stream retention push-hang soak";
+parts: core streams push memory transports dialects ws-stream retention push-hang soak console";
 
 /// Every part, in the order they run; the first four are the default set.
-const PARTS: [&str; 10] =
-    ["core", "streams", "push", "memory", "transports", "dialects", "ws-stream", "retention", "push-hang", "soak"];
+const PARTS: [&str; 11] = [
+    "core",
+    "streams",
+    "push",
+    "memory",
+    "transports",
+    "dialects",
+    "ws-stream",
+    "retention",
+    "push-hang",
+    "soak",
+    "console",
+];
 
 struct Options {
     seconds: u64,
@@ -196,7 +208,7 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    let added = ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak"];
+    let added = ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console"];
     for part in added.into_iter().filter(|p| options.runs(p)) {
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);
@@ -206,6 +218,7 @@ fn run_added_parts(
                 "ws-stream" => runtime.block_on(ws_stream::run_all(bin, options.stream_characters)),
                 "push-hang" => run_push_hang(runtime, bin, options.push_hang_healthy),
                 "soak" => runtime.block_on(soak::run_all(bin, options.soak)),
+                "console" => runtime.block_on(console::run_all(bin, options.connections, warmup, duration)),
                 _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),
             }
         }

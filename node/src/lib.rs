@@ -6,6 +6,7 @@
 //! the root crate `a2ad` and depend on this crate, never the reverse. See
 //! `ARCHITECTURE.md` at the repository root.
 //!
+//! * [`admin`]: the admin API's core: operators, node status, tasks across tenants, dead letters.
 //! * [`config`]: the one config struct (YAML, `A2AD_*` env, flags).
 //! * [`core`]: the request handler every binding calls.
 //! * [`rpc`]: JSON-RPC over any transport (one request in, one response or a stream of frames out).
@@ -19,6 +20,7 @@
 //! * [`rate`]: token buckets by key in bounded memory (request rates, failed logins).
 //! * [`units`]: durations and byte sizes as the config writes them, read and shown.
 
+pub mod admin;
 pub mod agents;
 pub mod artifacts;
 pub mod auth;

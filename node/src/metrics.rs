@@ -158,6 +158,26 @@ impl Metrics {
         StreamGuard(Arc::clone(self))
     }
 
+    /// Requests answered since start, by A2A method (every binding and status summed):
+    /// the admin status's counters, from which the console draws rates.
+    pub fn requests_by_method(&self) -> BTreeMap<&'static str, u64> {
+        let mut by_method = BTreeMap::new();
+        for ((_, method, _), n) in self.requests.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            *by_method.entry(*method).or_insert(0) += n;
+        }
+        by_method
+    }
+
+    /// Streams open now.
+    pub fn open_streams(&self) -> i64 {
+        self.open_streams.load(Ordering::Relaxed)
+    }
+
+    /// Push jobs in the dead letters now (as the gauge counts them).
+    pub fn dead_letters(&self) -> i64 {
+        self.push_dead.load(Ordering::Relaxed)
+    }
+
     /// Counts what a retention sweep removed and expired.
     pub fn retention_swept(&self, removed: usize, expired: usize) {
         self.retention_removed.fetch_add(removed as u64, Ordering::Relaxed);
@@ -513,6 +533,11 @@ impl JobQueue for MeteredQueue {
     }
     fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
         let n = self.inner.revive(id, now_ms)?;
+        self.metrics.push_dead.fetch_sub(n as i64, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn purge(&self, id: Option<&str>) -> Result<usize, StoreError> {
+        let n = self.inner.purge(id)?;
         self.metrics.push_dead.fetch_sub(n as i64, Ordering::Relaxed);
         Ok(n)
     }

@@ -117,6 +117,10 @@ pub enum ErrorCode {
     ArtifactNotFound,
     /// A `Range` an artifact file cannot satisfy (416, with `Content-Range: bytes */<size>`).
     RangeNotSatisfiable,
+    /// An operator of the admin API whose role does not allow the action (a viewer's
+    /// cancel or retry), or an admin request from another site's page (a foreign
+    /// `Origin`). -31403 follows -31401.
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -194,6 +198,9 @@ impl ErrorCode {
             ErrorCode::RangeNotSatisfiable => {
                 (-32056, 416, OutOfRange, "RANGE_NOT_SATISFIABLE", "The requested range is not satisfiable")
             }
+            ErrorCode::PermissionDenied => {
+                (-31403, 403, PermissionDenied, "PERMISSION_DENIED", "The caller may not do this")
+            }
             ErrorCode::SubscriberTooSlow => (
                 -32051,
                 503,
@@ -232,6 +239,7 @@ impl ErrorCode {
         ErrorCode::StoreUnavailable,
         ErrorCode::ArtifactNotFound,
         ErrorCode::RangeNotSatisfiable,
+        ErrorCode::PermissionDenied,
     ];
 }
 

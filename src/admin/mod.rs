@@ -3,14 +3,19 @@
 //!
 //! The data dir is sled's, which one process at a time may open: run these while the node
 //! is stopped (the node delivers revived jobs when it starts). With the redis-streams
-//! queue, `push dead` works while nodes run.
+//! queue, `push dead` works while nodes run. `admin stats` and `push dead` also work
+//! against a running node with `--url` ([`remote`]: the admin API).
 
 pub mod compact;
+pub mod remote;
 pub mod stats;
+
+pub use a2ad_node::admin::{AdminConfig, AdminListen, AdminTokenConfig, Role};
 
 use crate::config::{Config, PushQueueKind};
 use crate::push::{open_queue, PushSetupError};
-use a2ad_storage::{DeadJob, JobQueue, SledStore};
+use a2ad_node::admin::dead::DeadLetter;
+use a2ad_storage::{JobQueue, SledStore};
 use std::sync::Arc;
 
 /// Why an admin command failed. Shown to the operator.
@@ -26,6 +31,9 @@ pub enum AdminError {
     NoStore(String),
     #[error(transparent)]
     Wal(#[from] a2ad_storage::wal::WalError),
+    /// The online form: the node could not be reached, or refused.
+    #[error("{0}")]
+    Remote(String),
 }
 
 /// `a2ad admin repair`: cuts the data dir's write-ahead log at its first bad record
@@ -80,12 +88,17 @@ pub fn push_queue(config: &Config) -> Result<Arc<dyn JobQueue>, AdminError> {
     Ok(open_queue(&config.push, Some(&sled))?)
 }
 
-/// One line per dead job: id, attempts, when it died, why.
-pub fn format_dead(jobs: &[DeadJob]) -> String {
+/// One line per dead job: id, attempts, when it died, why (offline and online alike).
+pub fn format_dead(jobs: &[DeadLetter]) -> String {
     let mut out = String::new();
     for dead in jobs {
         let died = a2ad_protocol::timestamp::format(&a2ad_protocol::timestamp::from_millis(dead.died_ms));
-        out.push_str(&format!("{}\tattempts={}\tdied={}\t{}\n", dead.job.id(), dead.job.attempts, died, dead.reason));
+        out.push_str(&format!("{}\tattempts={}\tdied={}\t{}\n", dead.id, dead.attempts, died, dead.reason));
     }
     out
+}
+
+/// The dead jobs of a stopped node's queue, as the admin API shows them.
+pub fn dead_letters(queue: &dyn JobQueue) -> Result<Vec<DeadLetter>, AdminError> {
+    Ok(queue.dead()?.iter().map(DeadLetter::from).collect())
 }

@@ -97,6 +97,4 @@ pub fn ends_stream(state: &str) -> bool {
 }
 
 /// `TASK_STATE_INPUT_REQUIRED` → `input-required`, for people.
-pub fn short_state(state: &str) -> String {
-    state.strip_prefix("TASK_STATE_").unwrap_or(state).to_ascii_lowercase().replace('_', "-")
-}
+pub use a2ad_node::admin::stats::short_state;

@@ -1,9 +1,11 @@
 //! The HTTP surface: routes, shared state, and helpers every handler uses.
 
+pub mod admin;
 mod artifacts;
 pub mod body;
 mod caller;
 mod card;
+pub mod console;
 mod jsonrpc;
 pub mod observe;
 mod rest;
@@ -38,14 +40,21 @@ pub struct AppState {
     pub stream_keep_alive: std::time::Duration,
     /// The bearer token `GET /metrics` asks for, if any.
     pub metrics_token: Option<crate::auth::Redacted<String>>,
+    /// The admin API's site, when `admin.tokens` is set (see [`admin`]).
+    pub admin: Option<Arc<admin::AdminSite>>,
 }
 
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
 pub use crate::config::DEFAULT_REST_PREFIX;
 
 /// Mounts every route: JSON-RPC on `POST /`, HTTP+JSON and the artifact files under
-/// `rest_prefix`.
-pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str) {
+/// `rest_prefix`, and the admin API and the console when `with_admin` (they are on, on
+/// this listener).
+pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str, with_admin: bool) {
+    if with_admin {
+        // First: with an empty prefix, `/{tenant}/…` would match `/admin/…`.
+        admin::routes(cfg);
+    }
     cfg.route("/", web::post().to(jsonrpc::handle))
         .route("/.well-known/agent-card.json", web::get().to(card::public_card))
         .route("/health", web::get().to(health))

@@ -6,7 +6,7 @@
 //! and bodies are never logged: they may carry credentials.
 
 use super::AppState;
-use crate::metrics::{Binding, Gauges};
+use crate::metrics::Binding;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
@@ -103,24 +103,6 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         }
     }
     let core = &state.core;
-    let live_contexts = core.supervisor().send(a2ad_actors::messages::GetStats).await.map(|s| s.live_contexts);
-    let rt = std::sync::Arc::clone(core.runtime());
-    // The queue and the store may block on I/O.
-    let (push_queue_depth, push_outbox_depth, store_size_bytes) = web::block(move || {
-        let depth = rt.push.as_ref().map(|p| p.queue.depth().unwrap_or(0));
-        let outbox = rt.push.as_ref().and_then(|p| p.outbox.as_ref()).map(|o| o.depth().unwrap_or(0));
-        (depth, outbox, rt.store.size_on_disk().ok())
-    })
-    .await
-    .unwrap_or((None, None, None));
-    let gauges = Gauges {
-        live_contexts: live_contexts.unwrap_or(0),
-        running_turns: core.runtime().turn_limits.running(),
-        push_queue_depth,
-        push_outbox_depth,
-        store_size_bytes,
-        password_checks: core.auth().password_checks_run(),
-        auth_throttled: core.auth().throttled(),
-    };
+    let gauges = a2ad_node::admin::status::gauges(core).await;
     HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(core.metrics().render(&gauges))
 }

@@ -42,7 +42,10 @@ pub fn sse_response(req: &HttpRequest, stream: RpcStream, state: &super::AppStat
 }
 
 /// Interleaves a comment after every `period` without an event.
-fn with_keep_alive(events: BoxStream<'static, Event>, period: Duration) -> impl futures_util::Stream<Item = Event> {
+pub(super) fn with_keep_alive(
+    events: BoxStream<'static, Event>,
+    period: Duration,
+) -> impl futures_util::Stream<Item = Event> {
     stream::unfold(events, move |mut events| async move {
         match tokio::time::timeout(period, events.next()).await {
             Ok(Some(event)) => Some((event, events)),

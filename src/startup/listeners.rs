@@ -8,6 +8,7 @@ use crate::core::Core;
 use crate::grpc::{GrpcServer, GrpcSettings};
 use crate::os_error::io_cause;
 use crate::transports::unix::SocketFile;
+use a2ad_node::admin::AdminListen;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::sync::Arc;
@@ -19,6 +20,8 @@ pub(super) struct Listeners {
     pub http_addr: SocketAddr,
     pub grpc: Option<(TcpListener, SocketAddr)>,
     pub unix: Option<(UnixListener, SocketFile)>,
+    /// The admin API's own listener (`admin.listen: <address>`).
+    pub admin: Option<(TcpListener, SocketAddr)>,
 }
 
 impl Listeners {
@@ -27,12 +30,16 @@ impl Listeners {
     pub(super) fn bind(config: &Config) -> Result<Listeners, StartupError> {
         let (http, http_addr) = bind_tcp("listen", config.listen)?;
         let grpc = config.grpc_listen.map(|addr| bind_tcp("grpc-listen", addr)).transpose()?;
+        let admin = match config.admin.listen {
+            AdminListen::Address(addr) if config.admin.enabled() => Some(bind_tcp("admin.listen", addr)?),
+            _ => None,
+        };
         // Last: a socket file is the one thing a failure after it would have to remove.
         let unix = match &config.listen_unix {
             Some(path) => Some(crate::transports::unix::bind(path, config.listen_unix_mode)?),
             None => None,
         };
-        Ok(Listeners { http, http_addr, grpc, unix })
+        Ok(Listeners { http, http_addr, grpc, unix, admin })
     }
 }
 
@@ -64,4 +71,27 @@ pub(super) fn serve_grpc(
         addr: addr.to_string(),
         cause: io_cause(&e),
     })
+}
+
+/// Serves the admin API and the console, and nothing else, on their own listener
+/// (`admin.listen: <address>`), with the main server's state.
+pub(super) fn serve_admin(
+    config: &Config,
+    state: actix_web::web::Data<crate::http::AppState>,
+    (listener, addr): (TcpListener, SocketAddr),
+) -> Result<(actix_web::dev::ServerHandle, SocketAddr), StartupError> {
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new().app_data(state.clone()).configure(crate::http::admin::routes)
+    })
+    .workers(1)
+    .max_connections(config.max_connections)
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(listener)
+    .map_err(|e| StartupError::Bind { key: "admin.listen", addr: addr.to_string(), cause: io_cause(&e) })?;
+    let server = server.run();
+    let handle = server.handle();
+    // It runs as a task of its own; the node stops it through the handle.
+    actix_web::rt::spawn(server);
+    Ok((handle, addr))
 }

@@ -59,6 +59,8 @@ pub trait JobQueue: Send + Sync + 'static {
     /// Moves the dead job `id` (or all, with `None`) back to pending, due now, with fresh
     /// attempts. Returns how many.
     fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError>;
+    /// Drops the dead job `id` (or all, with `None`) for good. Returns how many.
+    fn purge(&self, id: Option<&str>) -> Result<usize, StoreError>;
     /// Jobs waiting (pending and scheduled retries).
     fn depth(&self) -> Result<usize, StoreError>;
 }
@@ -228,6 +230,19 @@ impl JobQueue for PushQueue {
         Ok(dead.len())
     }
 
+    fn purge(&self, id: Option<&str>) -> Result<usize, StoreError> {
+        let keys: Vec<sled::IVec> = match id {
+            Some(id) => self.tree.get(dead_key(id))?.map(|_| dead_key(id).into()).into_iter().collect(),
+            None => self.tree.scan_prefix([b'd']).keys().collect::<Result<_, _>>()?,
+        };
+        let mut batch = sled::Batch::default();
+        for key in &keys {
+            batch.remove(key);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(keys.len())
+    }
+
     fn depth(&self) -> Result<usize, StoreError> {
         Ok(self.tree.scan_prefix([b'j']).count())
     }
@@ -269,6 +284,21 @@ mod tests {
         assert_eq!((revived.len(), revived[0].attempts), (1, 0));
         assert!(q.dead().unwrap().is_empty());
         assert_eq!(b.event_id(), "t1:2");
+    }
+
+    #[test]
+    fn purge_drops_one_dead_job_or_all_and_leaves_pending_ones() {
+        let (_dir, _db, q) = queue();
+        let jobs: Vec<PushJob> = (1..=3).map(|seq| PushJob::new("t1", "c1", seq, "{}".into(), 1000)).collect();
+        q.enqueue(&jobs).unwrap();
+        q.bury(&jobs[0], "HTTP 500", 2000).unwrap();
+        q.bury(&jobs[1], "HTTP 500", 2000).unwrap();
+        assert_eq!(q.purge(Some("t1:9:c1")).unwrap(), 0, "an unknown id purges nothing");
+        assert_eq!(q.purge(Some(&jobs[0].id())).unwrap(), 1);
+        assert_eq!(q.dead().unwrap().len(), 1);
+        assert_eq!(q.purge(None).unwrap(), 1);
+        assert!(q.dead().unwrap().is_empty());
+        assert_eq!(q.depth().unwrap(), 1, "the pending job stays");
     }
 
     #[test]

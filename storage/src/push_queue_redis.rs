@@ -486,6 +486,29 @@ impl JobQueue for RedisQueue {
         })
     }
 
+    /// Drops the dead jobs with job id `id` (or every one, with `None`): XDEL of their
+    /// entries in the dead stream. Returns how many.
+    fn purge(&self, id: Option<&str>) -> Result<usize, StoreError> {
+        self.with_conn("purge dead push jobs", |conn, q| {
+            let reply: Value = redis::cmd("XRANGE").arg(&q.options.dead_stream).arg("-").arg("+").query(conn)?;
+            let mut entries = Vec::new();
+            for entry in parse_entries(&reply) {
+                let matches = match id {
+                    None => true,
+                    Some(id) => id == entry.id || q.dead_job(&entry).is_some_and(|dead| dead.job.id() == id),
+                };
+                if matches {
+                    entries.push(entry.id);
+                }
+            }
+            if entries.is_empty() {
+                return Ok(0);
+            }
+            let removed: i64 = redis::cmd("XDEL").arg(&q.options.dead_stream).arg(&entries).query(conn)?;
+            Ok(usize::try_from(removed).unwrap_or(0))
+        })
+    }
+
     /// Jobs waiting: the group's pending entries (leased, not settled) plus its lag (entries
     /// not yet delivered, from XINFO GROUPS) plus the scheduled retries (ZCARD). When Redis
     /// cannot tell the lag (before 7.0, or after some deletions) it is taken as XLEN minus

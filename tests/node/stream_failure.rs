@@ -106,6 +106,7 @@ async fn a_stream_whose_final_commit_fails_ends_with_a_store_unavailable_frame()
         push: None,
         turn_limits: TurnLimits::new(0, 0),
         data_dir: dir.path().to_owned(),
+        feed: Default::default(),
     });
     let supervisor = Supervisor::new(rt).start();
     let key = ContextKey::new(Owner::anonymous(), "ctx-disk");
@@ -161,6 +162,7 @@ async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_wo
         push: None,
         turn_limits: TurnLimits::new(0, 0),
         data_dir: dir.path().to_owned(),
+        feed: Default::default(),
     });
     let supervisor = Supervisor::new(Arc::clone(&rt)).start();
     let route = |ctx: &str| Route { key: ContextKey::new(Owner::anonymous(), ctx) };

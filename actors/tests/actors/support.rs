@@ -177,6 +177,7 @@ impl Node {
             push,
             turn_limits: TurnLimits::new(0, 0),
             data_dir: std::env::temp_dir().join("a2ad-actor-tests-no-files"),
+            feed: Default::default(),
         });
         let supervisor = Supervisor::new(Arc::clone(&rt)).start();
         Node { rt, store, supervisor, turns }

@@ -19,6 +19,8 @@
 mod basic_cache;
 mod config;
 mod jwt;
+mod operator_config;
+pub mod operators;
 mod password;
 mod tenancy;
 mod throttle;
@@ -37,7 +39,7 @@ use a2ad_protocol::{
 };
 use a2ad_storage::Owner;
 use base64::Engine;
-use config::sha256;
+pub(crate) use config::sha256;
 use jwt::JwtVerifier;
 use password::{PasswordHash, STANDARD_ANY_PAD};
 use ring::hmac;
@@ -211,7 +213,7 @@ fn check_owner(key: &str, tenant: &str, principal: Option<&str>) -> Result<(), A
 }
 
 /// Picks the digest of an entry with `<name>-sha256` (hex) or `<name>` (plaintext).
-fn entry_digest(
+pub(crate) fn entry_digest(
     key: &str,
     name: &str,
     hex: Option<&Redacted<String>>,
@@ -361,6 +363,14 @@ impl Authenticator {
             || !self.integrator_keys.is_empty()
             || !self.basic_users.is_empty()
             || self.jwt.is_some()
+    }
+
+    /// Whether `digest` is the SHA-256 of a tenant's static secret (a bearer token, an
+    /// API key or an integrator key): an operator token may be none of them.
+    pub fn is_tenant_secret(&self, digest: &[u8; 32]) -> bool {
+        self.find(&self.bearer_tokens, digest, |c| &c.secret).is_some()
+            || self.find(&self.api_keys, digest, |c| &c.secret).is_some()
+            || self.find(&self.integrator_keys, digest, |c| &c.secret).is_some()
     }
 
     fn bearer_enabled(&self) -> bool {

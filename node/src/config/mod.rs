@@ -149,6 +149,8 @@ pub struct Config {
     /// Push notifications (the `push-*` keys).
     #[serde(skip_deserializing, flatten)]
     pub push: PushConfig,
+    /// The admin API and the console (the `admin:` block); off without operator tokens.
+    pub admin: crate::auth::operators::AdminConfig,
     /// Authentication (the `auth:` block, plus `A2AD_HTTP_TOKEN` / `A2AD_API_KEY`).
     pub auth: crate::auth::AuthConfig,
     /// Whose tasks a caller sees (the `tenancy:` block).
@@ -236,6 +238,7 @@ impl Default for Config {
             thinking_exposure: false,
             streaming: true,
             push: PushConfig::default(),
+            admin: crate::auth::operators::AdminConfig::default(),
             auth: crate::auth::AuthConfig::default(),
             tenancy: crate::auth::TenancyConfig::default(),
             metrics_token: None,
@@ -330,6 +333,7 @@ impl Config {
             url.truncate(url.trim_end_matches('/').len());
         }
         self.check_transports()?;
+        self.admin.check(self.listen_unix.is_some()).map_err(|(key, message)| ConfigError::invalid(&key, message))?;
         agents::check_all(&self.agents)
     }
 

@@ -51,6 +51,12 @@ fn everything_set() -> Config {
         retention::TenantRetention { max_age: Some(None), max_tasks: Some(None), interrupted_timeout: Some(None) },
     );
     config.auth = everything_auth();
+    config.admin.tokens = vec![crate::auth::operators::AdminTokenConfig {
+        token_sha256: Some("0".repeat(64).as_str().into()),
+        token: Some(HashedSecret::from_plaintext("x")),
+        name: "n".into(),
+        role: crate::auth::operators::Role::Operator,
+    }];
     config.agents = vec![AgentConfig::default_echo(), command_agent(), openai_agent()];
     config
 }

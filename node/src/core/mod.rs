@@ -55,6 +55,10 @@ pub struct Core {
     streaming: bool,
     /// Set once shutdown begins: readiness answers 503 from then on.
     draining: std::sync::atomic::AtomicBool,
+    /// The admin API's operators (`admin:`); their tokens are refused on A2A calls.
+    operators: Arc<crate::auth::operators::Operators>,
+    /// When the node started (the admin status's uptime).
+    started: std::time::Instant,
 }
 
 /// What a [`Core`] is made of, as start-up assembles it.
@@ -78,6 +82,8 @@ pub struct CoreParts {
     /// Streams are served (`streaming`); off, the streaming calls are refused in
     /// [`Core::execute`], whatever binding or dialect they came by.
     pub streaming: bool,
+    /// The admin API's operators (`admin:`).
+    pub operators: Arc<crate::auth::operators::Operators>,
 }
 
 impl Core {
@@ -93,6 +99,7 @@ impl Core {
             metrics,
             dialect_01,
             streaming,
+            operators,
         } = parts;
         Core {
             rt,
@@ -107,6 +114,8 @@ impl Core {
             dialect_01,
             streaming,
             draining: std::sync::atomic::AtomicBool::new(false),
+            operators,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -128,6 +137,16 @@ impl Core {
     /// The authenticator (for the bindings' challenges and the card's schemes).
     pub fn auth(&self) -> &crate::auth::Authenticator {
         &self.auth
+    }
+
+    /// The admin API's operators.
+    pub fn operators(&self) -> &Arc<crate::auth::operators::Operators> {
+        &self.operators
+    }
+
+    /// How long the node has run.
+    pub fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 
     /// The node's metrics.
@@ -179,6 +198,12 @@ impl Core {
         client: crate::auth::ClientAddr,
     ) -> Result<Owner, crate::auth::AuthError> {
         if !self.auth.enabled() {
+            // An operator token is no tenant credential, even where anyone may call. With
+            // authentication on it fails as any unknown token does (it may equal none:
+            // [`crate::auth::operators::Operators::new`]), so the check costs nothing there.
+            if self.operators.is_operator_credential(credentials.authorization.as_deref()) {
+                return Err(crate::auth::AuthError::Invalid);
+            }
             return Ok(self.owner_of(Owner::anonymous()));
         }
         Ok(self.owner_of(self.auth.authenticate(credentials, client).await?))

@@ -202,6 +202,7 @@ pub fn jsonrpc_code(code: ErrorCode, in_stream: bool) -> i32 {
             -32002
         }
         ErrorCode::TaskNotCancelable
+        | ErrorCode::PermissionDenied
         | ErrorCode::UnsupportedOperation
         | ErrorCode::PushNotificationNotSupported
         | ErrorCode::ExtensionSupportRequired

@@ -215,6 +215,23 @@ fn buried_jobs_are_dead_until_revived() {
 }
 
 #[test]
+fn purge_drops_dead_jobs_for_good() {
+    let Some(server) = redis() else { return };
+    let q = queue(&server, "w1", Duration::from_secs(30));
+    let jobs: Vec<PushJob> = (1..=3).map(|seq| PushJob::new("t1", "c1", seq, "{}".into(), 1000)).collect();
+    q.enqueue(&jobs).unwrap();
+    for job in q.due(1000, 10, &none()).unwrap() {
+        q.bury(&job, "HTTP 404", 7000).unwrap();
+    }
+    assert_eq!(q.purge(Some("no-such-job")).unwrap(), 0);
+    assert_eq!(q.purge(Some(&jobs[0].id())).unwrap(), 1);
+    assert_eq!(q.dead().unwrap().len(), 2);
+    assert_eq!(q.purge(None).unwrap(), 2);
+    assert!(q.dead().unwrap().is_empty());
+    assert_eq!(q.revive(None, 8000).unwrap(), 0, "nothing left to revive");
+}
+
+#[test]
 fn a_dead_workers_job_is_reclaimed_after_the_lease() {
     let Some(server) = redis() else { return };
     let lease = Duration::from_millis(200);

@@ -1,0 +1,490 @@
+// The a2ad console: a client of the admin API (/admin/v1). Plain JavaScript, no library.
+//
+// Safety rules this file keeps:
+// - Everything shown is built with el()/text(): strings become text nodes (textContent),
+//   never HTML. A tenant's message that looks like <script> is shown as those characters.
+// - The operator token lives in the `token` variable only (memory): no storage, no cookie.
+//   It goes out as `Authorization: Bearer`, which no other site's page can make the
+//   browser send.
+// - Links are built from ids with encodeURIComponent, never from tenant-written URLs.
+'use strict';
+
+let token = null;
+let operator = null;
+let feedAbort = null;
+let current = { page: null, refresh: null, onFeed: null };
+const lastRates = { at: 0, requests: 0, turns: 0 };
+
+// ---------- DOM helpers ----------
+
+/** An element with attributes and children; a string child becomes a text node. */
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const $ = (id) => document.getElementById(id);
+
+function toast(message, isError) {
+  const box = $('toast');
+  box.textContent = message;
+  box.className = isError ? 'toast error' : 'toast';
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.hidden = true; }, 6000);
+}
+
+function when(ms) {
+  if (!ms) return '-';
+  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+function ago(seconds) {
+  const units = [[86400, 'd'], [3600, 'h'], [60, 'm']];
+  for (const [size, unit] of units) if (seconds >= size) return Math.floor(seconds / size) + unit;
+  return seconds + 's';
+}
+
+function stateBadge(state) {
+  return el('span', { class: 'state state-' + String(state).replace(/[^a-z-]/g, '') }, state);
+}
+
+function taskLink(id) {
+  return el('a', { href: '#/task/' + encodeURIComponent(id), class: 'mono' }, id);
+}
+
+// ---------- the API ----------
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const info = body && body.error ? body.error : {};
+    super(info.message || ('HTTP ' + status));
+    this.status = status;
+    this.reason = info.details && info.details[0] ? info.details[0].reason : '';
+  }
+}
+
+async function api(path, options) {
+  const init = { method: 'GET', headers: { Authorization: 'Bearer ' + token } };
+  if (options && options.body !== undefined) {
+    init.method = 'POST';
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(options.body);
+  }
+  const response = await fetch('/admin/v1' + path, init);
+  const body = await response.json().catch(() => null);
+  if (response.status === 401 && token) signOut('Your token was refused; sign in again.');
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+// ---------- sign in / out ----------
+
+async function signIn(event) {
+  event.preventDefault();
+  const given = $('token').value.trim();
+  $('sign-in-error').textContent = '';
+  try {
+    const response = await fetch('/admin/v1/me', { headers: { Authorization: 'Bearer ' + given } });
+    if (!response.ok) throw new Error(response.status === 401 ? 'That token is not an operator token.' : 'HTTP ' + response.status);
+    operator = await response.json();
+    token = given;
+  } catch (e) {
+    $('sign-in-error').textContent = e.message;
+    return;
+  }
+  $('token').value = '';
+  $('sign-in').hidden = true;
+  $('bar').hidden = false;
+  $('page').hidden = false;
+  $('who').textContent = operator.name + ' (' + operator.role + ')';
+  startFeed();
+  if (!location.hash || location.hash === '#') location.hash = '#/overview';
+  else route();
+}
+
+function signOut(message) {
+  token = null;
+  operator = null;
+  if (feedAbort) feedAbort.abort();
+  feedAbort = null;
+  current = { page: null, refresh: null, onFeed: null };
+  $('page').replaceChildren();
+  $('page').hidden = true;
+  $('bar').hidden = true;
+  $('sign-in').hidden = false;
+  $('sign-in-error').textContent = typeof message === 'string' ? message : '';
+  $('token').focus();
+}
+
+// ---------- the live feed (SSE over fetch, so that it can carry the token) ----------
+
+async function startFeed() {
+  const abort = new AbortController();
+  feedAbort = abort;
+  let wait = 500;
+  while (token && !abort.signal.aborted) {
+    try {
+      const response = await fetch('/admin/v1/feed', { headers: { Authorization: 'Bearer ' + token }, signal: abort.signal });
+      if (!response.ok) throw new Error('HTTP ' + response.status);
+      $('live').className = 'live on';
+      wait = 500;
+      await readEvents(response.body.getReader(), (name, data) => {
+        if (name === 'task' && current.onFeed) current.onFeed(JSON.parse(data));
+        if (name === 'lagged' && current.refresh) current.refresh();
+      });
+    } catch (e) {
+      if (abort.signal.aborted) return;
+    }
+    $('live').className = 'live off';
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    wait = Math.min(wait * 2, 10000);
+  }
+}
+
+/** Reads SSE events from a byte stream: `event:` and `data:` lines, a blank line ends one. */
+async function readEvents(reader, onEvent) {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let name = 'message';
+  let data = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, end).replace(/\r$/, '');
+      buffer = buffer.slice(end + 1);
+      if (line === '') {
+        if (data.length) onEvent(name, data.join('\n'));
+        name = 'message';
+        data = [];
+      } else if (line.startsWith('event:')) name = line.slice(6).trim();
+      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+    }
+  }
+}
+
+// ---------- routing ----------
+
+const pages = { overview: overviewPage, tasks: tasksPage, task: taskPage, push: pushPage, agents: agentsPage };
+
+function route() {
+  if (!token) return;
+  const [name, ...rest] = location.hash.replace(/^#\/?/, '').split('/');
+  const page = pages[name] ? name : 'overview';
+  for (const link of document.querySelectorAll('nav a')) {
+    link.classList.toggle('active', link.id === 'nav-' + (page === 'task' ? 'tasks' : page));
+  }
+  clearInterval(current.timer);
+  current = { page, refresh: null, onFeed: null };
+  const root = $('page');
+  root.replaceChildren();
+  pages[page](root, rest.map(decodeURIComponent)).catch((e) => root.append(el('p', { class: 'error' }, e.message)));
+}
+
+/** Calls `fn` at most once per `ms`, trailing. */
+function throttle(fn, ms) {
+  let timer = null;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; fn(); }, ms);
+  };
+}
+
+// ---------- Overview ----------
+
+async function overviewPage(root) {
+  const grid = el('div', { class: 'grid', id: 'overview' });
+  const tenants = el('tbody');
+  root.append(
+    el('h1', {}, 'Overview'),
+    grid,
+    el('h2', {}, 'Tasks per tenant'),
+    el('table', { id: 'tenants' }, el('thead', {}, el('tr', {}, el('th', {}, 'tenant'), el('th', {}, 'tasks'), el('th', {}, 'by state'))), tenants),
+  );
+  const load = async () => {
+    const s = await api('/status');
+    const now = Date.now();
+    const requests = Object.values(s.requests).reduce((a, b) => a + b, 0);
+    const turns = (s.requests.SendMessage || 0) + (s.requests.SendStreamingMessage || 0);
+    const seconds = (now - lastRates.at) / 1000;
+    const rate = (n, before) => (lastRates.at && seconds > 0 ? ((n - before) / seconds).toFixed(1) : '…');
+    const figures = [
+      ['health', s.health], ['version', s.version], ['uptime', ago(s.uptimeSeconds)],
+      ['requests/s', rate(requests, lastRates.requests)], ['turns/s', rate(turns, lastRates.turns)],
+      ['running turns', s.runningTurns], ['live contexts', s.liveContexts], ['open streams', s.openStreams],
+      ['push queue', s.pushQueueDepth === null ? 'off' : s.pushQueueDepth], ['dead letters', s.deadLetters],
+      ['tasks', s.store.totalTasks], ['events', s.store.events], ['store', (s.store.storeBytes / 1048576).toFixed(1) + ' MiB'],
+      ['agents', s.agents.join(', ')],
+    ];
+    Object.assign(lastRates, { at: now, requests, turns });
+    grid.replaceChildren(...figures.map(([label, value]) =>
+      el('div', { class: 'figure', 'data-figure': label }, el('span', { class: 'value' }, value), el('span', { class: 'label' }, label))));
+    tenants.replaceChildren(...Object.entries(s.store.tasks).map(([tenant, states]) => el('tr', {},
+      el('td', {}, el('a', { href: '#/tasks/' + encodeURIComponent('tenant=' + tenant) }, tenant || '(default)')),
+      el('td', {}, Object.values(states).reduce((a, b) => a + b, 0)),
+      el('td', {}, Object.entries(states).map(([state, n]) => el('span', { class: 'pair' }, stateBadge(state), ' ' + n))))));
+  };
+  current.refresh = load;
+  current.onFeed = throttle(load, 1000);
+  current.timer = setInterval(() => load().catch(() => {}), 3000);
+  await load();
+}
+
+// ---------- Tasks ----------
+
+const STATES = ['', 'submitted', 'working', 'input-required', 'auth-required', 'completed', 'canceled', 'failed', 'rejected'];
+
+async function tasksPage(root, rest) {
+  const query = new URLSearchParams(rest[0] || '');
+  const field = (name, label) => el('label', {}, label, el('input', { name, value: query.get(name) || '', size: 14 }));
+  const state = el('select', { name: 'state' }, STATES.map((s) => el('option', { value: s, selected: s === (query.get('state') || '') }, s || 'any state')));
+  const form = el('form', { class: 'filters', id: 'filters' },
+    field('tenant', 'tenant'), el('label', {}, 'state', state), field('contextId', 'context'), field('agent', 'agent'),
+    el('button', { type: 'submit' }, 'Filter'));
+  const rows = el('tbody', { id: 'task-rows' });
+  const more = el('div', { class: 'pager' });
+  root.append(el('h1', {}, 'Tasks'), form,
+    el('table', { id: 'tasks' }, el('thead', {}, el('tr', {}, ['updated', 'tenant', 'state', 'agent', 'task', 'last message'].map((h) => el('th', {}, h)))), rows),
+    more);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const chosen = new URLSearchParams();
+    for (const [key, value] of new FormData(form)) if (value) chosen.set(key, value);
+    location.hash = '#/tasks/' + encodeURIComponent(chosen.toString());
+  });
+  const row = (t) => el('tr', { 'data-task': t.id },
+    el('td', {}, when(t.updatedMs)), el('td', {}, t.tenant || '(default)'), el('td', { class: 'task-state' }, stateBadge(t.state)),
+    el('td', {}, t.agent), el('td', {}, taskLink(t.id)), el('td', { class: 'preview' }, t.preview));
+  const load = async (pageToken) => {
+    const params = new URLSearchParams(query);
+    if (pageToken) params.set('pageToken', pageToken);
+    const list = await api('/tasks?' + params.toString());
+    rows.replaceChildren(...list.tasks.map(row));
+    if (!list.tasks.length) rows.append(el('tr', {}, el('td', { colspan: 6, class: 'empty' }, 'No task matches.')));
+    more.replaceChildren(
+      pageToken ? el('button', { type: 'button', onclick: () => load(null) }, 'First page') : '',
+      list.nextPageToken ? el('button', { type: 'button', id: 'next-page', onclick: () => load(list.nextPageToken) }, 'Next page') : '');
+    current.firstPage = !pageToken;
+  };
+  const matches = (item) => ['tenant', 'contextId', 'agent', 'state'].every((key) => {
+    const wanted = query.get(key);
+    const have = key === 'contextId' ? item.contextId : item[key];
+    return !wanted || wanted === have;
+  });
+  current.refresh = () => load(null);
+  current.onFeed = (item) => {
+    const existing = rows.querySelector('tr[data-task="' + CSS.escape(item.taskId) + '"]');
+    if (existing) {
+      existing.querySelector('.task-state').replaceChildren(stateBadge(item.state));
+      existing.classList.add('flash');
+    } else if (current.firstPage && matches(item)) {
+      const empty = rows.querySelector('.empty');
+      if (empty) empty.parentElement.remove();
+      const preview = previewOf(item.event);
+      rows.prepend(row({ id: item.taskId, tenant: item.tenant, state: item.state, agent: item.agent, updatedMs: Date.now(), preview }));
+    }
+  };
+  await load(null);
+}
+
+/** The text of a feed event's message, if it carries one. */
+function previewOf(event) {
+  const message = (event.task && (event.task.status.message || (event.task.history || []).slice(-1)[0]))
+    || (event.statusUpdate && event.statusUpdate.status.message) || event.message;
+  return message ? textOf(message.parts) : '';
+}
+
+function textOf(parts) {
+  return (parts || []).filter((p) => typeof p.text === 'string').map((p) => p.text).join(' ');
+}
+
+// ---------- Task ----------
+
+async function taskPage(root, rest) {
+  const id = rest[0];
+  const load = async () => {
+    const d = await api('/tasks/' + encodeURIComponent(id));
+    const t = d.task;
+    const state = t.status.state.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
+    const cancel = el('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => cancelTask(id, load) }, 'Cancel task');
+    root.replaceChildren(
+      el('h1', {}, 'Task ', el('span', { class: 'mono' }, t.id), ' ', el('span', { id: 'task-state' }, stateBadge(state))),
+      el('p', { class: 'meta' }, 'tenant ', el('b', {}, d.tenant || '(default)'), ' · principal ', el('b', {}, d.principal || '-'), ' · agent ', el('b', {}, d.agent),
+        ' · context ', el('span', { class: 'mono' }, t.contextId), ' · ', d.events.length + ' event(s) · updated ' + (t.status.timestamp || '-')),
+      ['completed', 'canceled', 'failed', 'rejected'].includes(state) ? '' : cancel,
+      el('div', { class: 'columns' },
+        el('section', {}, el('h2', {}, 'Conversation'), conversation(t)),
+        el('section', {}, el('h2', {}, 'Timeline'), timeline(d.events))),
+      el('h2', {}, 'Artifacts'), artifacts(t.id, t.artifacts || []),
+      el('h2', {}, 'Push'), pushOfTask(d.pushConfigs, d.deadDeliveries));
+  };
+  current.refresh = load;
+  current.onFeed = (item) => { if (item.taskId === id) throttle(load, 200)(); };
+  await load();
+}
+
+function conversation(task) {
+  const messages = [...(task.history || [])];
+  const last = task.status.message;
+  if (last && !messages.some((m) => m.messageId === last.messageId)) messages.push(last);
+  if (!messages.length) return el('p', { class: 'empty' }, 'No message.');
+  return el('div', { class: 'chat', id: 'chat' }, messages.map((m) => {
+    const role = m.role === 'ROLE_USER' ? 'user' : 'agent';
+    return el('div', { class: 'bubble ' + role },
+      el('span', { class: 'who' }, role),
+      (m.parts || []).map((p) => typeof p.text === 'string'
+        ? el('p', { class: 'text' }, p.text)
+        : el('pre', { class: 'json' }, JSON.stringify(p, null, 2))));
+  }));
+}
+
+function timeline(events) {
+  if (!events.length) return el('p', { class: 'empty' }, 'No event logged.');
+  return el('ol', { class: 'timeline', id: 'timeline' }, events.map(({ seq, event }) => {
+    const kind = Object.keys(event || {})[0] || '?';
+    const body = event ? event[kind] : {};
+    const status = body && body.status ? body.status.state.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-') : '';
+    const summary = kind === 'artifactUpdate' ? (body.artifact.name || body.artifact.artifactId) : status;
+    return el('li', { 'data-seq': seq },
+      el('details', {},
+        el('summary', {}, el('span', { class: 'seq' }, '#' + seq), ' ', el('b', {}, kind), ' ', summary ? stateBadge(summary) : ''),
+        el('pre', { class: 'json' }, JSON.stringify(event, null, 2))));
+  }));
+}
+
+function artifacts(taskId, list) {
+  if (!list.length) return el('p', { class: 'empty' }, 'No artifact.');
+  return el('ul', { class: 'artifacts' }, list.map((a) => el('li', {},
+    el('b', {}, a.name || a.artifactId), a.description ? ' — ' + a.description : '',
+    (a.parts || []).map((p, i) => el('button', { type: 'button', class: 'download', onclick: () => download(taskId, a.artifactId, i) }, 'Download part ' + (i + 1))),
+    el('details', {}, el('summary', {}, (a.parts || []).length + ' part(s)'),
+      (a.parts || []).map((p) => typeof p.text === 'string' ? el('pre', { class: 'text' }, p.text) : el('pre', { class: 'json' }, JSON.stringify(p, null, 2)))))));
+}
+
+/** Saves one artifact part: fetched with the token, handed to the browser as a file. */
+async function download(taskId, artifactId, index) {
+  const path = '/tasks/' + encodeURIComponent(taskId) + '/artifacts/' + encodeURIComponent(artifactId) + '/parts/' + index;
+  const response = await fetch('/admin/v1' + path, { headers: { Authorization: 'Bearer ' + token } });
+  if (!response.ok) { toast('Download refused: HTTP ' + response.status, true); return; }
+  const name = (/filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') || '') || [])[1] || 'artifact';
+  const url = URL.createObjectURL(await response.blob());
+  const link = el('a', { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function pushOfTask(configs, dead) {
+  return el('div', {},
+    configs.length
+      ? el('ul', {}, configs.map((c) => el('li', {}, el('span', { class: 'mono' }, c.id), ' → ', el('span', { class: 'mono' }, c.url),
+        c.hasToken ? ' (token set)' : '', c.authScheme ? ' (' + c.authScheme + ')' : '')))
+      : el('p', { class: 'empty' }, 'No push config.'),
+    dead.length ? deadTable(dead) : '');
+}
+
+async function cancelTask(id, reload) {
+  try {
+    await api('/tasks/' + encodeURIComponent(id) + '/cancel', { body: {} });
+    toast('Task canceled.');
+  } catch (e) {
+    toast('Cancel refused: ' + e.message, true);
+  }
+  await reload();
+}
+
+// ---------- Push ----------
+
+function deadTable(dead, onAction) {
+  return el('table', { id: 'dead' },
+    el('thead', {}, el('tr', {}, ['job', 'task', 'attempts', 'died', 'reason', ''].map((h) => el('th', {}, h)))),
+    el('tbody', {}, dead.map((d) => el('tr', { 'data-job': d.id },
+      el('td', { class: 'mono' }, d.id), el('td', {}, taskLink(d.taskId)), el('td', {}, d.attempts), el('td', {}, when(d.diedMs)),
+      el('td', {}, d.reason),
+      el('td', {}, onAction ? [
+        el('button', { type: 'button', class: 'retry', onclick: () => onAction('retry', { id: d.id }) }, 'Retry'),
+        el('button', { type: 'button', class: 'purge danger', onclick: () => onAction('purge', { id: d.id }) }, 'Purge'),
+      ] : '')))));
+}
+
+async function pushPage(root) {
+  const load = async () => {
+    const [status, list] = await Promise.all([api('/status'), api('/push/dead').catch((e) => ({ error: e }))]);
+    if (list.error) {
+      root.replaceChildren(el('h1', {}, 'Push'), el('p', { class: 'empty' }, list.error.message));
+      return;
+    }
+    let armed = false;
+    const purgeAll = el('button', { type: 'button', class: 'danger', id: 'purge-all' }, 'Purge all');
+    purgeAll.addEventListener('click', () => {
+      if (!armed) { armed = true; purgeAll.textContent = 'Click again to purge every dead letter'; return; }
+      act('purge', { all: true });
+    });
+    root.replaceChildren(
+      el('h1', {}, 'Push'),
+      el('div', { class: 'grid' },
+        el('div', { class: 'figure' }, el('span', { class: 'value', id: 'queue-depth' }, status.pushQueueDepth), el('span', { class: 'label' }, 'queued')),
+        el('div', { class: 'figure' }, el('span', { class: 'value', id: 'dead-count' }, list.dead.length), el('span', { class: 'label' }, 'dead letters'))),
+      el('h2', {}, 'Dead letters'),
+      list.dead.length ? el('p', {}, el('button', { type: 'button', id: 'retry-all', onclick: () => act('retry', { all: true }) }, 'Retry all'), ' ', purgeAll) : '',
+      list.dead.length ? deadTable(list.dead, act) : el('p', { class: 'empty', id: 'no-dead' }, 'No dead letter.'));
+  };
+  const act = async (action, selection) => {
+    try {
+      const moved = await api('/push/dead/' + action, { body: selection });
+      toast((action === 'retry' ? 'Queued again: ' : 'Purged: ') + moved.count + ' job(s).');
+    } catch (e) {
+      toast(action + ' refused: ' + e.message, true);
+    }
+    await load();
+  };
+  current.refresh = load;
+  current.timer = setInterval(() => load().catch(() => {}), 3000);
+  await load();
+}
+
+// ---------- Agents ----------
+
+async function agentsPage(root) {
+  const a = await api('/agents');
+  const settings = Object.fromEntries((a.settings || []).map((s) => [s.id, s]));
+  root.replaceChildren(el('h1', {}, 'Agents'), el('div', { class: 'cards', id: 'agents' }, (a.skills || []).map((skill) => {
+    const running = a.running[skill.id] || [];
+    return el('article', { class: 'card', 'data-skill': skill.id },
+      el('h2', {}, skill.name, ' ', el('span', { class: 'mono' }, skill.id)),
+      el('p', {}, skill.description),
+      el('p', {}, (skill.tags || []).map((tag) => el('span', { class: 'tag' }, tag))),
+      el('p', {}, el('b', {}, running.length + ' running'), ' ', running.map((id) => taskLink(id))),
+      el('details', {}, el('summary', {}, 'settings'), el('pre', { class: 'json' }, JSON.stringify(settings[skill.id] || {}, null, 2))));
+  })));
+  current.refresh = () => agentsPage(root);
+}
+
+// ---------- start ----------
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('sign-in').addEventListener('submit', signIn);
+  $('sign-out').addEventListener('click', () => signOut());
+  window.addEventListener('hashchange', route);
+  document.addEventListener('keydown', (event) => {
+    const typing = /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName);
+    if (!token || typing || event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = { o: '#/overview', t: '#/tasks', p: '#/push', a: '#/agents' }[event.key];
+    if (target) location.hash = target;
+    if (event.key === 'r' && current.refresh) current.refresh();
+  });
+});

@@ -1,0 +1,252 @@
+//! The web console in a real browser: headless Chromium driven over WebDriver
+//! (chromedriver, the distribution's packages; `scripts/browser.sh` installs them). Each
+//! test signs in, works the pages as an operator would and takes a screenshot of each page
+//! into its temp dir (copied to `/tmp/console-shots/`). Without a browser the tests skip
+//! and say so, unless `A2AD_REQUIRE_BROWSER` is set (as `scripts/test.sh` sets it).
+
+use crate::admin_api::{admin_get, operators, push_to_loopback, OPERATOR, VIEWER};
+use crate::receiver::Receiver;
+use crate::support::{echo_agent, eventually, send_params, spawn_app, TestApp};
+use a2ad::config::{AgentConfig, Config};
+use a2ad_protocol::TaskState;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// What a tenant may write: the page must show it as these characters.
+const HOSTILE: &str = "<b>bold</b><img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>";
+
+/// A chromedriver process and a headless Chromium session on it.
+struct Browser {
+    client: Client,
+    driver: Child,
+    shots: PathBuf,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The browser, or `None` (with a message) when none is installed.
+async fn browser(shots: &Path) -> Option<Browser> {
+    let driver = std::env::var("A2AD_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
+    let (Some(chromium), true) = (chromium, Path::new(&driver).exists()) else {
+        assert!(
+            std::env::var_os("A2AD_REQUIRE_BROWSER").is_none(),
+            "A2AD_REQUIRE_BROWSER is set but {driver} or chromium is missing"
+        );
+        eprintln!("skipped: no chromium/chromedriver (scripts/browser.sh installs them: apt-get install chromium chromium-driver)");
+        return None;
+    };
+    let port = free_port();
+    let child = Command::new(&driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = eventually(400, || async move { tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() }).await;
+    assert!(up, "chromedriver answers");
+    let mut capabilities = serde_json::Map::new();
+    let args =
+        ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1440,1000"];
+    capabilities.insert("goog:chromeOptions".into(), json!({"binary": chromium, "args": args}));
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    let client = ClientBuilder::new(connector)
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("a browser session");
+    std::fs::create_dir_all(shots).unwrap();
+    Some(Browser { client, driver: child, shots: shots.to_owned() })
+}
+
+impl Browser {
+    /// Waits (bounded) for an element.
+    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+    }
+
+    /// Waits (bounded) until the text of `css` satisfies `wanted`; returns it.
+    async fn text_when(&self, css: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        for _ in 0..200 {
+            if let Ok(element) = self.client.find(Locator::Css(css)).await {
+                last = element.text().await.unwrap_or_default();
+                if wanted(&last) {
+                    return last;
+                }
+            }
+            actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{css} never matched; last text: {last:?}");
+    }
+
+    async fn go(&self, hash: &str) {
+        self.client.execute("location.hash = arguments[0];", vec![json!(hash)]).await.unwrap();
+    }
+
+    /// Screenshot into the test's dir, and a copy for people in /tmp/console-shots/.
+    async fn shot(&self, name: &str) {
+        let png = self.client.screenshot().await.unwrap();
+        std::fs::write(self.shots.join(format!("{name}.png")), &png).unwrap();
+        let shared = Path::new("/tmp/console-shots");
+        if std::fs::create_dir_all(shared).is_ok() {
+            let _ = std::fs::write(shared.join(format!("{name}.png")), &png);
+        }
+    }
+
+    async fn sign_in(&self, app: &TestApp, token: &str) {
+        self.client.goto(&format!("{}/console", app.url)).await.unwrap();
+        let field = self.find("#token").await;
+        field.send_keys(token).await.unwrap();
+        self.find("#sign-in-button").await.click().await.unwrap();
+        self.find("#overview .figure").await;
+    }
+}
+
+/// The echo agent, and `slow`: one character every 150 ms, a task that runs long enough
+/// to be canceled.
+fn agents(c: &mut Config) {
+    let slow = echo_agent("slow", TaskState::Completed, 1, Duration::from_millis(150));
+    c.agents = vec![AgentConfig::default_echo(), slow];
+}
+
+/// A task of the slow agent, returned while it runs.
+async fn slow_task(app: &TestApp) -> String {
+    let params = send_params(
+        &"a long task ".repeat(20),
+        json!({"metadata": {"skill": "slow"}, "configuration": {"returnImmediately": true}}),
+    );
+    let sent = app.ok("SendMessage", params).await;
+    sent["task"]["id"].as_str().unwrap().to_owned()
+}
+
+#[actix_web::test]
+async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_dead_letter() {
+    let receiver = Receiver::start();
+    let app = spawn_app(|c| {
+        operators(c);
+        push_to_loopback(c);
+        agents(c);
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+
+    // A wrong token is refused on the page; the right one signs in.
+    browser.client.goto(&format!("{}/console", app.url)).await.unwrap();
+    browser.find("#token").await.send_keys("not-a-token").await.unwrap();
+    browser.find("#sign-in-button").await.click().await.unwrap();
+    browser.text_when("#sign-in-error", |t| t.contains("not an operator token")).await;
+    browser.shot("sign-in").await;
+    browser.sign_in(&app, OPERATOR).await;
+    browser.text_when("#who", |t| t == "alice (operator)").await;
+
+    // Tasks: a message sent by a client shows up without a reload, its text as text.
+    browser.go("#/tasks").await;
+    browser.find("#tasks").await;
+    browser.text_when("#live", |_| true).await;
+    assert!(
+        eventually(200, || async { browser.client.find(Locator::Css("#live.on")).await.is_ok() }).await,
+        "the feed is open"
+    );
+    let task = app.send_text(HOSTILE, json!({})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let row = format!("tr[data-task=\"{id}\"]");
+    browser.find(&row).await;
+    browser.text_when(&format!("{row} .preview"), |t| t == HOSTILE).await;
+    let injected = browser
+        .client
+        .execute("return [window.__pwned === undefined, document.querySelectorAll('#page b, #page img, #page script').length];", vec![])
+        .await
+        .unwrap();
+    assert_eq!(injected, json!([true, 0]), "a tenant's markup is never parsed");
+    browser.shot("tasks").await;
+
+    // Task: the conversation and the timeline with each event's raw JSON.
+    browser.find(&format!("{row} a")).await.click().await.unwrap();
+    browser.find("#timeline li").await;
+    let events = browser.client.find_all(Locator::Css("#timeline li")).await.unwrap();
+    assert!(events.len() >= 2, "every logged event: {}", events.len());
+    browser.text_when("#chat .bubble.user .text", |t| t == HOSTILE).await;
+    browser.find("#timeline li summary").await.click().await.unwrap();
+    browser.text_when("#timeline li pre", |t| t.contains("\"task\"")).await;
+    browser.shot("task").await;
+
+    // Cancel a running task and see its state change.
+    let running = slow_task(&app).await;
+    browser.go(&format!("#/task/{running}")).await;
+    browser.text_when("#task-state", |t| t == "working").await;
+    browser.find("#cancel").await.click().await.unwrap();
+    browser.text_when("#task-state", |t| t == "canceled").await;
+    browser.shot("task-canceled").await;
+
+    // Push: a dead letter retried from the page is delivered to the real receiver.
+    let hook = json!({"url": format!("{}/gone", receiver.base)});
+    app.send_text("to a receiver that is gone", json!({"configuration": {"taskPushNotificationConfig": hook}})).await;
+    let dead = || async { admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().map_or(0, Vec::len) };
+    assert!(eventually(400, || async { dead().await >= 2 }).await, "{:?}", receiver.received());
+    let jobs = dead().await;
+    browser.go("#/push").await;
+    browser.find("tr[data-job]").await;
+    browser.text_when("#dead-count", |t| t == jobs.to_string()).await;
+    browser.shot("push").await;
+    receiver.set_gone_ok(true);
+    browser.find("#retry-all").await.click().await.unwrap();
+    browser.find("#no-dead").await;
+    let delivered = || receiver.received().iter().filter(|r| r.path == "/gone" && r.status == 200).count();
+    assert!(eventually(400, || async { delivered() >= jobs }).await, "{:?}", receiver.received());
+
+    // Agents, and the overview once more with the work done.
+    browser.go("#/agents").await;
+    browser.find("article[data-skill=\"slow\"]").await;
+    browser.shot("agents").await;
+    browser.go("#/overview").await;
+    browser.text_when("[data-figure=\"tasks\"] .value", |t| t.parse::<u32>().is_ok_and(|n| n >= 3)).await;
+    browser.shot("overview").await;
+    close(browser).await;
+}
+
+#[actix_web::test]
+async fn a_viewer_sees_everything_but_cannot_cancel() {
+    let app = spawn_app(|c| {
+        operators(c);
+        agents(c);
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+    browser.sign_in(&app, VIEWER).await;
+    browser.text_when("#who", |t| t == "bob (viewer)").await;
+    let running = slow_task(&app).await;
+    browser.go(&format!("#/task/{running}")).await;
+    browser.text_when("#task-state", |t| t == "working").await;
+    browser.find("#cancel").await.click().await.unwrap();
+    browser.text_when("#toast", |t| t.contains("operator role is required")).await;
+    browser.shot("viewer-refused").await;
+    let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{running}")).await;
+    let state: &Value = &detail["task"]["status"]["state"];
+    assert_ne!(state, "TASK_STATE_CANCELED", "a viewer's cancel changes nothing");
+    close(browser).await;
+}
+
+async fn close(browser: Browser) {
+    let Browser { client, .. } = &browser;
+    let _ = client.clone().close().await;
+}

@@ -66,10 +66,16 @@ async fn trickle_body(addr: String) -> (String, Instant) {
         }
         std::future::pending::<()>().await
     };
+    // The instant the node's answer began (its 408 goes out before it closes the
+    // connection and frees its place), not when this task saw the close: that one races
+    // with another connection taking the place.
     let read_all = async {
-        let mut answer = Vec::new();
+        let mut answer = vec![0u8; 1];
+        let first = reader.read(&mut answer).await.unwrap_or(0);
+        answer.truncate(first);
+        let answered = Instant::now();
         let _ = reader.read_to_end(&mut answer).await;
-        (String::from_utf8_lossy(&answer).into_owned(), Instant::now())
+        (String::from_utf8_lossy(&answer).into_owned(), answered)
     };
     tokio::select! {
         answer = tokio::time::timeout(PATIENCE, read_all) => answer.expect("the node closes a slow sender"),
@@ -102,9 +108,18 @@ async fn connections_past_max_connections_wait_until_one_closes() {
     let (_dir, node) = start_node(yaml);
     let addr = addr_of(&node);
     let held: Vec<_> = (0..8).map(|_| actix_web::rt::spawn(trickle_body(addr.clone()))).collect();
-    // Give the eight a head start so that they hold every place (a larger wait only
-    // makes the test stricter, never flaky: the ninth is merely served later).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The ninth connects only once all eight are connected (polled, at most 10 s) and the
+    // node has had a moment to take them: on a loaded machine a fixed 300 ms head start
+    // was sometimes too short, and the ninth then found a free place (a longer wait only
+    // makes the test stricter: the ninth is merely served later).
+    let port: u16 = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+    for _ in 0..200 {
+        if established_on(port).0 >= 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let mut ninth = TcpStream::connect(&addr).await.unwrap();
     ninth
         .write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())

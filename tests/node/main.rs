@@ -7,8 +7,8 @@ mod support;
 
 mod actors;
 mod admin;
-mod agent_debug;
 mod admin_api;
+mod agent_debug;
 mod artifacts;
 mod artifacts_http;
 mod auth;

@@ -44,6 +44,18 @@ impl Writes {
         self.0.push((key.into(), None));
     }
 
+    /// A step too large to pay off key by key: many keys, or large values (a fire-hose
+    /// stream's step of thousands of events, a task carrying a long artifact). Key by key,
+    /// sled rewrote the node holding a large value (a blob file of its own, hundreds of KB)
+    /// again and again within one step: one fire-hose stream ran at 2,340 events/s instead
+    /// of 57,000 (BENCHMARKS.md, issue 15). Two log-buffer writes are nothing beside that.
+    fn is_large(&self) -> bool {
+        const KEYS: usize = 64;
+        const BYTES: usize = 64 << 10;
+        self.0.len() > KEYS
+            || self.0.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len())).sum::<usize>() > BYTES
+    }
+
     /// The same writes as a `sled::Batch` (for a transaction).
     pub fn to_batch(&self) -> sled::Batch {
         let mut batch = sled::Batch::default();
@@ -57,7 +69,7 @@ impl Writes {
     }
 
     pub fn apply(self, tree: &sled::Tree, atomicity: Atomicity) -> Result<(), sled::Error> {
-        if atomicity == Atomicity::Batch {
+        if atomicity == Atomicity::Batch || self.is_large() {
             return tree.apply_batch(self.to_batch());
         }
         for (key, value) in self.0 {

@@ -138,8 +138,15 @@ async fn resume_from_the_param_and_from_an_expired_point() {
         c.event_retention = 4;
     })
     .await;
-    let id = start_slow(&app, "abcdefghijklmnopqrst").await;
-    actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    let id = start_slow(&app, &"abcdefghij".repeat(4)).await;
+    // Wait on the task, not the clock: six parts in, event 1 is past the retention of 4,
+    // and 34 parts are still to come, so the stream has live events after its snapshot.
+    let past_retention = crate::support::eventually(400, || async {
+        let task = app.ok("GetTask", json!({"id": id})).await;
+        task["artifacts"][0]["parts"].as_array().map_or(0, Vec::len) >= 6
+    })
+    .await;
+    assert!(past_retention, "the turn produced six parts");
     // Event 1 was dropped by the retention of 4: the stream starts from the task and says so.
     let mut expired = app.stream("SubscribeToTask", json!({"id": id, "lastEventId": "1"}), &[]).await.unwrap();
     let first = expired.next_data().await.unwrap();

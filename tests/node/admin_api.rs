@@ -162,6 +162,16 @@ async fn a_task_shows_its_event_log_and_push_configs_without_their_secrets() {
     assert_eq!(detail["pushConfigs"][0]["authScheme"], "Bearer");
     let text = detail.to_string();
     assert!(!text.contains("hook-secret-value") && !text.contains("hook-credential-value"), "{text}");
+    // Each event's delivery, with its outcome, once the receiver took it.
+    let events = seqs.len();
+    let delivered = eventually(400, || async {
+        let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{id}")).await;
+        let attempts = detail["deliveries"].as_array().cloned().unwrap_or_default();
+        attempts.iter().filter(|a| a["outcome"] == "delivered" && a["attempt"] == 1).count() == events
+    });
+    assert!(delivered.await, "one delivered attempt per event: {:?}", receiver.received());
+    let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{id}")).await;
+    assert_eq!(detail["deliveries"][0]["configId"], detail["pushConfigs"][0]["id"], "{detail}");
     let (status, body) = admin_get(&app, VIEWER, "/tasks/no-such-task").await;
     assert_eq!((status, reason(&body)), (404, "TASK_NOT_FOUND"));
 
@@ -233,7 +243,7 @@ async fn dead_letters_are_listed_retried_to_a_real_receiver_and_purged_online() 
     })
     .await;
     let hook = json!({"url": format!("{}/gone", receiver.base)});
-    app.send_text("undeliverable", json!({"configuration": {"taskPushNotificationConfig": hook}})).await;
+    let task = app.send_text("undeliverable", json!({"configuration": {"taskPushNotificationConfig": hook}})).await;
     let died = eventually(400, || async {
         admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().is_some_and(|d| d.len() >= 2)
     });
@@ -241,6 +251,14 @@ async fn dead_letters_are_listed_retried_to_a_real_receiver_and_purged_online() 
     let (_, dead) = admin_get(&app, VIEWER, "/push/dead").await;
     let jobs = dead["dead"].as_array().unwrap().len();
     assert!(dead["dead"][0]["reason"].as_str().unwrap().contains("404"), "{dead}");
+    // The task's own view has each attempt: a 404 is permanent, so each job died at once.
+    let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{}", task["id"].as_str().unwrap())).await;
+    let attempts = detail["deliveries"].as_array().unwrap();
+    assert_eq!(attempts.len(), jobs, "{detail}");
+    assert!(
+        attempts.iter().all(|a| a["outcome"] == "dead" && a["detail"] == "HTTP 404" && a["attempt"] == 1),
+        "{detail}"
+    );
 
     let listed = cli(&["push", "dead", "list", "--url", &app.url, "--token", VIEWER]).await;
     let text = String::from_utf8_lossy(&listed.stdout);

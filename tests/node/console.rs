@@ -199,7 +199,9 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
 
     // Push: a dead letter retried from the page is delivered to the real receiver.
     let hook = json!({"url": format!("{}/gone", receiver.base)});
-    app.send_text("to a receiver that is gone", json!({"configuration": {"taskPushNotificationConfig": hook}})).await;
+    let pushed = app
+        .send_text("to a receiver that is gone", json!({"configuration": {"taskPushNotificationConfig": hook}}))
+        .await;
     let dead = || async { admin_get(&app, VIEWER, "/push/dead").await.1["dead"].as_array().map_or(0, Vec::len) };
     assert!(eventually(400, || async { dead().await >= 2 }).await, "{:?}", receiver.received());
     let jobs = dead().await;
@@ -212,6 +214,16 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     browser.find("#no-dead").await;
     let delivered = || receiver.received().iter().filter(|r| r.path == "/gone" && r.status == 200).count();
     assert!(eventually(400, || async { delivered() >= jobs }).await, "{:?}", receiver.received());
+    // The task's page lists each attempt: the ones that died, then the retries delivered.
+    let pushed = format!("/tasks/{}", pushed["id"].as_str().unwrap());
+    let recorded = eventually(400, || async {
+        admin_get(&app, VIEWER, &pushed).await.1["deliveries"].to_string().contains("\"delivered\"")
+    });
+    assert!(recorded.await, "the worker records the delivery once it is acknowledged");
+    browser.go(&format!("#{}", pushed.replacen("/tasks/", "/task/", 1))).await;
+    browser.find("#attempts tr.attempt-dead").await;
+    browser.find("#attempts tr.attempt-delivered").await;
+    browser.shot("task-deliveries").await;
 
     // Agents, and the overview once more with the work done.
     browser.go("#/agents").await;

@@ -1,5 +1,6 @@
 //! The push worker's state and polling loop.
 
+use super::attempts::DeliveryLog;
 use super::lanes::{destination_of, Admission, Deferral, PushBoard, Ready, Route};
 use super::{Attempt, PushSender, PushSettings};
 use a2ad_storage::{JobQueue, PushConfigStore, PushJob};
@@ -22,6 +23,8 @@ pub struct PushWorker {
     pub(super) board: PushBoard,
     /// A poll of the queue is under way.
     pub(super) polling: bool,
+    /// Each attempt and its outcome, for the admin API.
+    pub(super) deliveries: DeliveryLog,
 }
 
 impl PushWorker {
@@ -32,7 +35,14 @@ impl PushWorker {
         settings: PushSettings,
     ) -> Self {
         let board = PushBoard::new(settings.limits());
-        PushWorker { queue, configs, sender, settings, held: HashSet::new(), board, polling: false }
+        let deliveries = DeliveryLog::default();
+        PushWorker { queue, configs, sender, settings, held: HashSet::new(), board, polling: false, deliveries }
+    }
+
+    /// Records its attempts in `log` (shared with the admin API) instead of a log of its own.
+    pub fn recording_to(mut self, log: DeliveryLog) -> Self {
+        self.deliveries = log;
+        self
     }
 
     /// The worker's slots, lines and circuits, for the metrics.

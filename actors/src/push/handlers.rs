@@ -2,6 +2,7 @@
 //! deferred job back in the queue.
 
 use super::actor::{now_ms, PushWorker};
+use super::attempts::{AttemptOutcome, DeliveryAttempt};
 use super::lanes::{Deferral, Ready};
 use super::{backoff, Attempt, Delivery, SendOutcome};
 use a2ad_storage::PushJob;
@@ -61,22 +62,19 @@ impl PushWorker {
         })
     }
 
-    /// Records the outcome in the queue (off the actor thread: the queue may be remote).
-    /// The job stays in flight until this is done, so no poll hands it out again.
+    /// Records the outcome in the queue (off the actor thread: the queue may be remote),
+    /// and in the delivery log. The job stays in flight until this is done, so no poll
+    /// hands it out again.
     pub(super) fn settle(&self, job: PushJob, attempt: Attempt) -> BoxFuture<'static, ()> {
         let queue = Arc::clone(&self.queue);
-        let settings = self.settings.clone();
+        let now = now_ms();
+        let verdict = verdict(&self.settings, &job, attempt, now);
+        self.deliveries.record(&job.task_id, verdict.log_entry(&job, now));
         Box::pin(async move {
-            let result = tokio::task::spawn_blocking(move || {
-                let now = now_ms();
-                match attempt {
-                    Attempt::Sent(SendOutcome::Delivered) | Attempt::Gone => queue.ack(&job),
-                    Attempt::Sent(SendOutcome::Permanent(reason)) => queue.bury(&job, &reason, now),
-                    Attempt::Sent(SendOutcome::Retry { reason, after }) => {
-                        retry(&*queue, &settings, job, reason, after, now)
-                    }
-                    Attempt::Unreadable(reason) => retry(&*queue, &settings, job, reason, None, now),
-                }
+            let result = tokio::task::spawn_blocking(move || match verdict {
+                Verdict::Ack { .. } => queue.ack(&job),
+                Verdict::Bury { why, .. } => queue.bury(&job, &why, now),
+                Verdict::Reschedule { next, .. } => queue.reschedule(&job, &next),
             })
             .await;
             match result {
@@ -88,25 +86,64 @@ impl PushWorker {
     }
 }
 
+/// What settling a job does to the queue, and what the delivery log says of it.
+enum Verdict {
+    /// Delivered, or its config is gone (`delivered: false`: nothing was sent).
+    Ack { delivered: bool },
+    /// To the dead letters; `reason` is the attempt's own failure.
+    Bury { why: String, reason: String },
+    /// Another attempt later.
+    Reschedule { next: PushJob, reason: String },
+}
+
+impl Verdict {
+    /// The attempt as the delivery log keeps it.
+    fn log_entry(&self, job: &PushJob, now: i64) -> DeliveryAttempt {
+        let (outcome, detail) = match self {
+            Verdict::Ack { delivered: true } => (AttemptOutcome::Delivered, None),
+            Verdict::Ack { delivered: false } => (AttemptOutcome::Dropped, Some("the push config was deleted".into())),
+            Verdict::Bury { reason, .. } => (AttemptOutcome::Dead, Some(reason.clone())),
+            Verdict::Reschedule { reason, .. } => (AttemptOutcome::Retry, Some(reason.clone())),
+        };
+        DeliveryAttempt {
+            at_ms: now,
+            config_id: job.config_id.clone(),
+            event_id: job.event_seq,
+            attempt: job.attempts + 1,
+            outcome,
+            detail,
+        }
+    }
+}
+
+/// Decides what becomes of a job after an attempt.
+fn verdict(settings: &super::PushSettings, job: &PushJob, attempt: Attempt, now: i64) -> Verdict {
+    match attempt {
+        Attempt::Sent(SendOutcome::Delivered) => Verdict::Ack { delivered: true },
+        Attempt::Gone => Verdict::Ack { delivered: false },
+        Attempt::Sent(SendOutcome::Permanent(reason)) => Verdict::Bury { why: reason.clone(), reason },
+        Attempt::Sent(SendOutcome::Retry { reason, after }) => retry(settings, job, reason, after, now),
+        Attempt::Unreadable(reason) => retry(settings, job, reason, None, now),
+    }
+}
+
 /// Schedules the next attempt, or buries the job once it has had its attempts or its time.
 fn retry(
-    queue: &dyn a2ad_storage::JobQueue,
     settings: &super::PushSettings,
-    job: PushJob,
+    job: &PushJob,
     reason: String,
     after: Option<std::time::Duration>,
     now: i64,
-) -> Result<(), a2ad_storage::StoreError> {
+) -> Verdict {
     let attempts = job.attempts + 1;
     let age_ms = now.saturating_sub(job.first_enqueued_ms);
     if attempts >= settings.max_attempts || age_ms >= settings.max_age.as_millis() as i64 {
-        let why = format!("gave up after {attempts} attempts: {reason}");
-        return queue.bury(&job, &why, now);
+        return Verdict::Bury { why: format!("gave up after {attempts} attempts: {reason}"), reason };
     }
     let wait = backoff(attempts, settings.retry_base, settings.retry_max).max(after.unwrap_or_default());
     let mut next = job.clone();
     next.attempts = attempts;
     next.next_attempt_ms = now + wait.as_millis() as i64;
-    next.last_error = Some(reason);
-    queue.reschedule(&job, &next)
+    next.last_error = Some(reason.clone());
+    Verdict::Reschedule { next, reason }
 }

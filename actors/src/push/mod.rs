@@ -5,17 +5,20 @@
 //!
 //! * [`actor`]: the worker's state and its polling loop.
 //! * [`handlers`]: how one job is sent and settled.
+//! * [`attempts`]: the recent attempts of each task and their outcomes, for operators.
 //! * [`lanes`]: delivery slots per node, destination and tenant, so that a slow or dead
 //!   receiver holds only its own; [`circuit`]: each destination's circuit breaker.
 //!
 //! The HTTP side (SSRF guard, client) is behind [`PushSender`], implemented by the node.
 
 mod actor;
+pub mod attempts;
 pub mod circuit;
 mod handlers;
 pub mod lanes;
 
 pub use actor::{PushWorker, StopWorker};
+pub use attempts::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use lanes::{DestinationGauge, PushBoard, PushGauges};
 
 use a2ad_protocol::StreamResponse;
@@ -142,6 +145,8 @@ pub struct PushHooks {
     pub outbox: Option<Arc<dyn JobQueue>>,
     /// Only terminal and interrupted states are delivered.
     pub terminal_only: bool,
+    /// The worker's attempts and their outcomes (the worker records into it).
+    pub deliveries: DeliveryLog,
 }
 
 impl PushHooks {

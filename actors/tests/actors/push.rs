@@ -3,7 +3,9 @@
 
 use crate::support::{done, send, settings, until, within, Node};
 use a2ad_actors::messages::StartTurn;
-use a2ad_actors::push::{Delivery, PushHooks, PushSender, PushSettings, PushWorker, SendOutcome};
+use a2ad_actors::push::{
+    AttemptOutcome, Delivery, DeliveryLog, PushHooks, PushSender, PushSettings, PushWorker, SendOutcome,
+};
 use a2ad_protocol::{TaskPushNotificationConfig, TaskState};
 use a2ad_storage::{JobQueue, PushConfigStore, PushQueue, SecretKey};
 use actix::prelude::*;
@@ -42,7 +44,9 @@ fn push_node(
         queue: Arc::clone(&queue) as Arc<dyn JobQueue>,
         outbox: None,
         terminal_only,
+        deliveries: DeliveryLog::default(),
     };
+    let log = hooks.deliveries.clone();
     let node = Node::with(settings(), Some(hooks), false);
     let (seen, deliveries) = mpsc::unbounded_channel();
     let receiver = Arc::new(Receiver { outcomes: Mutex::new(outcomes.into()), seen });
@@ -53,7 +57,7 @@ fn push_node(
         poll_interval: Duration::from_millis(5),
         ..PushSettings::default()
     };
-    PushWorker::new(Arc::clone(&queue) as Arc<dyn JobQueue>, configs, receiver, quick).start();
+    PushWorker::new(Arc::clone(&queue) as Arc<dyn JobQueue>, configs, receiver, quick).recording_to(log).start();
     (node, queue, deliveries)
 }
 
@@ -100,6 +104,11 @@ async fn every_event_of_a_turn_is_pushed_once_with_its_id_and_token() {
     assert!(seen[2].body.contains("TASK_STATE_COMPLETED"), "{}", seen[2].body);
     until("the acks", || async { queue.depth().unwrap() == 0 }).await;
     assert!(deliveries.try_recv().is_err(), "nothing is delivered twice");
+    let log = node.rt.push.as_ref().unwrap().deliveries.of_task(&task.id);
+    let mut delivered: Vec<u64> =
+        log.iter().filter(|a| a.outcome == AttemptOutcome::Delivered && a.attempt == 1).map(|a| a.event_id).collect();
+    delivered.sort();
+    assert_eq!(delivered, vec![1, 2, 3], "one first attempt per event, each delivered: {log:?}");
 }
 
 #[actix::test]
@@ -119,4 +128,10 @@ async fn a_failing_receiver_is_retried_then_the_job_is_buried_after_its_last_att
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].reason, "gave up after 2 attempts: 503 Service Unavailable");
     assert_eq!(queue.depth().unwrap(), 0);
+    let log = node.rt.push.as_ref().unwrap().deliveries.of_task(&task.id);
+    let seen: Vec<(u32, AttemptOutcome, Option<&str>)> =
+        log.iter().map(|a| (a.attempt, a.outcome, a.detail.as_deref())).collect();
+    let why = Some("503 Service Unavailable");
+    assert_eq!(seen, vec![(1, AttemptOutcome::Retry, why), (2, AttemptOutcome::Dead, why)], "each attempt, in order");
+    assert!(log.iter().all(|a| a.event_id == 2 && a.config_id == "cfg"));
 }

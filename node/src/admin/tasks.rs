@@ -197,8 +197,12 @@ pub struct TaskDetail {
     /// The task's push configs, their token and credentials left out.
     pub push_configs: Vec<Value>,
     /// The deliveries of this task that ended in the dead letters, with their attempts
-    /// and why. Deliveries that succeeded are not recorded one by one.
+    /// and why (durable).
     pub dead_deliveries: Vec<super::dead::DeadLetter>,
+    /// Each delivery attempt of this task and its outcome, oldest first: kept in memory,
+    /// the newest 64 of each recent task, since the node started
+    /// ([`a2ad_actors::push::attempts`]).
+    pub deliveries: Vec<a2ad_actors::push::DeliveryAttempt>,
 }
 
 /// One task, with its event log, push configs and dead deliveries. Blocking.
@@ -212,14 +216,14 @@ pub fn detail(core: &Core, task_id: &str) -> Result<TaskDetail, AdminError> {
         .into_iter()
         .map(|e| serde_json::json!({"seq": e.seq, "event": serde_json::from_str::<Value>(&e.json).unwrap_or(Value::Null)}))
         .collect();
-    let (push_configs, dead_deliveries) = match &rt.push {
+    let (push_configs, dead_deliveries, deliveries) = match &rt.push {
         Some(push) => {
             let configs =
                 push.configs.list(Scope::Node, task_id)?.into_iter().map(|c| without_secrets(c.config)).collect();
             let dead = super::dead::list(core)?.into_iter().filter(|d| d.task_id == task_id).collect();
-            (configs, dead)
+            (configs, dead, push.deliveries.of_task(task_id))
         }
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
     Ok(TaskDetail {
         tenant: record.owner.tenant,
@@ -230,6 +234,7 @@ pub fn detail(core: &Core, task_id: &str) -> Result<TaskDetail, AdminError> {
         events,
         push_configs,
         dead_deliveries,
+        deliveries,
     })
 }
 

@@ -86,7 +86,8 @@ impl PushStack {
             ..PushSettings::default()
         };
         let outbox = forward.as_ref().map(|_| Arc::new(local.clone()) as Arc<dyn JobQueue>);
-        let hooks = PushHooks { configs, queue, outbox, terminal_only: config.terminal_only };
+        let deliveries = Default::default();
+        let hooks = PushHooks { configs, queue, outbox, terminal_only: config.terminal_only, deliveries };
         Ok(PushStack { hooks, policy, settings, timeout: config.timeout, local, forward })
     }
 
@@ -100,7 +101,8 @@ impl PushStack {
     pub fn start_worker(&self) -> (Addr<PushWorker>, PushBoard) {
         let sender = Arc::new(sender::HttpSender::new(Arc::clone(&self.policy), self.timeout));
         let worker =
-            PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone());
+            PushWorker::new(Arc::clone(&self.hooks.queue), self.hooks.configs.clone(), sender, self.settings.clone())
+                .recording_to(self.hooks.deliveries.clone());
         let board = worker.board();
         (worker.start(), board)
     }

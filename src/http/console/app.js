@@ -329,7 +329,7 @@ async function taskPage(root, rest) {
         el('section', {}, el('h2', {}, 'Conversation'), conversation(t)),
         el('section', {}, el('h2', {}, 'Timeline'), timeline(d.events))),
       el('h2', {}, 'Artifacts'), artifacts(t.id, t.artifacts || []),
-      el('h2', {}, 'Push'), pushOfTask(d.pushConfigs, d.deadDeliveries));
+      el('h2', {}, 'Push'), pushOfTask(d.pushConfigs, d.deadDeliveries, d.deliveries || []));
   };
   current.refresh = load;
   current.onFeed = (item) => { if (item.taskId === id) throttle(load, 200)(); };
@@ -388,13 +388,24 @@ async function download(taskId, artifactId, index) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-function pushOfTask(configs, dead) {
+function pushOfTask(configs, dead, attempts) {
   return el('div', {},
     configs.length
       ? el('ul', {}, configs.map((c) => el('li', {}, el('span', { class: 'mono' }, c.id), ' → ', el('span', { class: 'mono' }, c.url),
         c.hasToken ? ' (token set)' : '', c.authScheme ? ' (' + c.authScheme + ')' : '')))
       : el('p', { class: 'empty' }, 'No push config.'),
+    attempts.length ? attemptTable(attempts) : '',
     dead.length ? deadTable(dead) : '');
+}
+
+/** Each delivery attempt of a task (kept in memory since the node started), oldest first. */
+function attemptTable(attempts) {
+  return el('table', { id: 'attempts' },
+    el('caption', {}, 'Delivery attempts, since the node started'),
+    el('thead', {}, el('tr', {}, ['when', 'config', 'event', 'attempt', 'outcome', 'detail'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, attempts.map((a) => el('tr', { class: 'attempt-' + a.outcome },
+      el('td', {}, when(a.atMs)), el('td', { class: 'mono' }, a.configId), el('td', {}, a.eventId), el('td', {}, a.attempt),
+      el('td', {}, a.outcome), el('td', {}, a.detail || '')))));
 }
 
 async function cancelTask(id, reload) {

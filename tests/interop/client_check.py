@@ -29,6 +29,7 @@ import sys
 import uuid
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 import grpc
@@ -581,7 +582,10 @@ async def check_list_tasks(ctx: Ctx) -> None:
     expect(not missing,
            f'{len(ctx.created) - len(missing)} of the {len(ctx.created)} tasks this run created are listed; '
            f'missing {missing} from {len(ids)} listed tasks')
-    expect(stamps == sorted(stamps, reverse=True), f'tasks are not newest-first by status timestamp: {stamps}')
+    # Compared as instants, not strings: a timestamp on a whole second is written without
+    # its fraction (`...:46Z` sorts after `...:46.012Z` as text, though it is earlier).
+    instants = [datetime.fromisoformat(s.replace('Z', '+00:00')) for s in stamps]
+    expect(instants == sorted(instants, reverse=True), f'tasks are not newest-first by status timestamp: {stamps}')
     for task_id, context_id in ctx.contexts.items():
         resp = await ctx.client.list_tasks(ListTasksRequest(context_id=context_id))
         got = [t.id for t in resp.tasks]

@@ -82,6 +82,24 @@ impl Browser {
             .unwrap_or_else(|e| panic!("no {css}: {e}"))
     }
 
+    /// Clicks `css` once it is there. A page that re-renders (a live update of the task)
+    /// between finding the element and clicking it leaves a stale element: found again,
+    /// bounded.
+    async fn click(&self, css: &str) {
+        for _ in 0..50 {
+            match self.find(css).await.click().await {
+                Ok(_) => return,
+                Err(fantoccini::error::CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
+                {
+                    actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("could not click {css}: {e}"),
+            }
+        }
+        panic!("{css} went stale at every click");
+    }
+
     /// Waits (bounded) until the text of `css` satisfies `wanted`; returns it.
     async fn text_when(&self, css: &str, wanted: impl Fn(&str) -> bool) -> String {
         let mut last = String::new();
@@ -115,7 +133,7 @@ impl Browser {
         self.client.goto(&format!("{}/console", app.url)).await.unwrap();
         let field = self.find("#token").await;
         field.send_keys(token).await.unwrap();
-        self.find("#sign-in-button").await.click().await.unwrap();
+        self.click("#sign-in-button").await;
         self.find("#overview .figure").await;
     }
 }
@@ -152,7 +170,7 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     // A wrong token is refused on the page; the right one signs in.
     browser.client.goto(&format!("{}/console", app.url)).await.unwrap();
     browser.find("#token").await.send_keys("not-a-token").await.unwrap();
-    browser.find("#sign-in-button").await.click().await.unwrap();
+    browser.click("#sign-in-button").await;
     browser.text_when("#sign-in-error", |t| t.contains("not an operator token")).await;
     browser.shot("sign-in").await;
     browser.sign_in(&app, OPERATOR).await;
@@ -180,12 +198,12 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     browser.shot("tasks").await;
 
     // Task: the conversation and the timeline with each event's raw JSON.
-    browser.find(&format!("{row} a")).await.click().await.unwrap();
+    browser.click(&format!("{row} a")).await;
     browser.find("#timeline li").await;
     let events = browser.client.find_all(Locator::Css("#timeline li")).await.unwrap();
     assert!(events.len() >= 2, "every logged event: {}", events.len());
     browser.text_when("#chat .bubble.user .text", |t| t == HOSTILE).await;
-    browser.find("#timeline li summary").await.click().await.unwrap();
+    browser.click("#timeline li summary").await;
     browser.text_when("#timeline li pre", |t| t.contains("\"task\"")).await;
     browser.shot("task").await;
 
@@ -193,7 +211,7 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     let running = slow_task(&app).await;
     browser.go(&format!("#/task/{running}")).await;
     browser.text_when("#task-state", |t| t == "working").await;
-    browser.find("#cancel").await.click().await.unwrap();
+    browser.click("#cancel").await;
     browser.text_when("#task-state", |t| t == "canceled").await;
     browser.shot("task-canceled").await;
 
@@ -210,7 +228,7 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     browser.text_when("#dead-count", |t| t == jobs.to_string()).await;
     browser.shot("push").await;
     receiver.set_gone_ok(true);
-    browser.find("#retry-all").await.click().await.unwrap();
+    browser.click("#retry-all").await;
     browser.find("#no-dead").await;
     let delivered = || receiver.received().iter().filter(|r| r.path == "/gone" && r.status == 200).count();
     assert!(eventually(400, || async { delivered() >= jobs }).await, "{:?}", receiver.received());
@@ -249,7 +267,7 @@ async fn a_viewer_sees_everything_but_cannot_cancel() {
     let running = slow_task(&app).await;
     browser.go(&format!("#/task/{running}")).await;
     browser.text_when("#task-state", |t| t == "working").await;
-    browser.find("#cancel").await.click().await.unwrap();
+    browser.click("#cancel").await;
     browser.text_when("#toast", |t| t.contains("operator role is required")).await;
     browser.shot("viewer-refused").await;
     let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{running}")).await;

@@ -12,10 +12,11 @@
 //! So the store shows durable steps only: a read never sees a write that a crash could
 //! still take back. (One exception, [`Unapplied::events_after`]: a stream that resumes
 //! also gets a task's queued events, as its live subscribers got them; a running turn's
-//! events go out under reserved ids before they are stored, so none is ever reused.) Writers that must answer from the newest state see the queued steps
-//! through [`Unapplied`]: a task's generation and state (for the generation check and
-//! the metrics), the record a removal removes, and whether a context has work queued
-//! (a session is not forgotten under it).
+//! events go out under reserved ids before they are stored, so none is ever reused.)
+//! Writers that must answer from the newest state see the queued steps through
+//! [`Unapplied`]: a task's generation and state (for the generation check and the
+//! metrics), the record a removal removes, and whether a context has work queued (a
+//! session is not forgotten under it).
 
 use super::step::{SessionStep, Step};
 use crate::wal::{AfterSync, Lsn, Wal};

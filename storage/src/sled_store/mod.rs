@@ -128,7 +128,7 @@ impl SledStore {
     /// key (the log record makes each step atomic: `writes.rs`); the checkpointer flushes
     /// it durably (with [`TaskStore::flush`]) on its own schedule.
     ///
-    /// sled's periodic flusher stays on all the same, every [`GC_EVERY_MS`]: it is the
+    /// sled's periodic flusher stays on all the same, every `GC_EVERY_MS`: it is the
     /// only caller of sled's segment cleaner (`PageCache::attempt_gc`, which moves the
     /// live pages out of mostly-dead segments so they can be reused). With it off, as it
     /// once was here, the `db` file never gave back the space of removed or rewritten

@@ -128,7 +128,8 @@ struct Served {
 /// log it does so sooner.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const CHECKPOINT_BYTES: u64 = 32 << 20;
-/// The sled tree of event-id reservations (see [`TaskStore::reserve_event_seq`]).
+/// The sled tree of event-id reservations older nodes made (see
+/// [`TaskStore::reserved_event_seq`]).
 const RESERVATIONS_TREE: &str = "event_reservations";
 
 /// Creates the data dir (`0700`, the node's files in it `0600`: see
@@ -304,6 +305,8 @@ impl NodeCore {
         let store: Arc<dyn TaskStore> =
             Arc::new(MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(&metrics)).map_err(store_error)?);
         let commit = GroupCommit::over_log(Arc::clone(&journal));
+        let feed = Arc::new(a2ad_actors::feed::NodeFeed::default());
+        journal.on_durable(Arc::clone(&feed) as _);
         let workers = if config.workers == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
         } else {
@@ -318,7 +321,7 @@ impl NodeCore {
             push: push.as_ref().map(|p| p.hooks.clone()),
             turn_limits: TurnLimits::new(config.limits.max_running_turns, config.limits.max_running_turns_per_tenant),
             data_dir: config.data_dir.clone(),
-            feed: Default::default(),
+            feed: Arc::clone(&feed),
         });
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
         remove_orphan_push_configs(&rt);

@@ -1,10 +1,11 @@
 //! The node's live feed of task changes: what the admin API's `GET /admin/v1/feed` and
 //! the console's live pages follow, across every tenant.
 //!
-//! It is fed where every event a task's subscribers get is also logged: each step the
-//! runtime stores ([`crate::Runtime::persist_step`]) offers its events here, in order,
-//! with the task's owner, agent and state, as the step is written (before the group
-//! commit makes it durable: the feed is a view, not an acknowledgement). Nobody watching, an offer is one atomic load
+//! It is fed from the write-ahead log: each task step, once durable, offers its events
+//! here, in log order, with the task's owner, agent and state
+//! ([`a2ad_storage::DurableSteps`], on the log's flusher thread: an offer never blocks).
+//! So the feed, like a task's streams, shows nothing a crash could take back. Nobody
+//! watching, an offer is one atomic load
 //! and nothing else: no event is copied, no lock taken, so the A2A hot path pays nothing
 //! for a console that is closed. With watchers, each event is one `Arc` sent over a
 //! bounded broadcast channel; a watcher that falls more than [`FEED_CAPACITY`] events
@@ -61,8 +62,8 @@ impl NodeFeed {
         self.watchers.load(Ordering::Acquire)
     }
 
-    /// Offers the events of a stored step. Nobody watching, this is one atomic load.
-    pub(crate) fn offer(&self, record: &TaskRecord, events: &[LoggedEvent]) {
+    /// Offers the events of a durable step. Nobody watching, this is one atomic load.
+    fn offer(&self, record: &TaskRecord, events: &[LoggedEvent]) {
         if self.watchers.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -80,6 +81,12 @@ impl NodeFeed {
             // No receiver left (the last watch is being dropped): nothing to do.
             let _ = self.tx.send(Arc::new(item));
         }
+    }
+}
+
+impl a2ad_storage::DurableSteps for NodeFeed {
+    fn durable(&self, record: &TaskRecord, events: &[LoggedEvent]) {
+        self.offer(record, events);
     }
 }
 

@@ -77,6 +77,10 @@ pub struct Subscription {
     /// Set when the turn's end could not be made durable: the stream ends with this
     /// error (an internal error with a correlation id) instead of a final event.
     pub failure: Arc<OnceLock<A2aError>>,
+    /// The task's durable mark: an event may be sent once its id is at most this
+    /// (`context/durable.rs`); every edge's stream passes through the node's forwarder,
+    /// which holds the rest. `None`: nothing to wait for.
+    pub durable: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 /// Cancels a task of this context. Answered with the task as stored (not yet durable).

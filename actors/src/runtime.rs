@@ -51,8 +51,9 @@ pub struct Runtime {
     /// The node's data directory: a task's artifact files are under
     /// [`a2ad_storage::artifact_dir`] of it, and go with the task.
     pub data_dir: std::path::PathBuf,
-    /// The node's live feed of task changes (the admin API's); every stored step is
-    /// offered to it, at the cost of one atomic load while nobody watches.
+    /// The node's live feed of task changes (the admin API's); the write-ahead log
+    /// offers it every durable step, at the cost of one atomic load while nobody
+    /// watches.
     pub feed: Arc<crate::feed::NodeFeed>,
 }
 
@@ -82,7 +83,6 @@ impl Runtime {
             Some(session) => self.store.put_step_with_session(record, events, jobs, session)?,
             None => self.store.put_step(record, events, jobs)?,
         };
-        self.feed.offer(record, events);
         Ok(())
     }
 

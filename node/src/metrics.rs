@@ -425,9 +425,6 @@ impl TaskStore for MeteredStore {
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(scope, id, after, limit)
     }
-    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
-        self.inner.reserve_event_seq(task_id, seq)
-    }
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
         self.inner.reserved_event_seq(task_id)
     }

@@ -25,7 +25,7 @@ pub mod wal;
 
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
-pub use journal::{Checkpointer, ReplayReport, WalStore, WAL_DIR};
+pub use journal::{Checkpointer, DurableSteps, ReplayReport, WalStore, WAL_DIR};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use memory::MemoryStore;
 pub use model::{
@@ -97,19 +97,11 @@ pub trait TaskStore: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError>;
 
-    /// Records that events of `task_id` up to `seq` may reach clients (streams) before
-    /// they are stored, so that start-up recovery numbers its FAILED event above them and
-    /// no event id ever names two events. Durable with the next group commit; returns
-    /// whether anything was written (`false`: reserved that far already), so the caller
-    /// commits only then. Removing the task drops the reservation. The default does
-    /// nothing: a store that keeps nothing across a crash cannot reuse an id.
-    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
-        let _ = (task_id, seq);
-        Ok(false)
-    }
-
-    /// The highest event seq reserved for `task_id` with
-    /// [`TaskStore::reserve_event_seq`] (0: none). Recovery reads it.
+    /// The highest event seq reserved for `task_id` (0: none). Nodes before 2026-12-02
+    /// sent a running turn's events to streams before they were durable, and reserved
+    /// their ids first, durably; a store kept from such a node may still hold
+    /// reservations of tasks a crash interrupted, and recovery numbers its FAILED event
+    /// above them. Streams now send only durable events (nothing is reserved any more).
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
         let _ = task_id;
         Ok(0)

@@ -183,3 +183,51 @@ async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_wo
     let first = rt.store.tasks_in_states(&[TaskState::Working, TaskState::Submitted]).unwrap();
     assert!(first.is_empty(), "no task stays WORKING: {first:?}");
 }
+
+#[actix_web::test]
+async fn a_stream_sends_nothing_its_commit_has_not_made_durable() {
+    use a2ad_storage::wal::{FullDiskSwitch, WalOptions};
+    use a2ad_storage::WalStore;
+    let dir = tempfile::tempdir().unwrap();
+    let switch = FullDiskSwitch::default();
+    let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.path().join("db")).unwrap());
+    let options = WalOptions::default().full_disk_switch(&switch);
+    let (journal, _) = WalStore::open(sled, None, None, &dir.path().join("wal"), options).unwrap();
+    let journal = Arc::new(journal);
+    let mut config = Config::default_node();
+    config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];
+    let rt = Arc::new(Runtime {
+        store: journal.clone(),
+        commit: GroupCommit::over_log(Arc::clone(&journal)),
+        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default(), false)),
+        settings: RuntimeSettings::default(),
+        push: None,
+        turn_limits: TurnLimits::new(0, 0),
+        data_dir: dir.path().to_owned(),
+        feed: Default::default(),
+    });
+    let supervisor = Supervisor::new(Arc::clone(&rt)).start();
+    let route = |ctx: &str| Route { key: ContextKey::new(Owner::anonymous(), ctx) };
+    let context = supervisor.send(route("ctx-held")).await.unwrap().unwrap();
+    let ticket = context.send(start_turn("ctx-held")).await.unwrap().unwrap();
+    rt.commit.commit().await.expect("the task's start is durable"); // As the node does before streaming.
+    let task_id = ticket.task.id.clone();
+    // The disk fills before the agent's first event (20 ms in): none of the turn's
+    // progress, nor its end, can be made durable.
+    switch.set_full(true);
+    let stream = a2ad_node::core::send_when_durable(ticket.subscription.unwrap(), 256).into_items();
+    let refused = ticket.done.await.unwrap().expect_err("the turn's end cannot be made durable");
+    assert_eq!(refused.code, ErrorCode::StoreUnavailable);
+
+    let items: Vec<_> = stream.collect().await;
+    let (last, events) = items.split_last().unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.as_ref().unwrap().seq).collect();
+    assert_eq!(seqs, [1], "only the task's start was durable, so only it was sent: {items:?}");
+    assert_eq!(last.as_ref().unwrap_err().code, ErrorCode::StoreUnavailable, "then the refusal, not silence");
+
+    // The disk heals: the log writes what it held, and the task does not stay WORKING.
+    switch.set_full(false);
+    rt.commit.commit().await.expect("the log healed without a restart");
+    let record = rt.store.get_task(Scope::Node, &task_id).unwrap().unwrap();
+    assert_ne!(record.state(), TaskState::Working);
+}

@@ -1,5 +1,6 @@
 //! The context actor's state and its session bookkeeping.
 
+use super::durable::{DurableMark, DurableMarks};
 use super::fanout::Fanout;
 use super::stream::snapshot;
 use crate::agent::TurnSignal;
@@ -29,6 +30,8 @@ pub struct ContextActor {
     /// Streams that follow an interrupted task of this context until its next turn
     /// ([`super::watch`]), by task id.
     pub(super) watchers: HashMap<String, Fanout>,
+    /// The durable marks of the tasks that streams follow here ([`super::durable`]).
+    pub(super) marks: DurableMarks,
     pub(super) turns_started: u64,
     /// When the actor last started, ended or cancelled something; eviction waits for
     /// the idle timeout to pass since then.
@@ -46,8 +49,10 @@ pub(super) struct RunningTurn {
     pub subscribers: Fanout,
     /// Events emitted since the last write: the next progress write logs them.
     pub unsaved_events: Vec<LoggedEvent>,
-    /// A progress write is scheduled.
+    /// A progress write is scheduled, or its commit is awaited.
     pub save_scheduled: bool,
+    /// How long the last progress write took (see `ContextActor::schedule_progress_save`).
+    pub save_cost: std::time::Duration,
     /// The new task's first event, kept from the caller's stream until the agent's first
     /// event shows that the turn is a task and not a Message-only reply (see
     /// [`super::reply`]).
@@ -57,13 +62,16 @@ pub(super) struct RunningTurn {
     pub reply_allowed: bool,
     /// The last encoded task snapshot, reused while no new event has happened.
     pub snapshot_cache: Option<LoggedEvent>,
+    /// The task's durable mark, which its streams wait for.
+    pub mark: Arc<DurableMark>,
     /// This turn's place under the turn limits; released when the turn is dropped.
     pub _permit: crate::limits::TurnPermit,
 }
 
 impl RunningTurn {
     /// Records a change of the running task as its next event: logged with the next
-    /// progress write and sent to every subscriber now.
+    /// progress write, and handed to every subscriber now (whose stream sends it once
+    /// that write is durable: [`super::durable`]).
     pub(super) fn emit(&mut self, event: StreamResponse) {
         self.release_snapshot();
         self.record.last_event_seq += 1;
@@ -120,6 +128,7 @@ impl ContextActor {
             pending: Vec::new(),
             turn: None,
             watchers: HashMap::new(),
+            marks: DurableMarks::default(),
             turns_started: 0,
             last_active: Instant::now(),
         }

@@ -10,6 +10,7 @@
 //! it saw. One slot is kept for the final event, so a subscriber that kept up always sees
 //! the end of the turn.
 
+use super::durable::DurableMark;
 use crate::messages::Subscription;
 use a2ad_protocol::A2aError;
 use a2ad_storage::LoggedEvent;
@@ -28,8 +29,14 @@ pub(super) struct Subscriber {
 }
 
 impl Subscriber {
-    /// A subscriber with room for `buffer` events plus the final one.
-    pub(super) fn new(buffer: usize, initial: Vec<LoggedEvent>, follows_task: bool) -> (Subscriber, Subscription) {
+    /// A subscriber with room for `buffer` events plus the final one, whose stream waits
+    /// for `mark` (see [`super::durable`]).
+    pub(super) fn new(
+        buffer: usize,
+        initial: Vec<LoggedEvent>,
+        follows_task: bool,
+        mark: &DurableMark,
+    ) -> (Subscriber, Subscription) {
         let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
         let overflowed = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(OnceLock::new());
@@ -38,6 +45,7 @@ impl Subscriber {
             live: Some(rx),
             overflowed: Arc::clone(&overflowed),
             failure: Arc::clone(&failure),
+            durable: Some(mark.watch()),
         };
         (Subscriber { tx, overflowed, failure, follows_task }, subscription)
     }

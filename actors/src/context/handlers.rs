@@ -96,9 +96,9 @@ impl Handler<ForgetSession> for ContextActor {
 impl Handler<Subscribe> for ContextActor {
     type Result = Result<Subscription, A2aError>;
 
-    fn handle(&mut self, msg: Subscribe, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
-        self.subscribe(msg)
+        self.subscribe(msg, ctx)
     }
 }
 
@@ -134,7 +134,9 @@ impl Handler<Shutdown> for ContextActor {
 impl ContextActor {
     /// Handles [`Subscribe`]: the first events (snapshot or replay), and live events if the
     /// task is running here.
-    pub(super) fn subscribe(&mut self, msg: Subscribe) -> Result<Subscription, A2aError> {
+    /// A stream that joins a running turn waits for that turn's next progress write to be
+    /// durable (scheduled here), if the snapshot it starts from is not yet.
+    pub(super) fn subscribe(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Result<Subscription, A2aError> {
         let buffer = self.rt.settings.stream_buffer;
         if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
             if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
@@ -147,8 +149,9 @@ impl ContextActor {
                 None => vec![turn.current_snapshot()],
                 after => first_events(&self.rt, &turn.record, &turn.unsaved_events, after)?,
             };
-            let (subscriber, subscription) = Subscriber::new(buffer, initial, true);
+            let (subscriber, subscription) = Subscriber::new(buffer, initial, true, &turn.mark);
             turn.subscribers.add(subscriber);
+            self.schedule_progress_save(ctx);
             return Ok(subscription);
         }
         let record = self.stored_task(&msg.owner, &msg.task_id)?;
@@ -158,7 +161,8 @@ impl ContextActor {
         // Not running: an interrupted task. The stream says where it stands, then waits
         // for the turn that answers it.
         let initial = first_events(&self.rt, &record, &[], msg.after)?;
-        let (subscriber, subscription) = Subscriber::new(buffer, initial, true);
+        let mark = self.marks.of(&msg.task_id, record.last_event_seq);
+        let (subscriber, subscription) = Subscriber::new(buffer, initial, true, &mark);
         self.watch(msg.task_id, subscriber);
         Ok(subscription)
     }

@@ -5,10 +5,12 @@
 //! * [`turn`]: how a turn runs and how agent events become task state.
 //! * [`stream`]: task events, the event log, and what a stream sees of them.
 //! * [`fanout`]: the live subscribers of a task, and how events reach them.
+//! * [`durable`]: each task's durable mark, which a stream waits for before it sends.
 //! * [`reply`]: a turn answered with a Message only, which leaves no task.
 //! * [`watch`]: subscribers that follow an interrupted task until its next turn.
 
 mod actor;
+mod durable;
 mod fanout;
 mod handlers;
 mod reply;

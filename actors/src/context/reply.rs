@@ -100,10 +100,11 @@ impl ContextActor {
         let answer = TurnOutcome::Reply(reply.clone());
         let event = LoggedEvent::encode(turn.record.last_event_seq + 1, &StreamResponse::Message(reply));
         let commit = self.rt.commit.clone();
-        let RunningTurn { waiters, mut subscribers, .. } = *turn;
+        let RunningTurn { waiters, mut subscribers, mark, .. } = *turn;
         actix::spawn(async move {
             let result = commit.commit().await.map(|()| answer).map_err(A2aError::from);
             if result.is_ok() {
+                mark.advance(event.seq);
                 subscribers.publish_final(&event);
             }
             drop(subscribers);

@@ -6,6 +6,7 @@
 //! aborts the turn's task, which drops the agent future: the turn really stops.
 
 use super::actor::{ContextActor, RunningTurn};
+use super::durable::DurableMark;
 use super::fanout::{Fanout, Subscriber};
 use super::stream::{snapshot, status_event};
 use crate::agent::{AgentError, AgentEvent, EventSink, SignalKind, TurnEnd, TurnInput, TurnSignal};
@@ -17,6 +18,7 @@ use a2ad_protocol::{
 use a2ad_storage::{LoggedEvent, Owner, TaskRecord};
 use actix::prelude::*;
 use futures_util::stream;
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +48,11 @@ fn spawn_agent(
 /// How stale the stored progress of a running task may be.
 const PROGRESS_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// How soon a turn with live streams writes its progress (see
+/// [`ContextActor::schedule_progress_save`]): long enough for an agent that answers at
+/// once to end its turn first, so that its events go with the turn's end in one write.
+const LIVE_SAVE_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
+
 impl ContextActor {
     /// Handles [`StartTurn`]: checks, stores the task, starts the agent.
     pub(super) fn start_turn(&mut self, msg: StartTurn, ctx: &mut Context<Self>) -> Result<TurnTicket, A2aError> {
@@ -68,8 +75,11 @@ impl ContextActor {
         // written before that interval ends otherwise. A crash before then loses a task
         // whose id was never acknowledged to anyone.
         let unseen = new_task && !msg.stream && !msg.keep_task;
+        self.marks.forget_unfollowed(None);
+        let mark = self.marks.of(&record.task.id, first.seq - 1);
         if !unseen {
             self.save(&record, std::slice::from_ref(&first))?;
+            mark.advance_when_durable(&self.rt.commit, first.seq);
         }
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
@@ -91,7 +101,7 @@ impl ContextActor {
 
         let (done_tx, done) = oneshot::channel();
         let (subscribers, subscription, held_snapshot) = match msg.stream {
-            true => self.open_stream(&record, reply_allowed),
+            true => self.open_stream(&record, reply_allowed, &mark),
             false => (Fanout::default(), None, None),
         };
         let task = record.task.clone();
@@ -111,9 +121,11 @@ impl ContextActor {
             subscribers,
             unsaved_events: if unseen { vec![first] } else { Vec::new() },
             save_scheduled: false,
+            save_cost: std::time::Duration::ZERO,
             held_snapshot,
             reply_allowed,
             snapshot_cache: None,
+            mark,
             _permit: permit,
         }));
         if unseen {
@@ -129,10 +141,11 @@ impl ContextActor {
         &self,
         record: &TaskRecord,
         reply_allowed: bool,
+        mark: &DurableMark,
     ) -> (Fanout, Option<Subscription>, Option<LoggedEvent>) {
         let first = snapshot(record, None);
         let (initial, held) = if reply_allowed { (Vec::new(), Some(first)) } else { (vec![first], None) };
-        let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial, false);
+        let (subscriber, subscription) = Subscriber::new(self.rt.settings.stream_buffer, initial, false, mark);
         (Fanout::of(subscriber), Some(subscription), held)
     }
 
@@ -250,24 +263,60 @@ impl ContextActor {
     /// agent that streams many small events costs one write per interval, and a turn that
     /// ends sooner costs none (its end is written anyway). Progress is not durable by
     /// design; a crash fails the task at start-up.
-    fn schedule_progress_save(&mut self, ctx: &mut Context<Self>) {
+    ///
+    /// A turn that streams writes its progress within [`LIVE_SAVE_DELAY`] instead, one
+    /// write at a time: its streams send an event only once it is durable
+    /// ([`super::durable`]), so the next write waits for the commit of the one before
+    /// (and takes every event emitted meanwhile). A stream's events then follow the agent
+    /// by about one commit, whatever the agent's pace. Each write carries the whole task,
+    /// so a task grown large (a long artifact: megabytes a write) is written less often:
+    /// the actor spends at most a tenth of its time writing, and waits at most
+    /// [`PROGRESS_SAVE_INTERVAL`] between writes, as a turn without streams does.
+    pub(super) fn schedule_progress_save(&mut self, ctx: &mut Context<Self>) {
         let Some(turn) = self.turn.as_mut() else { return };
         if turn.save_scheduled {
             return;
         }
         turn.save_scheduled = true;
+        let delay = match turn.subscribers.is_empty() {
+            true => PROGRESS_SAVE_INTERVAL,
+            false => (turn.save_cost * 10).clamp(LIVE_SAVE_DELAY, PROGRESS_SAVE_INTERVAL),
+        };
         let turn_id = turn.id;
-        ctx.run_later(PROGRESS_SAVE_INTERVAL, move |act, _| {
-            let rt = &act.rt;
+        ctx.run_later(delay, move |act, ctx| act.save_progress(turn_id, ctx));
+    }
+
+    /// Writes the turn's unsaved events; once their commit resolves, raises the task's
+    /// durable mark and lets the next progress write be scheduled.
+    fn save_progress(&mut self, turn_id: u64, ctx: &mut Context<Self>) {
+        let rt = Arc::clone(&self.rt);
+        let Some(turn) = self.turn.as_mut().filter(|t| t.id == turn_id) else { return };
+        if turn.unsaved_events.is_empty() {
+            turn.save_scheduled = false;
+            return;
+        }
+        let events = std::mem::take(&mut turn.unsaved_events);
+        let started = std::time::Instant::now();
+        let saved = rt.persist(&turn.record, &events);
+        turn.save_cost = started.elapsed();
+        if let Err(e) = saved {
+            tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
+            turn.save_scheduled = false;
+            return;
+        }
+        let (mark, seq) = (Arc::clone(&turn.mark), turn.record.last_event_seq);
+        let durable = async move {
+            if rt.commit.commit().await.is_ok() {
+                mark.advance(seq);
+            }
+        };
+        ctx.spawn(durable.into_actor(self).map(move |(), act, ctx| {
             let Some(turn) = act.turn.as_mut().filter(|t| t.id == turn_id) else { return };
             turn.save_scheduled = false;
             if !turn.unsaved_events.is_empty() {
-                let events = std::mem::take(&mut turn.unsaved_events);
-                if let Err(e) = rt.persist(&turn.record, &events) {
-                    tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
-                }
+                act.schedule_progress_save(ctx);
             }
-        });
+        }));
     }
 
     /// Ends the running turn in the state the agent chose (or FAILED), durably, and
@@ -423,12 +472,13 @@ impl ContextActor {
     ) {
         let commit = self.rt.commit.clone();
         let home = (!task.status.state.is_terminal()).then(|| ctx.address());
-        let RunningTurn { waiters, mut subscribers, .. } = *turn;
+        let RunningTurn { waiters, mut subscribers, mark, .. } = *turn;
         actix::spawn(async move {
             let task_id = task.id.clone();
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
             let followers = match &result {
                 Ok(_) => {
+                    mark.advance(last.seq);
                     subscribers.publish_final(&last);
                     subscribers.keep_followers();
                     subscribers

@@ -55,6 +55,7 @@ impl ContextActor {
             watchers.retain_open();
             !watchers.is_empty()
         });
+        self.marks.forget_unfollowed(self.turn.as_ref().map(|t| t.record.task.id.as_str()));
     }
 
     /// Removes and returns the watchers of `task_id`.
@@ -72,9 +73,15 @@ impl ContextActor {
             return;
         }
         let commit = self.rt.commit.clone();
+        let mark = self.marks.get(task_id).cloned();
         actix::spawn(async move {
             match commit.commit().await {
-                Ok(()) => subscribers.publish_final(&last),
+                Ok(()) => {
+                    if let Some(mark) = mark {
+                        mark.advance(last.seq);
+                    }
+                    subscribers.publish_final(&last)
+                }
                 Err(e) => subscribers.fail(&A2aError::from(e)),
             }
         });

@@ -126,9 +126,8 @@ impl Core {
                 return Ok(Reply::Stream(self.send_streaming_message(owner, req).await?))
             }
             Call::SubscribeToTask(req, last_event_id) => {
-                let task_id = req.id.clone();
                 let subscription = self.subscribe_to_task(owner, req, last_event_id).await?;
-                return Ok(Reply::Stream(self.reserved_stream(subscription, task_id)));
+                return Ok(Reply::Stream(self.durable_stream(subscription)));
             }
             Call::CreatePushConfig(config) => ReplyBody::PushConfig(self.create_push_config(owner, config).await?),
             Call::GetPushConfig(req) => ReplyBody::PushConfig(self.get_push_config(owner, req).await?),

@@ -7,12 +7,12 @@
 mod artifact_file;
 mod cancel_task;
 mod dispatch;
+mod durable_stream;
 pub mod extensions;
 mod get_task;
 mod list_tasks;
 mod push_config;
 mod rate;
-mod reserved_stream;
 mod send_message;
 mod subscribe;
 pub mod version;
@@ -27,6 +27,7 @@ use actix::prelude::*;
 use std::sync::Arc;
 
 pub use dispatch::{Call, Reply, ReplyBody};
+pub use durable_stream::send_when_durable;
 pub use rate::RateLimiter;
 
 /// Shared by every request. Its fields are private: the bindings and the background
@@ -166,13 +167,9 @@ impl Core {
 }
 
 impl Core {
-    /// A stream that reserves its event ids before sending them (`reserved_stream.rs`).
-    fn reserved_stream(
-        &self,
-        subscription: a2ad_actors::messages::Subscription,
-        task_id: String,
-    ) -> a2ad_actors::messages::Subscription {
-        reserved_stream::reserved(subscription, task_id, Arc::clone(&self.rt))
+    /// A stream that sends each event once it is durable (`durable_stream.rs`).
+    fn durable_stream(&self, subscription: a2ad_actors::messages::Subscription) -> a2ad_actors::messages::Subscription {
+        send_when_durable(subscription, self.rt.settings.stream_buffer)
     }
 
     /// Readiness (`GET /ready`): whether the node takes work. Not while it drains, nor

@@ -50,7 +50,7 @@ impl Core {
         self.rt.commit.commit().await?;
         let subscription =
             ticket.subscription.ok_or_else(|| A2aError::internal("The turn started without its stream"))?;
-        Ok(self.reserved_stream(subscription, ticket.task.id))
+        Ok(self.durable_stream(subscription))
     }
 }
 

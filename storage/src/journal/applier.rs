@@ -11,8 +11,8 @@
 //!
 //! So the store shows durable steps only: a read never sees a write that a crash could
 //! still take back. (One exception, [`Unapplied::events_after`]: a stream that resumes
-//! also gets a task's queued events, as its live subscribers got them; a running turn's
-//! events go out under reserved ids before they are stored, so none is ever reused.)
+//! also gets a task's queued events, as its live subscribers do; a stream's forwarder
+//! sends each only once its commit is durable.)
 //! Writers that must answer from the newest state see the queued steps through
 //! [`Unapplied`]: a task's generation and state (for the generation check and the
 //! metrics), the record a removal removes, and whether a context has work queued (a
@@ -32,9 +32,16 @@ pub(super) struct Applier {
     pub queue: Option<PushQueue>,
     /// Event-id reservations (task id → seq, BE), when kept.
     pub reservations: Option<sled::Tree>,
-    /// The reservations made since start (see `WalStore::reserve_event_seq`).
-    pub reserved: Mutex<HashMap<String, u64>>,
     unapplied: Mutex<Unapplied>,
+    /// Told of each task step once it is applied ([`DurableSteps`]).
+    listeners: std::sync::RwLock<Vec<Arc<dyn DurableSteps>>>,
+}
+
+/// Told of each task step once it is durable, in log order, on the log's flusher thread
+/// (before the commits of its batch resolve): the node's live feed is one. It must not
+/// block: the next batch's sync waits for it.
+pub trait DurableSteps: Send + Sync {
+    fn durable(&self, record: &TaskRecord, events: &[crate::LoggedEvent]);
 }
 
 /// Steps appended and not yet applied, in LSN order, with what writers look up in them.
@@ -145,8 +152,22 @@ impl Applier {
             inner,
             queue,
             reservations,
-            reserved: Mutex::new(HashMap::new()),
             unapplied: Mutex::new(Unapplied::default()),
+            listeners: Default::default(),
+        }
+    }
+
+    /// Tells `listener` of every task step from now on, once it is durable.
+    pub fn listen(&self, listener: Arc<dyn DurableSteps>) {
+        self.listeners.write().unwrap_or_else(|p| p.into_inner()).push(listener);
+    }
+
+    /// Tells the listeners of a step just applied.
+    fn tell(&self, step: &Step) {
+        if let Step::PutTask { record, events, .. } = step {
+            for listener in self.listeners.read().unwrap_or_else(|p| p.into_inner()).iter() {
+                listener.durable(record, events);
+            }
         }
     }
 
@@ -176,13 +197,13 @@ impl Applier {
             }
             Step::DeleteTask { task_id } => {
                 self.inner.delete_task(task_id)?;
-                self.drop_reservation(task_id, true)
+                self.drop_reservation(task_id)
             }
             Step::Reserve { task_id, seq } => self.apply_reserve(task_id, *seq),
             Step::ForgetSession { key } => self.inner.forget_session_if_unused(key).map(drop),
             Step::SettleReply { task_id, session, appended, history_limit } => {
                 self.inner.settle_reply(task_id, session, appended, *history_limit)?;
-                self.drop_reservation(task_id, true)
+                self.drop_reservation(task_id)
             }
         }
     }
@@ -203,7 +224,7 @@ impl Applier {
         }
         if record.state().is_terminal() {
             // Recovery never looks at a terminal task: its reservation is garbage now.
-            self.drop_reservation(&record.task.id, false)?;
+            self.drop_reservation(&record.task.id)?;
         }
         Ok(())
     }
@@ -218,14 +239,11 @@ impl Applier {
         Ok(())
     }
 
-    /// Forgets a task's reservation. `always` on removal; else (a terminal put) only
-    /// one that is there, so a put costs a look-up, not a tree write, unless the task
-    /// streamed. Decided on the tree, not on `reserved`: that map runs ahead of the
-    /// applied steps.
-    fn drop_reservation(&self, task_id: &str, always: bool) -> Result<(), StoreError> {
+    /// Forgets a task's reservation (an older node's) when it is there: a look-up, not
+    /// a tree write, for every other task.
+    fn drop_reservation(&self, task_id: &str) -> Result<(), StoreError> {
         let Some(tree) = &self.reservations else { return Ok(()) };
-        self.reserved.lock().unwrap_or_else(|p| p.into_inner()).remove(task_id);
-        if always || tree.contains_key(task_id)? {
+        if tree.contains_key(task_id)? {
             tree.remove(task_id)?;
         }
         Ok(())
@@ -244,7 +262,10 @@ impl AfterSync for Applier {
         let mut applied = 0;
         for (lsn, step) in &due {
             match self.apply(step) {
-                Ok(()) => applied += 1,
+                Ok(()) => {
+                    self.tell(step);
+                    applied += 1;
+                }
                 Err(e) => {
                     failure = Some((Lsn(*lsn), e.to_string()));
                     break;

@@ -2,7 +2,7 @@
 //!
 //! [`WalStore`] wraps the sled store (any [`TaskStore`]) and the local push queue (the
 //! local-file queue, or the outbox in front of Redis Streams). Every write (a task with its
-//! events and push jobs, a session, a removal, a reply settlement, an event-id reservation)
+//! events and push jobs, a session, a removal, a reply settlement)
 //! is appended to the [`Wal`] as one record (`step.rs`) and queued; the log's flusher makes a whole batch
 //! of records durable with one `fdatasync`, then applies their steps to the store without
 //! a flush (`applier.rs`, the log's [`crate::wal::AfterSync`] hook), and only then
@@ -25,10 +25,11 @@
 //! again by the next commit (and replayed after a restart); a write the log could not make
 //! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
 //!
-//! Event-id reservations (`reserve_event_seq`, a small tree of their own): a running
-//! turn sends its progress events to streams before it stores them, so a stream first
-//! reserves the ids it is about to send (ahead, in steps) in a logged record and commits
-//! it; recovery's FAILED event is numbered above the reservation.
+//! Event-id reservations (a small tree of their own) were written by nodes before
+//! 2026-12-02, whose streams sent a running turn's events before they were durable and
+//! reserved their ids first. A log or store from such a node is still read: its
+//! reservation records are applied, and recovery numbers its FAILED event above them.
+//! Streams now send durable events only, so nothing is reserved any more.
 //!
 //! Not logged (durable at the next checkpoint, at most a second later): push config
 //! writes (their commit flushes the store directly), the push worker's acks, retries and
@@ -43,6 +44,7 @@ mod tests;
 #[cfg(test)]
 mod tests_apply;
 
+pub use applier::DurableSteps;
 pub use checkpointer::Checkpointer;
 
 use crate::wal::{Lsn, Wal, WalOptions};
@@ -82,8 +84,7 @@ impl WalStore {
     /// that does not decode stops here with [`StoreError::Corrupt`]; a damaged log with
     /// durable records after the damage stops with the log's `Corrupt` error, whose text
     /// names `a2ad admin repair`. Blocks.
-    /// `reservations` is the tree event-id reservations live in (without one, streams
-    /// reserve nothing).
+    /// `reservations` is the tree older nodes' event-id reservations live in.
     pub fn open(
         inner: Arc<dyn TaskStore>,
         queue: Option<PushQueue>,
@@ -110,6 +111,12 @@ impl WalStore {
         }
         store.wal.set_after_sync(Arc::clone(&store.applier) as Arc<dyn crate::wal::AfterSync>);
         Ok((store, report))
+    }
+
+    /// Tells `listener` of every task step from now on, once it is durable and in the
+    /// store (the node's live feed).
+    pub fn on_durable(&self, listener: Arc<dyn DurableSteps>) {
+        self.applier.listen(listener);
     }
 
     /// The log (for the group commit, readiness and stats).
@@ -151,6 +158,18 @@ impl WalStore {
             true => Ok(self.wal.commit_blocking(last)?),
             false => Ok(()),
         }
+    }
+
+    /// Logs a reservation of `task_id`'s event ids up to `seq`, as nodes before
+    /// 2026-12-02 did (for the tests of their replay).
+    #[cfg(test)]
+    pub(crate) fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
+        if self.applier.reservations.is_none() {
+            return Ok(false);
+        }
+        let step = Step::Reserve { task_id: task_id.to_owned(), seq };
+        self.applier.lock().append(&self.wal, &step::encode_reserve(task_id, seq), step, None, Vec::new())?;
+        Ok(true)
     }
 
     /// Queues a task write (with the session write of the same commit, when it ends a
@@ -238,21 +257,6 @@ impl TaskStore for WalStore {
         events.dedup_by_key(|e| e.seq);
         events.truncate(limit);
         Ok(events)
-    }
-
-    fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
-        if self.applier.reservations.is_none() {
-            return Ok(false);
-        }
-        let mut reserved = self.applier.reserved.lock().unwrap_or_else(|p| p.into_inner());
-        if reserved.get(task_id).is_some_and(|&have| have >= seq) {
-            return Ok(false);
-        }
-        reserved.insert(task_id.to_owned(), seq);
-        drop(reserved);
-        let step = Step::Reserve { task_id: task_id.to_owned(), seq };
-        self.applier.lock().append(&self.wal, &step::encode_reserve(task_id, seq), step, None, Vec::new())?;
-        Ok(true)
     }
 
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {

@@ -16,7 +16,7 @@
 //! | 3   | delete task      | task id                                                     |
 //! | 4   | forget session   | context key JSON                                            |
 //! | 5   | settle reply     | task id, session JSON, history limit, n × message JSON      |
-//! | 6   | reserve event ids| task id, seq                                                |
+//! | 6   | reserve event ids| task id, seq (written by nodes before 2026-12-02 only)       |
 //! | 7   | end a turn       | the fields of tag 1, then those of tag 2                     |
 
 use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, SessionWrite, StoreError, TaskRecord};
@@ -146,6 +146,7 @@ pub(crate) fn encode_delete_task(task_id: &str) -> Vec<u8> {
     out.0
 }
 
+#[cfg(test)]
 pub(crate) fn encode_reserve(task_id: &str, seq: u64) -> Vec<u8> {
     let mut out = Writer::new(6);
     out.bytes(task_id.as_bytes());

@@ -161,3 +161,29 @@ fn pages_seek_to_the_cursor_and_filters_that_no_counter_answers_still_count() {
     let page = store.list_tasks(&recent).unwrap();
     assert_eq!((page.records.len(), page.total, page.next_cursor), (3, 3, None), "t03, t06, t09");
 }
+
+#[test]
+fn behind_the_log_counters_are_held_until_the_flush_writes_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let al = Owner { tenant: "acme".into(), principal: "al".into() };
+    let stored =
+        |store: &SledStore, counter: &[u8]| counters::Counters::new(false).read(&store.tasks, counter).unwrap();
+    {
+        let store = SledStore::open_behind_log(dir.path()).unwrap();
+        store.put_task(&record(&al, "t1", "c1", TaskState::Working, 1000), &[]).unwrap();
+        store.put_task(&record(&al, "t2", "c1", TaskState::Working, 1001), &[]).unwrap();
+        store.put_task(&record(&al, "t1", "c1", TaskState::Completed, 1002), &[]).unwrap();
+        store.delete_task("t2").unwrap();
+        assert_total(&store, &query(&al, None, None), 1);
+        assert_total(&store, &query(&al, None, Some(TaskState::Completed)), 1);
+        assert_total(&store, &query(&al, None, Some(TaskState::Working)), 0);
+        let owner = counters::counter_key(&al, counters::Counter::Owner);
+        assert_eq!(stored(&store, &owner), 0, "held, not written per request");
+        store.flush().unwrap();
+        assert_eq!(stored(&store, &owner), 1, "written back by the flush");
+    }
+    let store = super::open_retrying(dir.path());
+    assert_total(&store, &query(&al, None, None), 1);
+    assert_total(&store, &query(&al, None, Some(TaskState::Completed)), 1);
+    assert_total(&store, &query(&al, Some("c1"), None), 1);
+}

@@ -6,11 +6,21 @@
 //! * `n` ‖ owner ‖ `s` ‖ state number → the owner's tasks in that state;
 //! * `n` ‖ owner ‖ `c` ‖ context id → the owner's tasks in that context.
 //!
-//! A counter that drops to 0 is removed. Counters change in the same batch as the index
-//! entries they count ([`SledStore::put_task`](crate::TaskStore::put_task),
+//! A counter that drops to 0 is removed. Without a log in front, counters change in the
+//! same batch as the index entries they count ([`SledStore::put_task`](crate::TaskStore::put_task),
 //! [`SledStore::delete_task`](crate::TaskStore::delete_task)). Several contexts of one
 //! owner write at once, each from its own actor, so the read-modify-write of an owner's
 //! counters holds that owner's stripe lock until the batch is applied.
+//!
+//! Behind the write-ahead log, counters are *held*: the changed values live in memory
+//! ([`Counters::read`] answers from there first) and go to the tree in one batch when the
+//! store is flushed ([`Counters::write_back`], before the checkpoint's `fsync`s). Every
+//! write moved three or four counters that every other write of the owner moved too (the
+//! owner's, its state's): read and rewritten per request, they were a quarter of the
+//! store's keys. A crash loses held values, which is harmless: the log then has records
+//! after its checkpoint, and their replay ends by rebuilding every counter from the
+//! indexes ([`crate::TaskStore::after_replay`]); with no record after the checkpoint,
+//! nothing was applied since the flush that wrote them back.
 //!
 //! A store written before counters existed has no `v` ‖ [`MARKER`] key: opening it
 //! rebuilds every counter from the by-time and by-context indexes, in one batch with the
@@ -61,12 +71,19 @@ fn decode(value: &[u8]) -> u64 {
     value.try_into().map(u64::from_be_bytes).unwrap_or(0)
 }
 
-/// Locks that serialize counter updates per owner.
-pub(super) struct CounterLocks([Mutex<()>; STRIPES]);
+/// The store's counters: the stripe locks that order an owner's updates, and, behind
+/// the log, the values changed since the last flush (see the module docs).
+pub(super) struct Counters {
+    stripes: [Mutex<()>; STRIPES],
+    /// Counter key → current value, for the counters changed since the last write-back;
+    /// `None` without a log (counters go in each write's batch).
+    held: Option<Mutex<HashMap<Vec<u8>, u64>>>,
+}
 
-impl CounterLocks {
-    pub fn new() -> Self {
-        CounterLocks(std::array::from_fn(|_| Mutex::new(())))
+impl Counters {
+    /// Counters written with each batch, or held until the flush (`behind_log`).
+    pub fn new(behind_log: bool) -> Self {
+        Counters { stripes: std::array::from_fn(|_| Mutex::new(())), held: behind_log.then(Default::default) }
     }
 
     /// The owner's stripe; held until the batch with its counter changes is applied.
@@ -74,27 +91,89 @@ impl CounterLocks {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         owner.hash(&mut hasher);
         let stripe = usize::try_from(hasher.finish() % STRIPES as u64).unwrap_or(0);
-        self.0[stripe].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.stripes[stripe].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
 
-/// Adds each (counter key, delta) to `batch`, reading the current values from `tree`.
-/// The caller holds the owner's stripe lock.
-pub(super) fn apply_deltas(
-    tree: &sled::Tree,
-    batch: &mut super::writes::Writes,
-    deltas: &[(Vec<u8>, i64)],
-) -> Result<(), StoreError> {
-    for (key, delta) in deltas {
-        let current = tree.get(key)?.map_or(0, |v| decode(&v));
-        let next = current.saturating_add_signed(*delta);
-        if next == 0 {
-            batch.remove(key.as_slice());
-        } else {
-            batch.insert(key.as_slice(), &next.to_be_bytes());
-        }
+    fn held(&self) -> Option<MutexGuard<'_, HashMap<Vec<u8>, u64>>> {
+        self.held.as_ref().map(|held| held.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
-    Ok(())
+
+    /// Without a log, adds each (counter key, delta) to `batch`, reading the current
+    /// values from `tree` (the caller holds the owner's stripe lock until the batch is
+    /// applied). Behind the log it does nothing: [`Counters::hold`] follows the write.
+    pub fn add_to_batch(
+        &self,
+        tree: &sled::Tree,
+        batch: &mut super::writes::Writes,
+        deltas: &[(Vec<u8>, i64)],
+    ) -> Result<(), StoreError> {
+        if self.held.is_some() {
+            return Ok(());
+        }
+        for (key, delta) in deltas {
+            let current = tree.get(key)?.map_or(0, |v| decode(&v));
+            let next = current.saturating_add_signed(*delta);
+            if next == 0 {
+                batch.remove(key.as_slice());
+            } else {
+                batch.insert(key.as_slice(), &next.to_be_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// Behind the log, applies each (counter key, delta) to the held values, once the
+    /// write they count is applied (a write that fails, and is applied again, moves no
+    /// counter twice). Without a log it does nothing ([`Counters::add_to_batch`] did it).
+    pub fn hold(&self, tree: &sled::Tree, deltas: &[(Vec<u8>, i64)]) -> Result<(), StoreError> {
+        let Some(mut held) = self.held() else { return Ok(()) };
+        for (key, delta) in deltas {
+            let current = match held.get(key) {
+                Some(value) => *value,
+                None => tree.get(key)?.map_or(0, |v| decode(&v)),
+            };
+            held.insert(key.clone(), current.saturating_add_signed(*delta));
+        }
+        Ok(())
+    }
+
+    /// Reads a counter (0 when absent): the held value, else the stored one.
+    pub fn read(&self, tree: &sled::Tree, key: &[u8]) -> Result<usize, StoreError> {
+        let value = match self.held().and_then(|held| held.get(key).copied()) {
+            Some(value) => value,
+            None => tree.get(key)?.map_or(0, |v| decode(&v)),
+        };
+        Ok(usize::try_from(value).unwrap_or(usize::MAX))
+    }
+
+    /// Writes the held values to `tree` in one batch (a counter at 0 is removed) and
+    /// forgets them; the caller flushes the tree next. Readers and writers wait for it.
+    pub fn write_back(&self, tree: &sled::Tree) -> Result<(), StoreError> {
+        let Some(mut held) = self.held() else { return Ok(()) };
+        if held.is_empty() {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        for (key, value) in held.iter() {
+            match value {
+                0 => batch.remove(key.as_slice()),
+                _ => batch.insert(key.as_slice(), &value.to_be_bytes()),
+            }
+        }
+        tree.apply_batch(batch)?;
+        held.clear();
+        Ok(())
+    }
+
+    /// Rebuilds every counter from the indexes (after a log replay), dropping held ones.
+    pub fn rebuild(&self, tree: &sled::Tree) -> Result<(), StoreError> {
+        let mut held = self.held();
+        rebuild(tree)?;
+        if let Some(held) = held.as_mut() {
+            held.clear();
+        }
+        Ok(())
+    }
 }
 
 /// The counter changes of writing `record` over a task stored with `old` (`None`: new).
@@ -138,11 +217,6 @@ pub(super) fn counter_for(query: &TaskQuery) -> Option<Vec<u8>> {
     Some(counter_key(&query.owner, counter))
 }
 
-/// Reads a counter (0 when absent).
-pub(super) fn read(tree: &sled::Tree, key: &[u8]) -> Result<usize, StoreError> {
-    Ok(tree.get(key)?.map_or(0, |v| usize::try_from(decode(&v)).unwrap_or(usize::MAX)))
-}
-
 /// Builds every counter from the indexes when the store has none yet (a data dir from
 /// before counters); a no-op otherwise. Runs at open, before anyone writes.
 pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> {
@@ -156,7 +230,7 @@ pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> 
 /// Builds every counter from the indexes, replacing what is there: at open for a store
 /// without counters, and after a write-ahead log replay (a step applied key by key that
 /// a crash cut short may have moved a counter that its replay then moves again).
-pub(super) fn rebuild(tree: &sled::Tree) -> Result<(), StoreError> {
+fn rebuild(tree: &sled::Tree) -> Result<(), StoreError> {
     let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     for entry in tree.scan_prefix([Prefix::ByTime as u8]) {
         let (key, value) = entry?;

@@ -60,8 +60,9 @@ pub struct SledStore {
     tasks: sled::Tree,
     sessions: sled::Tree,
     event_retention: u64,
-    /// Serializes the counter updates of one owner (see `counters.rs`).
-    counter_locks: counters::CounterLocks,
+    /// The task counters: their locks, and behind the log their held values
+    /// (`counters.rs`).
+    counters: counters::Counters,
     /// Key by key behind the write-ahead log, else atomic batches (`writes.rs`).
     atomicity: Atomicity,
 }
@@ -168,7 +169,7 @@ impl SledStore {
             db,
             dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
-            counter_locks: counters::CounterLocks::new(),
+            counters: counters::Counters::new(atomicity == Atomicity::Log),
             atomicity,
         })
     }
@@ -274,7 +275,7 @@ impl TaskStore for SledStore {
         let old = stored.and_then(|v| Stamp::decode(&v));
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
-        let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counter_locks.lock(&record.owner));
+        let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counters.lock(&record.owner));
         // The record goes last: key by key (behind the log), a step a crash cut short
         // still has the old record, whose stamp names the index keys its replay replaces.
         let mut batch = Writes::default();
@@ -288,7 +289,9 @@ impl TaskStore for SledStore {
             batch.insert(index::context_key(record, stamp.millis), &state);
             if record.state().is_active() {
                 batch.insert(index::key(Prefix::Active, id), &[]);
-            } else {
+            } else if old.is_some() {
+                // A new task has no entry to remove (a blocking send's task is new and
+                // terminal in its one write).
                 batch.remove(index::key(Prefix::Active, id));
             }
         }
@@ -298,18 +301,18 @@ impl TaskStore for SledStore {
                 batch.remove(index::event_key(&record.task.id, expired));
             }
         }
-        if counting.is_some() {
-            counters::apply_deltas(&self.tasks, &mut batch, &counters::on_write(record, old, stamp))?;
-        }
+        let deltas = counting.as_ref().map(|_| counters::on_write(record, old, stamp)).unwrap_or_default();
+        self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
         batch.insert(index::key(Prefix::Task, id), value);
         batch.apply(&self.tasks, self.atomicity)?;
+        self.counters.hold(&self.tasks, &deltas)?;
         drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
 
     fn after_replay(&self) -> Result<(), StoreError> {
         match self.atomicity {
-            Atomicity::Log => counters::rebuild(&self.tasks),
+            Atomicity::Log => self.counters.rebuild(&self.tasks),
             Atomicity::Batch => Ok(()),
         }
     }
@@ -362,7 +365,7 @@ impl TaskStore for SledStore {
         };
         let page = index::page(&self.tasks, &prefix, query)?;
         let total = match counters::counter_for(query) {
-            Some(counter) => counters::read(&self.tasks, &counter)?,
+            Some(counter) => self.counters.read(&self.tasks, &counter)?,
             None => index::count(&self.tasks, &prefix, query)?,
         };
         let mut records = Vec::with_capacity(page.ids.len());
@@ -421,7 +424,9 @@ impl TaskStore for SledStore {
     /// `db.flush()` writes sled's buffers out but only `sync_file_range`s them (sled
     /// 0.34.7 `sync_all`s only in its periodic flusher), so the files are `fsync`ed here:
     /// the log file `db`, `conf`, every blob, and the directories that name them.
+    /// Behind the log, the held counters are written first (`counters.rs`).
     fn flush(&self) -> Result<(), StoreError> {
+        self.counters.write_back(&self.tasks)?;
         self.db.flush()?;
         durable::sync_sled_files(&self.dir)
     }

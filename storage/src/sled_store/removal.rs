@@ -8,11 +8,22 @@ use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
 use a2ad_protocol::TaskState;
 
 /// A prepared task removal: apply `batch` while holding it (it holds the owner's counter
-/// lock), then drop it.
+/// lock), then drop it; behind the log, [`Removal::apply`] does both and moves the held
+/// counters.
 pub(super) struct Removal<'a> {
     pub record: TaskRecord,
     pub batch: Writes,
+    deltas: Vec<(Vec<u8>, i64)>,
     _counting: std::sync::MutexGuard<'a, ()>,
+}
+
+impl Removal<'_> {
+    /// Applies the removal to `store`'s tasks tree; returns the removed record.
+    pub fn apply(self, store: &SledStore) -> Result<TaskRecord, StoreError> {
+        self.batch.apply(&store.tasks, store.atomicity)?;
+        store.counters.hold(&store.tasks, &self.deltas)?;
+        Ok(self.record)
+    }
 }
 
 impl SledStore {
@@ -33,8 +44,7 @@ impl SledStore {
         let Some(removal) = self.removal_batch(task_id)? else {
             return Ok(None);
         };
-        removal.batch.apply(&self.tasks, self.atomicity)?;
-        Ok(Some(removal.record))
+        removal.apply(self).map(Some)
     }
 
     /// The `tasks`-tree batch that removes a task with every index entry, its event log
@@ -62,10 +72,11 @@ impl SledStore {
         }
         // The counters are read and rewritten in the batch: the owner's lock is held until
         // the caller has applied it, so that concurrent writers of that owner lose no count.
-        let counting = self.counter_locks.lock(&record.owner);
-        counters::apply_deltas(&self.tasks, &mut batch, &counters::removal(&record, stamp))?;
+        let counting = self.counters.lock(&record.owner);
+        let deltas = counters::removal(&record, stamp);
+        self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
         batch.remove(task_key);
-        Ok(Some(Removal { record, batch, _counting: counting }))
+        Ok(Some(Removal { record, batch, deltas, _counting: counting }))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {

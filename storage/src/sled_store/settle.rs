@@ -32,8 +32,7 @@ impl SledStore {
             // One log record holds both (see `writes.rs`): no transaction needed.
             session_writes.apply(&self.sessions, self.atomicity)?;
             let Some(removal) = removal else { return Ok(None) };
-            removal.batch.apply(&self.tasks, self.atomicity)?;
-            return Ok(Some(removal.record));
+            return removal.apply(self).map(Some);
         }
         let session_batch = session_writes.to_batch();
         let removal_batch = removal.as_ref().map(|removal| removal.batch.to_batch());

@@ -61,7 +61,7 @@ async fn forward(
     mut mark: watch::Receiver<u64>,
     failure: Arc<OnceLock<A2aError>>,
 ) {
-    let mut batch = Vec::with_capacity(BATCH);
+    let mut batch = Vec::new(); // Grown by the first batch: most streams carry a few events.
     loop {
         let durable = *mark.borrow_and_update();
         while held.events.front().is_some_and(|e| e.seq <= durable) {

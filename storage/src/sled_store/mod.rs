@@ -16,8 +16,9 @@
 //! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
 //!   log; only the last `event_retention` are kept.
 //! * `n` ‖ owner ‖ … → task counts per owner, per owner and state, per owner and context,
-//!   written in the same batches as the indexes, so `totalSize` is a read, not a scan
-//!   (`counters.rs`); `v` ‖ `counters-v1` says they are kept (else they are rebuilt at open).
+//!   so `totalSize` is a read, not a scan (`counters.rs`): written in the same batches as
+//!   the indexes, or, behind the log, held in memory and written back at each flush;
+//!   `v` ‖ `counters-v1` says they are kept (else they are rebuilt at open).
 //!
 //! `sessions`:
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.

@@ -315,11 +315,13 @@ function textOf(parts) {
 
 async function taskPage(root, rest) {
   const id = rest[0];
+  // One button for the page's life: the page re-renders on each of the task's events, and
+  // a button replaced under the pointer loses the click.
+  const cancel = el('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => cancelTask(id, load) }, 'Cancel task');
   const load = async () => {
     const d = await api('/tasks/' + encodeURIComponent(id));
     const t = d.task;
     const state = t.status.state.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
-    const cancel = el('button', { type: 'button', id: 'cancel', class: 'danger', onclick: () => cancelTask(id, load) }, 'Cancel task');
     root.replaceChildren(
       el('h1', {}, 'Task ', el('span', { class: 'mono' }, t.id), ' ', el('span', { id: 'task-state' }, stateBadge(state))),
       el('p', { class: 'meta' }, 'tenant ', el('b', {}, d.tenant || '(default)'), ' · principal ', el('b', {}, d.principal || '-'), ' · agent ', el('b', {}, d.agent),
@@ -332,7 +334,10 @@ async function taskPage(root, rest) {
       el('h2', {}, 'Push'), pushOfTask(d.pushConfigs, d.deadDeliveries, d.deliveries || []));
   };
   current.refresh = load;
-  current.onFeed = (item) => { if (item.taskId === id) throttle(load, 200)(); };
+  // At most one reload per half second, however chatty the task (one throttle for the
+  // page: a throttle made per event throttles nothing).
+  const reload = throttle(load, 500);
+  current.onFeed = (item) => { if (item.taskId === id) reload(); };
   await load();
 }
 

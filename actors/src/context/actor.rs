@@ -33,6 +33,8 @@ pub struct ContextActor {
     /// The durable marks of the tasks that streams follow here ([`super::durable`]).
     pub(super) marks: DurableMarks,
     pub(super) turns_started: u64,
+    /// A hibernation timer is pending (`ContextActor::schedule_hibernation`).
+    pub(super) hibernation_armed: bool,
     /// When the actor last started, ended or cancelled something; eviction waits for
     /// the idle timeout to pass since then.
     pub(super) last_active: Instant,
@@ -53,6 +55,8 @@ pub(super) struct RunningTurn {
     pub save_scheduled: bool,
     /// How long the last progress write took (see `ContextActor::schedule_progress_save`).
     pub save_cost: std::time::Duration,
+    /// The pending progress write's timer, cancelled when the turn ends first.
+    pub save_timer: Option<SpawnHandle>,
     /// The new task's first event, kept from the caller's stream until the agent's first
     /// event shows that the turn is a task and not a Message-only reply (see
     /// [`super::reply`]).
@@ -69,6 +73,16 @@ pub(super) struct RunningTurn {
 }
 
 impl RunningTurn {
+    /// Stops the agent and the turn's pending progress timer (the turn's end writes
+    /// what it would have written).
+    pub(super) fn stop(&mut self, ctx: &mut Context<ContextActor>) {
+        self.cancel.cancel();
+        self.join.abort();
+        if let Some(timer) = self.save_timer.take() {
+            ctx.cancel_future(timer);
+        }
+    }
+
     /// Records a change of the running task as its next event: logged with the next
     /// progress write, and handed to every subscriber now (whose stream sends it once
     /// that write is durable: [`super::durable`]).
@@ -130,6 +144,7 @@ impl ContextActor {
             watchers: HashMap::new(),
             marks: DurableMarks::default(),
             turns_started: 0,
+            hibernation_armed: false,
             last_active: Instant::now(),
         }
     }

@@ -54,10 +54,9 @@ type Settled = (Result<(), A2aError>, Box<SessionRecord>);
 impl ContextActor {
     /// Ends the running turn with `reply` as a Message-only reply (see the module docs).
     pub(super) fn end_with_reply(&mut self, reply: Message, ctx: &mut Context<Self>) {
-        let Some(turn) = self.turn.take() else { return };
+        let Some(mut turn) = self.turn.take() else { return };
         self.last_active = std::time::Instant::now();
-        turn.cancel.cancel();
-        turn.join.abort();
+        turn.stop(ctx);
         let task_id = turn.record.task.id.clone();
         let reply = self.own_message(reply, &task_id);
         let Some(mut session) = self.session.clone() else {

@@ -122,6 +122,7 @@ impl ContextActor {
             unsaved_events: if unseen { vec![first] } else { Vec::new() },
             save_scheduled: false,
             save_cost: std::time::Duration::ZERO,
+            save_timer: None,
             held_snapshot,
             reply_allowed,
             snapshot_cache: None,
@@ -283,7 +284,7 @@ impl ContextActor {
             false => (turn.save_cost * 10).clamp(LIVE_SAVE_DELAY, PROGRESS_SAVE_INTERVAL),
         };
         let turn_id = turn.id;
-        ctx.run_later(delay, move |act, ctx| act.save_progress(turn_id, ctx));
+        turn.save_timer = Some(ctx.run_later(delay, move |act, ctx| act.save_progress(turn_id, ctx)));
     }
 
     /// Writes the turn's unsaved events; once their commit resolves, raises the task's
@@ -291,6 +292,7 @@ impl ContextActor {
     fn save_progress(&mut self, turn_id: u64, ctx: &mut Context<Self>) {
         let rt = Arc::clone(&self.rt);
         let Some(turn) = self.turn.as_mut().filter(|t| t.id == turn_id) else { return };
+        turn.save_timer = None;
         if turn.unsaved_events.is_empty() {
             turn.save_scheduled = false;
             return;
@@ -396,8 +398,7 @@ impl ContextActor {
             return Err(RuntimeError::ContextUnavailable.into());
         };
         self.last_active = std::time::Instant::now();
-        turn.cancel.cancel();
-        turn.join.abort();
+        turn.stop(ctx);
         turn.release_snapshot();
         let message = message.map(|m| self.own_message(m, &turn.record.task.id));
         if let Some(m) = message.as_ref().filter(|_| in_history) {
@@ -431,12 +432,30 @@ impl ContextActor {
     /// Drops the in-memory session of a context that stays idle for
     /// [`SESSION_CACHE_TTL`]: the store has all of it, and an idle context then costs
     /// little more than its actor. A quick follow-up still finds the session warm.
+    ///
+    /// One timer at a time: actix polls every pending timer of an actor at each of its
+    /// wake-ups, so a timer per turn (a busy context runs dozens a second) made every
+    /// message of the context pay for dozens of them. The timer that fires early (the
+    /// context was active since it was armed) arms itself again for the rest.
     pub(super) fn schedule_hibernation(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_later(SESSION_CACHE_TTL, |act, _| {
-            if act.turn.is_none() && act.last_active.elapsed() >= SESSION_CACHE_TTL {
-                act.session = None;
+        if !self.hibernation_armed {
+            self.hibernation_armed = true;
+            ctx.run_later(SESSION_CACHE_TTL, Self::hibernate_if_idle);
+        }
+    }
+
+    fn hibernate_if_idle(&mut self, ctx: &mut Context<Self>) {
+        self.hibernation_armed = false;
+        if self.turn.is_some() {
+            return; // The turn's end arms it again.
+        }
+        match SESSION_CACHE_TTL.checked_sub(self.last_active.elapsed()) {
+            None => self.session = None,
+            Some(rest) => {
+                self.hibernation_armed = true;
+                ctx.run_later(rest, Self::hibernate_if_idle);
             }
-        });
+        }
     }
 
     /// An agent message of this context and its running task.

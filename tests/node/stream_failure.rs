@@ -142,15 +142,17 @@ fn start_turn(context_id: &str) -> StartTurn {
     }
 }
 
-#[actix_web::test]
-async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_working() {
+/// The real runtime, with the slow echo agent, on the real sled store behind the real
+/// write-ahead log, whose disk the returned switch makes "full".
+fn behind_a_log_on_a_disk_that_fills(
+    dir: &std::path::Path,
+) -> (Arc<Runtime>, actix::Addr<Supervisor>, a2ad_storage::wal::FullDiskSwitch) {
     use a2ad_storage::wal::{FullDiskSwitch, WalOptions};
     use a2ad_storage::WalStore;
-    let dir = tempfile::tempdir().unwrap();
     let switch = FullDiskSwitch::default();
-    let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.path().join("db")).unwrap());
+    let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.join("db")).unwrap());
     let options = WalOptions::default().full_disk_switch(&switch);
-    let (journal, _) = WalStore::open(sled, None, None, &dir.path().join("wal"), options).unwrap();
+    let (journal, _) = WalStore::open(sled, None, None, &dir.join("wal"), options).unwrap();
     let journal = Arc::new(journal);
     let mut config = Config::default_node();
     config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];
@@ -161,10 +163,17 @@ async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_wo
         settings: RuntimeSettings::default(),
         push: None,
         turn_limits: TurnLimits::new(0, 0),
-        data_dir: dir.path().to_owned(),
+        data_dir: dir.to_owned(),
         feed: Default::default(),
     });
     let supervisor = Supervisor::new(Arc::clone(&rt)).start();
+    (rt, supervisor, switch)
+}
+
+#[actix_web::test]
+async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, supervisor, switch) = behind_a_log_on_a_disk_that_fills(dir.path());
     let route = |ctx: &str| Route { key: ContextKey::new(Owner::anonymous(), ctx) };
     let context = supervisor.send(route("ctx-full")).await.unwrap().unwrap();
     let ticket = context.send(start_turn("ctx-full")).await.unwrap().unwrap();
@@ -186,27 +195,8 @@ async fn a_full_disk_refuses_the_turn_end_then_heals_and_the_task_never_stays_wo
 
 #[actix_web::test]
 async fn a_stream_sends_nothing_its_commit_has_not_made_durable() {
-    use a2ad_storage::wal::{FullDiskSwitch, WalOptions};
-    use a2ad_storage::WalStore;
     let dir = tempfile::tempdir().unwrap();
-    let switch = FullDiskSwitch::default();
-    let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.path().join("db")).unwrap());
-    let options = WalOptions::default().full_disk_switch(&switch);
-    let (journal, _) = WalStore::open(sled, None, None, &dir.path().join("wal"), options).unwrap();
-    let journal = Arc::new(journal);
-    let mut config = Config::default_node();
-    config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];
-    let rt = Arc::new(Runtime {
-        store: journal.clone(),
-        commit: GroupCommit::over_log(Arc::clone(&journal)),
-        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default(), false)),
-        settings: RuntimeSettings::default(),
-        push: None,
-        turn_limits: TurnLimits::new(0, 0),
-        data_dir: dir.path().to_owned(),
-        feed: Default::default(),
-    });
-    let supervisor = Supervisor::new(Arc::clone(&rt)).start();
+    let (rt, supervisor, switch) = behind_a_log_on_a_disk_that_fills(dir.path());
     let route = |ctx: &str| Route { key: ContextKey::new(Owner::anonymous(), ctx) };
     let context = supervisor.send(route("ctx-held")).await.unwrap().unwrap();
     let ticket = context.send(start_turn("ctx-held")).await.unwrap().unwrap();

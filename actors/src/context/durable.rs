@@ -50,15 +50,17 @@ impl DurableMark {
         });
     }
 
-    /// Raises the mark to `seq` once a commit covers what was appended so far (spawned on
-    /// the current arbiter; the caller has just written the step that `seq` ends).
+    /// Raises the mark to `seq` once a commit covers what was appended so far (the
+    /// caller has just written the step that `seq` ends).
+    pub(crate) async fn advance_after_commit(self: Arc<Self>, commit: GroupCommit, seq: u64) {
+        if commit.commit().await.is_ok() {
+            self.advance(seq);
+        }
+    }
+
+    /// [`DurableMark::advance_after_commit`], spawned on the current arbiter.
     pub(crate) fn advance_when_durable(self: &Arc<Self>, commit: &GroupCommit, seq: u64) {
-        let (mark, commit) = (Arc::clone(self), commit.clone());
-        actix::spawn(async move {
-            if commit.commit().await.is_ok() {
-                mark.advance(seq);
-            }
-        });
+        actix::spawn(Arc::clone(self).advance_after_commit(commit.clone(), seq));
     }
 
     fn is_followed(&self) -> bool {

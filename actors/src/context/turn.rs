@@ -306,12 +306,7 @@ impl ContextActor {
             turn.save_scheduled = false;
             return;
         }
-        let (mark, seq) = (Arc::clone(&turn.mark), turn.record.last_event_seq);
-        let durable = async move {
-            if rt.commit.commit().await.is_ok() {
-                mark.advance(seq);
-            }
-        };
+        let durable = Arc::clone(&turn.mark).advance_after_commit(rt.commit.clone(), turn.record.last_event_seq);
         ctx.spawn(durable.into_actor(self).map(move |(), act, ctx| {
             let Some(turn) = act.turn.as_mut().filter(|t| t.id == turn_id) else { return };
             turn.save_scheduled = false;

@@ -206,24 +206,28 @@ async fn stalled_subscriber(app: &TestApp, task_id: &str) -> tokio::net::TcpStre
 #[actix_web::test]
 async fn a_slow_subscriber_is_dropped_with_an_error_while_others_continue() {
     use tokio::io::AsyncReadExt as _;
-    // ~12 MB of events: more than the node's socket send buffer can hold for a stalled
-    // reader, so its 384-event buffer in the node fills (~3 MB of the 12). The reading
+    // 2,048 events (1,024 chunks of 4 KB, each a status message and an artifact append,
+    // 500 a second), ~9 MB: 1.6 times what the node can hold for a stalled reader (the
+    // subscription's 384, the durable forwarder's 384, the client channel's 256, and
+    // ~1 MiB of socket send buffer, ~240 events of this size), so it is dropped with a
+    // margin. (With 8 KB chunks and an 8 MiB send buffer the node could hold nearly
+    // every event, and the test passed or failed on timing.) The reading
     // subscriber must first take a 4 MB snapshot; 384 events give it room to catch up
     // while the node writes the growing task (several MB a step) beside it on 2 cores.
     let app = spawn_app(|c| {
         c.agents = vec![crate::support::echo_agent(
             "big",
             a2ad_protocol::TaskState::Completed,
-            8192,
+            4096,
             Duration::from_millis(4),
         )];
         c.stream_buffer = 384;
         c.body_limit = 32 << 20;
-        // This is the node's subscriber buffer at work, not the socket bounds: the write
-        // deadline would reset the stalled stream while the other reads 12 MB, and the
-        // send-buffer cap slows that reader's 4 MB snapshot on a loaded machine.
+        // This is the node's subscriber buffer at work, not the write deadline, which
+        // would reset the stalled stream while the other reads. 512 KiB (the kernel
+        // doubles it) keeps the reader's 4 MB snapshot quick on loopback.
         c.stream_write_timeout = Duration::from_secs(600);
-        c.stream_send_buffer = 8 << 20;
+        c.stream_send_buffer = 512 << 10;
     })
     .await;
     let id = start_slow(&app, &"y".repeat(4 << 20)).await;

@@ -54,6 +54,9 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --soak-seconds N         how long the soak part runs (1800)
   --soak-sample-seconds N  seconds between the soak part's samples (30)
   --soak-in-flight N       requests in flight in the soak part (16)
+  --soak-rate N            rounds (send, get, list) per second of the soak part, all loops
+                           together; 0 runs them back to back, saturating the node (300)
+  --soak-contexts N        contexts the soak part's sends cycle through (1024)
 env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
   the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
 parts: core streams push memory transports dialects ws-stream retention push-hang soak console";
@@ -110,6 +113,8 @@ impl Options {
                 duration: Duration::from_secs(value("--soak-seconds", 1800).max(1)),
                 sample_every: Duration::from_secs(value("--soak-sample-seconds", 30).max(1)),
                 in_flight: value("--soak-in-flight", 16).clamp(1, 1024) as usize,
+                rounds_per_second: value("--soak-rate", 300),
+                contexts: value("--soak-contexts", 1024).max(1),
             },
         }
     }

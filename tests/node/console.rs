@@ -11,6 +11,7 @@ use a2ad::config::{AgentConfig, Config};
 use a2ad_protocol::TaskState;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -25,8 +26,15 @@ struct Browser {
     shots: PathBuf,
 }
 
+/// Ends chromedriver and the Chromium it started, also when a test panics before
+/// [`close`]: the driver leads a process group of its own, and the whole group is
+/// killed (killing the driver alone left Chromium running).
 impl Drop for Browser {
     fn drop(&mut self) {
+        if let Ok(pgid) = i32::try_from(self.driver.id()) {
+            // SAFETY: killpg only sends a signal, to the group this test made.
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -50,6 +58,7 @@ async fn browser(shots: &Path) -> Option<Browser> {
     };
     let port = free_port();
     let child = Command::new(&driver)
+        .process_group(0)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())

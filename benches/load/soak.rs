@@ -18,8 +18,8 @@
 //!
 //! Every `sample_every` the RSS (`VmRSS`), the data dir's bytes, the stored tasks
 //! (`a2ad_tasks`) and live contexts (`a2ad_live_contexts`) are printed; the summary sets
-//! the end of the warm-up (the first third) against the end and gives the growth per
-//! minute over the last half. Bounded in time (the deadline, a per-request timeout) and
+//! the end of the warm-up (the first third) against the end and fits the trend of the
+//! last half ([`spread`]). Bounded in time (the deadline, a per-request timeout) and
 //! in count ([`MAX_REQUESTS`]).
 
 use crate::client::{post, read_response};
@@ -152,7 +152,7 @@ fn print_sample(s: &Sample) {
 }
 
 /// Warm-up end (the last sample in the first third) against the last sample, and the
-/// growth per minute from the sample at half time to the last.
+/// fitted trend of every sample from half time on.
 fn print_summary(samples: &[Sample], duration: Duration) {
     let last_at_or_before = |t: Duration| samples.iter().rev().find(|s| s.at <= t).or(samples.first());
     let (Some(warm), Some(half), Some(end)) =
@@ -161,8 +161,6 @@ fn print_summary(samples: &[Sample], duration: Duration) {
         println!("soak: no samples (run longer than one sample interval)");
         return;
     };
-    let minutes = (end.at.saturating_sub(half.at)).as_secs_f64() / 60.0;
-    let per_minute = |to: u64, from: u64| if minutes > 0.0 { (to as f64 - from as f64) / minutes } else { 0.0 };
     println!(
         "soak summary: RSS {:.1} MiB at t={} s (end of warm-up) -> {:.1} MiB at t={} s; disk {} -> {}",
         warm.rss_kib as f64 / 1024.0,
@@ -173,11 +171,7 @@ fn print_summary(samples: &[Sample], duration: Duration) {
         human(end.disk_bytes)
     );
     println!(
-        "soak summary: over the last half (t={}..{} s): RSS {:+.2} MiB/min, disk {:+.2} MiB/min; {} requests, {} errors, {:.0} req/s",
-        half.at.as_secs(),
-        end.at.as_secs(),
-        per_minute(end.rss_kib, half.rss_kib) / 1024.0,
-        per_minute(end.disk_bytes, half.disk_bytes) / f64::from(1 << 20),
+        "soak summary: {} requests, {} errors, {:.0} req/s",
         end.requests,
         end.errors,
         end.requests as f64 / end.at.as_secs_f64().max(1e-3)
@@ -188,7 +182,9 @@ fn print_summary(samples: &[Sample], duration: Duration) {
     let disk = spread(&last_half, |s| s.disk_bytes as f64);
     let store = spread(&last_half, |s| s.disk_bytes.saturating_sub(s.log_bytes) as f64);
     println!(
-        "soak summary: last half, {} samples: RSS {:.1}..{:.1} MiB, fitted slope {:+.2} MiB/min; disk {:.1}..{:.1} MiB, fitted slope {:+.2} MiB/min; without the log {:.1}..{:.1} MiB, {:+.2} MiB/min",
+        "soak summary: last half (t={}..{} s), {} samples: RSS {:.1}..{:.1} MiB, fitted slope {:+.2} MiB/min; disk {:.1}..{:.1} MiB, fitted slope {:+.2} MiB/min; without the log {:.1}..{:.1} MiB, {:+.2} MiB/min",
+        half.at.as_secs(),
+        end.at.as_secs(),
         last_half.len(),
         mib(rss.min),
         mib(rss.max),

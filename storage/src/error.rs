@@ -30,6 +30,10 @@ pub enum StoreError {
     /// writer, refused rather than silently overwriting newer events' task.
     #[error("task {task_id} is at generation {stored}; a write of generation {offered} is stale")]
     Conflict { task_id: String, stored: u64, offered: u64 },
+    /// A step of a context whose lease another node holds (cluster mode): this node lost
+    /// the lease (it expired while the node was stalled), and the other node's turn wins.
+    #[error("context {context_id} is leased by another node; this node's write is stale")]
+    LeaseLost { context_id: String },
     /// A write could not be made durable (the write-ahead log's disk is full or failing).
     /// Transient: the log retries, and commits succeed again once the disk heals.
     #[error("the store cannot make writes durable: {0}")]

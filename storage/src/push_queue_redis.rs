@@ -25,16 +25,13 @@
 pub use forwarder::{Forwarder, ForwarderSettings, PUSH_OUTBOX_TREE};
 pub use options::{redact_url, RedisQueueOptions};
 
-use crate::{DeadJob, JobQueue, PushJob, RedisFailure, StoreError};
-use redis::{Connection, ConnectionLike, RedisError, Value};
+use crate::redis_link::{Failure, RedisLink};
+use crate::{DeadJob, JobQueue, PushJob, StoreError};
+use redis::{Connection, RedisError, Value};
 use reply::{group_info, parse_autoclaim, parse_entries, parse_read, Entry};
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
-/// How long connecting, and any one command, may take before it fails.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most this many XAUTOCLAIM rounds per [`JobQueue::due`] call (each scans up to ten
 /// times its COUNT pending entries).
 const CLAIM_ROUNDS: usize = 4;
@@ -60,33 +57,13 @@ end
 return 0
 ";
 
-/// A failure inside one locked use of the connection.
-enum Failure {
-    Redis(RedisError),
-    Store(StoreError),
-}
-
-impl From<RedisError> for Failure {
-    fn from(e: RedisError) -> Self {
-        Failure::Redis(e)
-    }
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Self {
-        Failure::Store(e)
-    }
-}
-
 /// The queue over Redis Streams. Send + Sync: one connection behind a mutex, reopened
 /// when it breaks.
 pub struct RedisQueue {
     options: RedisQueueOptions,
-    client: redis::Client,
-    conn: Mutex<Option<Connection>>,
-    /// The URL as it may be shown.
-    shown_url: String,
-    password: Option<String>,
+    /// One connection (the worker and the forwarder take turns), with the stream and the
+    /// consumer group made sure of on each new one.
+    link: RedisLink,
     move_due_retries: redis::Script,
     revive: redis::Script,
 }
@@ -104,16 +81,12 @@ impl RedisQueue {
     /// not a Redis URL fails here. A node opens its queue so, and starts while Redis is
     /// down: its pushes wait in the outbox ([`Forwarder`]).
     pub fn open(options: RedisQueueOptions) -> Result<Self, StoreError> {
-        let shown_url = redact_url(&options.url);
-        let client = redis::Client::open(options.url.as_str())
-            .map_err(|e| failure(RedisFailure::InvalidUrl, format!("invalid Redis URL {shown_url}: {e}"), None))?;
-        let password = client.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
+        let (stream, group) = (options.stream.clone(), options.group.clone());
+        let link =
+            RedisLink::open(&options.url, 1, "push queue")?.on_connect(move |conn| create_group(conn, &stream, &group));
         Ok(RedisQueue {
             options,
-            client,
-            conn: Mutex::new(None),
-            shown_url,
-            password,
+            link,
             move_due_retries: redis::Script::new(MOVE_DUE_RETRIES),
             revive: redis::Script::new(REVIVE),
         })
@@ -137,86 +110,13 @@ impl RedisQueue {
         &self.options
     }
 
-    /// XGROUP CREATE ... 0 MKSTREAM; an existing group is fine. From the stream's start,
-    /// not `$`: settled entries are deleted, so whatever the stream holds is a job not yet
-    /// delivered, and a group recreated after it was lost (a FLUSHALL, a Redis that kept
-    /// the stream but not the group) must still deliver the jobs forwarded meanwhile.
-    fn create_group(&self, conn: &mut Connection) -> Result<(), RedisError> {
-        let created: Result<(), RedisError> = redis::cmd("XGROUP")
-            .arg("CREATE")
-            .arg(&self.options.stream)
-            .arg(&self.options.group)
-            .arg("0")
-            .arg("MKSTREAM")
-            .query(conn);
-        match created {
-            Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
-            other => other,
-        }
-    }
-
-    /// A new connection, with the stream and the consumer group made sure of.
-    fn open_connection(&self) -> Result<Connection, StoreError> {
-        let mut conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
-            self.redis_failure(&format!("cannot connect to Redis at {} (push queue)", self.shown_url), &e)
-        })?;
-        conn.set_read_timeout(Some(IO_TIMEOUT))
-            .and_then(|()| conn.set_write_timeout(Some(IO_TIMEOUT)))
-            .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
-        self.create_group(&mut conn).map_err(|e| {
-            self.redis_failure(&format!("Redis at {}: cannot create the consumer group", self.shown_url), &e)
-        })?;
-        Ok(conn)
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Connection>> {
-        match self.conn.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => {
-                // A panic mid-command may have left a reply unread: start afresh.
-                let mut guard = poisoned.into_inner();
-                *guard = None;
-                self.conn.clear_poison();
-                guard
-            }
-        }
-    }
-
-    /// Runs `f` on the connection (opened first if needed); a broken connection is dropped
-    /// and reopened by the next call.
+    /// Runs `f` on the connection (see [`RedisLink::with_conn`]).
     fn with_conn<T>(
         &self,
         what: &str,
         f: impl FnOnce(&mut Connection, &Self) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
-        let mut guard = self.lock();
-        if !guard.as_ref().is_some_and(|c| c.is_open()) {
-            *guard = Some(self.open_connection()?);
-        }
-        let conn = guard.as_mut().expect("the connection was just opened");
-        match f(conn, self) {
-            Ok(value) => Ok(value),
-            Err(Failure::Store(e)) => Err(e),
-            Err(Failure::Redis(e)) => {
-                if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || !conn.is_open() {
-                    *guard = None;
-                }
-                Err(self.redis_failure(&format!("Redis at {}: cannot {what}", self.shown_url), &e))
-            }
-        }
-    }
-
-    fn redis_failure(&self, context: &str, e: &RedisError) -> StoreError {
-        let kind = if e.is_connection_refusal() {
-            RedisFailure::Refused
-        } else if e.is_timeout() {
-            RedisFailure::TimedOut
-        } else if e.is_connection_dropped() {
-            RedisFailure::Dropped
-        } else {
-            RedisFailure::Command
-        };
-        failure(kind, format!("{context}: {e}"), self.password.as_deref())
+        self.link.with_conn(what, |conn| f(conn, self))
     }
 
     /// The stream entry's job, with its receipt; `None` (after quarantining the entry in
@@ -399,7 +299,7 @@ impl JobQueue for RedisQueue {
         self.with_conn("read due push jobs", |conn, q| match q.due_on(conn, now_ms, max, in_flight) {
             // The stream or the group was deleted under us (FLUSHALL, an operator): recreate.
             Err(e) if e.code() == Some("NOGROUP") => {
-                q.create_group(conn)?;
+                create_group(conn, &q.options.stream, &q.options.group)?;
                 Ok(q.due_on(conn, now_ms, max, in_flight)?)
             }
             other => Ok(other?),
@@ -558,22 +458,25 @@ impl RedisQueue {
     }
 }
 
-fn encode(job: &PushJob) -> Result<String, StoreError> {
-    serde_json::to_string(job).map_err(|e| StoreError::Corrupt(format!("push job: {e}")))
+/// XGROUP CREATE ... 0 MKSTREAM; an existing group is fine. From the stream's start, not
+/// `$`: settled entries are deleted, so whatever the stream holds is a job not yet
+/// delivered, and a group recreated after it was lost (a FLUSHALL, a Redis that kept the
+/// stream but not the group) must still deliver the jobs forwarded meanwhile.
+fn create_group(conn: &mut Connection, stream: &str, group: &str) -> Result<(), RedisError> {
+    let created: Result<(), RedisError> =
+        redis::cmd("XGROUP").arg("CREATE").arg(stream).arg(group).arg("0").arg("MKSTREAM").query(conn);
+    match created {
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        other => other,
+    }
 }
 
-/// A Redis failure as a store error; the password, should a message ever echo it, is
-/// blanked.
-fn failure(kind: RedisFailure, message: String, password: Option<&str>) -> StoreError {
-    let message = match password {
-        Some(password) => message.replace(password, "***"),
-        None => message,
-    };
-    StoreError::Redis { kind, message }
+pub(crate) fn encode(job: &PushJob) -> Result<String, StoreError> {
+    serde_json::to_string(job).map_err(|e| StoreError::Corrupt(format!("push job: {e}")))
 }
 
 mod forwarder;
 mod options;
-mod reply;
+pub(crate) mod reply;
 #[cfg(test)]
 mod tests;

@@ -1,18 +1,32 @@
-//! The memory store answers every trait method as the sled store does: each test plays
-//! the same writes on both and compares every answer.
+//! The memory store, and the Redis store, answer every trait method as the sled store
+//! does: each test plays the same writes on all of them and compares every answer. The
+//! Redis store joins when there is a redis-server to start (`crate::test_redis`).
 
 use super::MemoryStore;
 use crate::sled_store::tests::record;
-use crate::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskQuery, TaskStore};
+use crate::test_redis::{redis, RedisServer};
+use crate::{
+    ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, TaskQuery, TaskStore,
+};
 use a2ad_protocol::{Message, StreamResponse, TaskState};
 
-/// A fresh sled store (in a temporary directory, kept alive by the caller) and a memory
-/// store, both keeping `retention` events per task.
-fn both(retention: usize) -> (tempfile::TempDir, Vec<Box<dyn TaskStore>>) {
+/// What the stores of [`both`] live in.
+type Held = (tempfile::TempDir, Option<RedisServer>);
+
+/// A fresh sled store (in a temporary directory), a memory store and, when a
+/// redis-server can be started, a Redis store, all keeping `retention` events per task.
+/// The directory and the server live as long as the first value.
+fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
     let dir = tempfile::tempdir().unwrap();
     let sled = SledStore::open(dir.path()).unwrap().with_event_retention(retention);
     let memory = MemoryStore::new().with_event_retention(retention);
-    (dir, vec![Box::new(sled), Box::new(memory)])
+    let mut stores: Vec<Box<dyn TaskStore>> = vec![Box::new(sled), Box::new(memory)];
+    let server = redis();
+    if let Some(server) = &server {
+        let options = RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() };
+        stores.push(Box::new(RedisStore::connect(options).unwrap().with_event_retention(retention)));
+    }
+    ((dir, server), stores)
 }
 
 /// Runs `probe` on each store and asserts that they all answer alike.
@@ -20,7 +34,7 @@ fn same<T: PartialEq + std::fmt::Debug>(stores: &[Box<dyn TaskStore>], probe: im
     let mut answers = stores.iter().map(|s| probe(s.as_ref()));
     let first = answers.next().unwrap();
     for other in answers {
-        assert_eq!(first, other, "the memory store answers as the sled store does");
+        assert_eq!(first, other, "every store answers as the sled store does");
     }
     first
 }

@@ -7,13 +7,13 @@ use redis::Value;
 
 /// One stream entry: its id and fields (`None` for an entry deleted while pending, which
 /// Redis 6.2 reports as nil).
-pub(super) struct Entry {
-    pub(super) id: String,
-    pub(super) fields: Option<Vec<(String, String)>>,
+pub(crate) struct Entry {
+    pub(crate) id: String,
+    pub(crate) fields: Option<Vec<(String, String)>>,
 }
 
 impl Entry {
-    pub(super) fn field(&self, name: &str) -> Option<&str> {
+    pub(crate) fn field(&self, name: &str) -> Option<&str> {
         self.fields.as_ref()?.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
@@ -46,7 +46,7 @@ fn pairs(value: &Value) -> Vec<(&Value, &Value)> {
 }
 
 /// A list of entries: `[[id, [field, value, ...] | nil], ...]`.
-pub(super) fn parse_entries(value: &Value) -> Vec<Entry> {
+pub(crate) fn parse_entries(value: &Value) -> Vec<Entry> {
     let Value::Array(items) = value else { return Vec::new() };
     items
         .iter()
@@ -65,7 +65,7 @@ pub(super) fn parse_entries(value: &Value) -> Vec<Entry> {
 }
 
 /// XREADGROUP's reply for one stream: `[[key, entries]]` (RESP3: `{key: entries}`), or nil.
-pub(super) fn parse_read(value: &Value) -> Vec<Entry> {
+pub(crate) fn parse_read(value: &Value) -> Vec<Entry> {
     match value {
         Value::Array(streams) => streams
             .iter()
@@ -81,7 +81,7 @@ pub(super) fn parse_read(value: &Value) -> Vec<Entry> {
 
 /// XAUTOCLAIM's reply: the next cursor, the claimed entries, and the ids of entries that
 /// were deleted while pending (nil entries on Redis 6.2; Redis 7 drops those itself).
-pub(super) fn parse_autoclaim(value: &Value) -> (String, Vec<Entry>, Vec<String>) {
+pub(crate) fn parse_autoclaim(value: &Value) -> (String, Vec<Entry>, Vec<String>) {
     let Value::Array(parts) = value else { return ("0-0".to_owned(), Vec::new(), Vec::new()) };
     let next = parts.first().and_then(text).unwrap_or_else(|| "0-0".to_owned());
     let (claimed, gone): (Vec<Entry>, Vec<Entry>) =
@@ -90,7 +90,7 @@ pub(super) fn parse_autoclaim(value: &Value) -> (String, Vec<Entry>, Vec<String>
 }
 
 /// The group's `pending` and `lag` (None when Redis cannot tell) from XINFO GROUPS.
-pub(super) fn group_info(groups: &Value, group: &str) -> (u64, Option<u64>) {
+pub(crate) fn group_info(groups: &Value, group: &str) -> (u64, Option<u64>) {
     let Value::Array(groups) = groups else { return (0, None) };
     for info in groups {
         let fields: Vec<(String, &Value)> = pairs(info).into_iter().filter_map(|(k, v)| Some((text(k)?, v))).collect();

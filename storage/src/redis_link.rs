@@ -1,0 +1,173 @@
+//! A few connections to one Redis server, reopened when they break, with every failure
+//! turned into a [`StoreError::Redis`] that names the server but never its password.
+//!
+//! The push queue ([`crate::RedisQueue`]) and the shared task store
+//! ([`crate::RedisStore`]) both talk to Redis through one of these. The client is the
+//! `redis` crate's synchronous one: every store method already runs on a blocking thread
+//! (or is a short call an actor makes, as it makes sled's), so an async client would buy
+//! nothing but a runtime hop per command.
+
+use crate::{RedisFailure, StoreError};
+use redis::{Connection, ConnectionLike, RedisError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long connecting, and any one command, may take before it fails.
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A failure inside one use of a connection: Redis's own, or the caller's.
+pub(crate) enum Failure {
+    Redis(RedisError),
+    Store(StoreError),
+}
+
+impl From<RedisError> for Failure {
+    fn from(e: RedisError) -> Self {
+        Failure::Redis(e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Store(e)
+    }
+}
+
+/// What a new connection must set up before it is used (the push queue's consumer group).
+type OnConnect = Box<dyn Fn(&mut Connection) -> Result<(), RedisError> + Send + Sync>;
+
+/// Connections to one server. Send + Sync; a call takes a free connection, or waits for
+/// one, so at most `conns.len()` commands are in flight at once.
+pub(crate) struct RedisLink {
+    client: redis::Client,
+    /// Each open connection with the [`RedisLink::broken`] count it was opened under.
+    conns: Vec<Mutex<Option<(Connection, u64)>>>,
+    next: AtomicUsize,
+    /// How many connections broke so far: one that broke tells every other connection,
+    /// opened before, to reopen at its next use, so that a Redis restart costs one failed
+    /// call rather than one per pooled connection.
+    broken: AtomicU64,
+    /// The URL as it may be shown.
+    shown_url: String,
+    password: Option<String>,
+    /// Who is connecting, for messages: "push queue", "task store".
+    role: &'static str,
+    on_connect: OnConnect,
+}
+
+impl RedisLink {
+    /// A link of `pool` connections to `url`, none open yet: the first call connects. Only
+    /// a URL that is not a Redis URL fails here.
+    pub fn open(url: &str, pool: usize, role: &'static str) -> Result<Self, StoreError> {
+        let shown_url = crate::redact_url(url);
+        let client = redis::Client::open(url)
+            .map_err(|e| failure(RedisFailure::InvalidUrl, format!("invalid Redis URL {shown_url}: {e}"), None))?;
+        let password = client.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
+        Ok(RedisLink {
+            client,
+            conns: (0..pool.max(1)).map(|_| Mutex::new(None)).collect(),
+            next: AtomicUsize::new(0),
+            broken: AtomicU64::new(0),
+            shown_url,
+            password,
+            role,
+            on_connect: Box::new(|_| Ok(())),
+        })
+    }
+
+    /// Runs `setup` on every new connection before its first use.
+    pub fn on_connect(
+        mut self,
+        setup: impl Fn(&mut Connection) -> Result<(), RedisError> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_connect = Box::new(setup);
+        self
+    }
+
+    /// A new connection with its timeouts and set-up.
+    fn open_connection(&self) -> Result<Connection, StoreError> {
+        let mut conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
+            self.redis_failure(&format!("cannot connect to Redis at {} ({})", self.shown_url, self.role), &e)
+        })?;
+        conn.set_read_timeout(Some(IO_TIMEOUT))
+            .and_then(|()| conn.set_write_timeout(Some(IO_TIMEOUT)))
+            .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
+        (self.on_connect)(&mut conn).map_err(|e| {
+            self.redis_failure(&format!("Redis at {}: cannot set up the {}", self.shown_url, self.role), &e)
+        })?;
+        Ok(conn)
+    }
+
+    /// A free connection slot, else the next one in turn (waiting for it).
+    fn slot(&self) -> MutexGuard<'_, Option<(Connection, u64)>> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let count = self.conns.len();
+        for i in 0..count {
+            if let Ok(guard) = self.conns[(start + i) % count].try_lock() {
+                return guard;
+            }
+        }
+        let slot = &self.conns[start % count];
+        match slot.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                // A panic mid-command may have left a reply unread: start afresh.
+                let mut guard = poisoned.into_inner();
+                *guard = None;
+                slot.clear_poison();
+                guard
+            }
+        }
+    }
+
+    /// Runs `f` on a connection (opened first if need be); a broken connection is dropped,
+    /// and the next call on its slot opens another.
+    pub fn with_conn<T>(
+        &self,
+        what: &str,
+        f: impl FnOnce(&mut Connection) -> Result<T, Failure>,
+    ) -> Result<T, StoreError> {
+        let mut guard = self.slot();
+        let broken = self.broken.load(Ordering::Acquire);
+        if !guard.as_ref().is_some_and(|(c, opened)| c.is_open() && *opened == broken) {
+            *guard = Some((self.open_connection()?, broken));
+        }
+        let (conn, _) = guard.as_mut().expect("the connection was just opened");
+        match f(conn) {
+            Ok(value) => Ok(value),
+            Err(Failure::Store(e)) => Err(e),
+            Err(Failure::Redis(e)) => {
+                if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || !conn.is_open() {
+                    *guard = None;
+                    self.broken.fetch_add(1, Ordering::AcqRel);
+                }
+                Err(self.redis_failure(&format!("Redis at {}: cannot {what}", self.shown_url), &e))
+            }
+        }
+    }
+
+    /// `e` as a store error of the kind a caller can act on, password blanked.
+    pub fn redis_failure(&self, context: &str, e: &RedisError) -> StoreError {
+        let kind = if e.is_connection_refusal() {
+            RedisFailure::Refused
+        } else if e.is_timeout() {
+            RedisFailure::TimedOut
+        } else if e.is_connection_dropped() {
+            RedisFailure::Dropped
+        } else {
+            RedisFailure::Command
+        };
+        failure(kind, format!("{context}: {e}"), self.password.as_deref())
+    }
+}
+
+/// A Redis failure as a store error; the password, should a message ever echo it, is
+/// blanked.
+pub(crate) fn failure(kind: RedisFailure, message: String, password: Option<&str>) -> StoreError {
+    let message = match password {
+        Some(password) => message.replace(password, "***"),
+        None => message,
+    };
+    StoreError::Redis { kind, message }
+}

@@ -1,0 +1,139 @@
+//! What only the Redis store has to show: two nodes' stores on one Redis, the commit
+//! script's refusals (a stale generation, another node's lease) changing nothing, push
+//! jobs in the commit itself, and an outage answered as one. Every trait method's answers
+//! are compared with the sled store's in `memory/tests.rs`.
+
+use super::*;
+use crate::sled_store::tests::record;
+use crate::test_redis::{redis, redis_with, RedisServer};
+use crate::{JobQueue, Owner, PushJob, RedisFailure, RedisQueue, RedisQueueOptions, TaskStore};
+use a2ad_protocol::TaskState;
+
+fn store(server: &RedisServer) -> RedisStore {
+    RedisStore::connect(RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() }).unwrap()
+}
+
+fn event(seq: u64) -> LoggedEvent {
+    LoggedEvent { seq, json: format!("{{\"n\":{seq}}}").into() }
+}
+
+/// A task at generation `seq` with the events up to it.
+fn at(owner: &Owner, seq: u64, state: TaskState) -> TaskRecord {
+    TaskRecord { last_event_seq: seq, ..record(owner, "t1", "c1", state, 1000 + seq as i64) }
+}
+
+fn raw(server: &RedisServer) -> redis::Connection {
+    redis::Client::open(server.url()).unwrap().get_connection().unwrap()
+}
+
+#[test]
+fn a_task_written_through_one_nodes_store_is_read_listed_and_removed_through_anothers() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (store(&server), store(&server));
+    let owner = Owner { tenant: "acme".into(), principal: "ann".into() };
+    node1.put_task(&at(&owner, 2, TaskState::Working), &[event(1), event(2)]).unwrap();
+    let read = node2.get_task(Scope::Owner(&owner), "t1").unwrap().expect("node 2 reads node 1's task");
+    assert_eq!(read.last_event_seq, 2);
+    let page = node2.list_tasks(&crate::TaskQuery {
+        owner: owner.clone(),
+        context_id: Some("c1".into()),
+        state: Some(TaskState::Working),
+        status_after_millis: None,
+        page_size: 10,
+        cursor: None,
+    });
+    assert_eq!(page.unwrap().total, 1);
+    assert_eq!(node2.events_after(Scope::Owner(&owner), "t1", 1, 10).unwrap(), vec![event(2)]);
+    let other = Owner { tenant: "acme".into(), principal: "bob".into() };
+    assert!(node2.get_task(Scope::Owner(&other), "t1").unwrap().is_none(), "another owner's task reads absent");
+    assert!(node2.events_after(Scope::Owner(&other), "t1", 0, 10).unwrap().is_empty());
+    assert!(node2.delete_task("t1").unwrap().is_some());
+    assert!(node1.get_task(Scope::Node, "t1").unwrap().is_none());
+}
+
+#[test]
+fn a_stale_generation_is_a_conflict_and_changes_nothing() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (store(&server), store(&server));
+    let owner = Owner::anonymous();
+    node1.put_task(&at(&owner, 3, TaskState::Working), &[event(1), event(2), event(3)]).unwrap();
+    // Node 2 read generation 2 and writes its step 3 after node 1 wrote its own.
+    let stale = node2.put_task(&at(&owner, 3, TaskState::Completed), &[event(3)]).unwrap_err();
+    assert!(matches!(stale, StoreError::Conflict { stored: 3, offered: 3, .. }), "{stale:?}");
+    let older = node2.put_task(&at(&owner, 2, TaskState::Failed), &[]).unwrap_err();
+    assert!(matches!(older, StoreError::Conflict { stored: 3, offered: 2, .. }), "{older:?}");
+    let kept = node1.get_task(Scope::Node, "t1").unwrap().unwrap();
+    assert_eq!((kept.state(), kept.last_event_seq), (TaskState::Working, 3));
+    assert_eq!(node1.events_after(Scope::Node, "t1", 0, 10).unwrap(), vec![event(1), event(2), event(3)]);
+    // The same generation without events (a snapshot rewrite) is fine.
+    node1.put_task(&at(&owner, 3, TaskState::Working), &[]).unwrap();
+}
+
+#[test]
+fn a_context_leased_by_another_node_refuses_the_write_and_changes_nothing() {
+    let Some(server) = redis() else { return };
+    let node = store(&server);
+    let owner = Owner::anonymous();
+    node.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    let lease = node.keys.lease(&crate::ContextKey::new(owner.clone(), "c1"));
+    redis::cmd("SET").arg(lease).arg("other-node:7").query::<()>(&mut raw(&server)).unwrap();
+    let refused = node.put_task(&at(&owner, 2, TaskState::Failed), &[event(2)]).unwrap_err();
+    assert!(matches!(refused, StoreError::LeaseLost { .. }), "{refused:?}");
+    assert_eq!(node.task_version("t1").unwrap(), Some((1, TaskState::Working)));
+    assert_eq!(node.events_after(Scope::Node, "t1", 0, 10).unwrap(), vec![event(1)]);
+}
+
+fn job(seq: u64) -> PushJob {
+    PushJob {
+        task_id: "t1".into(),
+        config_id: "cfg".into(),
+        event_seq: seq,
+        body: "{}".into(),
+        attempts: 0,
+        first_enqueued_ms: 0,
+        next_attempt_ms: 0,
+        last_error: None,
+        receipt: None,
+    }
+}
+
+#[test]
+fn a_steps_push_jobs_join_the_push_stream_in_its_commit() {
+    let Some(server) = redis() else { return };
+    let owner = Owner::anonymous();
+    let without = store(&server);
+    let refused = without.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap_err();
+    assert!(matches!(refused, StoreError::NoPushQueue(1)), "jobs are refused, never dropped: {refused:?}");
+    assert!(without.get_task(Scope::Node, "t1").unwrap().is_none(), "and the step is not written");
+    let queue_options = RedisQueueOptions { url: server.url(), ..RedisQueueOptions::default() };
+    let queue = RedisQueue::connect(queue_options.clone()).unwrap();
+    let options = RedisStoreOptions {
+        url: server.url(),
+        push_stream: Some(queue_options.stream.clone()),
+        ..RedisStoreOptions::default()
+    };
+    let with = RedisStore::connect(options).unwrap();
+    with.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap();
+    let due = queue.due(0, 10, &Default::default()).unwrap();
+    assert_eq!(due.iter().map(|j| j.event_seq).collect::<Vec<_>>(), [1]);
+    // A refused step adds no job.
+    let stale = with.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]);
+    assert!(stale.is_err());
+    assert!(queue.due(0, 10, &Default::default()).unwrap().is_empty());
+}
+
+#[test]
+fn an_outage_is_a_redis_error_and_the_store_reconnects_after_it() {
+    let Some(mut server) = redis_with(&["--appendonly", "yes", "--appendfsync", "always"]) else { return };
+    let node = store(&server);
+    let owner = Owner::anonymous();
+    node.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    server.kill();
+    let down = node.get_task(Scope::Node, "t1").unwrap_err();
+    assert!(matches!(down, StoreError::Redis { kind: RedisFailure::Refused | RedisFailure::Dropped, .. }), "{down:?}");
+    server.restart(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let back = node.get_task(Scope::Node, "t1");
+    // The broken connection is dropped by the failed call; the next one reconnects.
+    let back = back.or_else(|_| node.get_task(Scope::Node, "t1")).unwrap();
+    assert_eq!(back.map(|r| r.last_event_seq), Some(1), "an acknowledged write outlives a kill -9 of Redis");
+}

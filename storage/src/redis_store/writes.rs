@@ -1,0 +1,203 @@
+//! The Redis store's writes (each one script call: `scripts.rs`) and the reply parsing
+//! its reads share.
+
+use super::keys;
+use super::RedisStore;
+use crate::push_queue_redis::reply::parse_entries;
+use crate::{LoggedEvent, PushJob, Scope, SessionWrite, StoreError, TaskQuery, TaskRecord, TaskStore};
+use a2ad_protocol::TaskState;
+use redis::{RedisError, ScriptInvocation, Value};
+use std::sync::Arc;
+
+impl RedisStore {
+    /// One step in one script: lease check, generation check, snapshot and indexes,
+    /// events, the session (if any), the push jobs; then the listeners are told.
+    pub(super) fn commit_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: &[PushJob],
+        session: Option<SessionWrite<'_>>,
+    ) -> Result<Option<TaskState>, StoreError> {
+        let push_stream = match (&self.options.push_stream, jobs.is_empty()) {
+            (_, true) => None,
+            (Some(stream), false) => Some(stream.as_str()),
+            (None, false) => return Err(StoreError::NoPushQueue(jobs.len())),
+        };
+        let mut call = self.commit.prepare_invoke();
+        for key in self.keys.of_task(record) {
+            call.key(key);
+        }
+        call.key(self.keys.lease(&record.context_key()));
+        let session_keys = self.keys.of_session(&record.context_key());
+        for key in session_keys {
+            call.key(key);
+        }
+        call.key(push_stream.unwrap_or("-"));
+        call.arg(self.lease_token(&record.context_key()));
+        task_args(&mut call, record, events, self.event_retention)?;
+        session_args(&mut call, session)?;
+        call.arg(jobs.len());
+        for job in jobs {
+            call.arg(crate::push_queue_redis::encode(job)?);
+        }
+        let before: Option<String> =
+            self.link.with_conn("commit a task step", |conn| call.invoke(conn).map_err(|e| refusal(e, record)))?;
+        self.tell(record, events);
+        Ok(before.as_deref().and_then(keys::parse_state))
+    }
+
+    /// A removal and/or a session write, in one script: returns the removed record.
+    pub(super) fn settle_writes(
+        &self,
+        task_id: Option<&str>,
+        session: Option<SessionWrite<'_>>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let removed = match task_id {
+            Some(id) => self.get_task(Scope::Node, id)?,
+            None => None,
+        };
+        let mut call = self.settle.prepare_invoke();
+        // The keys of the task as it was read: a task's owner and context never change.
+        let task_keys = removed.as_ref().map(|r| self.keys.of_task(r));
+        for key in task_keys.unwrap_or_else(|| std::array::from_fn(|_| b"-".to_vec())) {
+            call.key(key);
+        }
+        let context = session.map(|s| s.session.key.clone());
+        if let Some(context) = &context {
+            for key in self.keys.of_session(context) {
+                call.key(key);
+            }
+        }
+        call.arg(removed.as_ref().map(|r| r.task.id.as_str()).unwrap_or(""));
+        session_args(&mut call, session)?;
+        let raw: Option<Vec<u8>> = self.link.with_conn("remove a task", |conn| Ok(call.invoke(conn)?))?;
+        raw.map(|json| RedisStore::decode(&json)).transpose()
+    }
+
+    /// The total and the ids of one page (plus one when there is a next page).
+    pub(super) fn list_ids(&self, query: &TaskQuery) -> Result<(usize, Vec<String>), StoreError> {
+        let filter = |value: Option<String>| value.map(|v| format!("={v}")).unwrap_or_default();
+        let min = query.status_after_millis.map(|ms| ms.max(0).to_string()).unwrap_or_else(|| "-inf".to_owned());
+        let (cursor_ms, cursor_id) = match &query.cursor {
+            Some(c) => (c.ts.max(0).to_string(), c.id.clone()),
+            None => (String::new(), String::new()),
+        };
+        let reply: Vec<Value> = self.link.with_conn("list tasks", |conn| {
+            Ok(self
+                .list
+                .key(self.keys.owner_index(&query.owner))
+                .key(self.keys.owner_meta(&query.owner))
+                .arg(min)
+                .arg(filter(query.context_id.clone()))
+                .arg(filter(query.state.map(keys::state_code)))
+                .arg(cursor_ms)
+                .arg(cursor_id)
+                .arg(query.page_size)
+                .invoke(conn)?)
+        })?;
+        let mut values = reply.into_iter();
+        let total = values.next().and_then(|v| redis::from_redis_value::<usize>(&v).ok()).unwrap_or(0);
+        let ids = values.filter_map(|v| redis::from_redis_value::<String>(&v).ok()).collect();
+        Ok((total, ids))
+    }
+
+    /// The sum of `command` (XLEN, LLEN) over `keys`, in one pipeline.
+    pub(super) fn sum_lengths(&self, command: &str, keys: impl Iterator<Item = Vec<u8>>) -> Result<u64, StoreError> {
+        let mut pipe = redis::pipe();
+        let mut any = false;
+        for key in keys {
+            pipe.cmd(command).arg(key);
+            any = true;
+        }
+        if !any {
+            return Ok(0);
+        }
+        let lengths: Vec<u64> = self.link.with_conn("count the store", |conn| Ok(pipe.query(conn)?))?;
+        Ok(lengths.iter().sum())
+    }
+
+    /// The token this node writes a context's steps under: none yet (every write is
+    /// refused only while another node holds the context's lease).
+    pub(super) fn lease_token(&self, _context: &crate::ContextKey) -> String {
+        String::new()
+    }
+}
+
+/// The task part of a commit's arguments (`put_task` in `scripts.rs`).
+fn task_args(
+    call: &mut ScriptInvocation<'_>,
+    record: &TaskRecord,
+    events: &[LoggedEvent],
+    retention: u64,
+) -> Result<(), StoreError> {
+    let json = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))?;
+    call.arg(&record.task.id)
+        .arg(json)
+        .arg(record.last_event_seq)
+        .arg(keys::state_code(record.state()))
+        .arg(record.status_millis().max(0))
+        .arg(keys::owner_meta_value(record))
+        .arg(keys::all_value(record))
+        .arg(record.owner.key_prefix())
+        .arg(record.context_key().storage_key())
+        .arg(retention)
+        .arg(events.len());
+    for event in events {
+        call.arg(event.seq).arg(event.json.as_bytes());
+    }
+    Ok(())
+}
+
+/// A session flag, then the session part (`put_session` in `scripts.rs`) if there is one.
+fn session_args(call: &mut ScriptInvocation<'_>, session: Option<SessionWrite<'_>>) -> Result<(), StoreError> {
+    let Some(write) = session else {
+        call.arg("0");
+        return Ok(());
+    };
+    let encode_error = |e: serde_json::Error| StoreError::Corrupt(format!("session: {e}"));
+    call.arg("1")
+        .arg(serde_json::to_vec(write.session).map_err(encode_error)?)
+        .arg(write.session.key.storage_key())
+        .arg(write.history_limit)
+        .arg(write.appended.len());
+    for message in write.appended {
+        call.arg(serde_json::to_vec(message).map_err(encode_error)?);
+    }
+    Ok(())
+}
+
+/// A script's refusal as the store error it stands for; anything else stays Redis's.
+fn refusal(e: RedisError, record: &TaskRecord) -> crate::redis_link::Failure {
+    match e.code() {
+        Some("A2AD_CONFLICT") => crate::redis_link::Failure::Store(StoreError::Conflict {
+            task_id: record.task.id.clone(),
+            stored: e.detail().and_then(|d| d.trim().parse().ok()).unwrap_or(0),
+            offered: record.last_event_seq,
+        }),
+        Some("A2AD_LEASE") => {
+            crate::redis_link::Failure::Store(StoreError::LeaseLost { context_id: record.task.context_id.clone() })
+        }
+        _ => crate::redis_link::Failure::Redis(e),
+    }
+}
+
+/// Whether a task whose stored owner key is `owner` is in `scope` (absent: not in any
+/// owner's scope).
+pub(super) fn owner_admits(scope: Scope<'_>, owner: Option<&[u8]>) -> bool {
+    match scope {
+        Scope::Node => true,
+        Scope::Owner(wanted) => owner.is_some_and(|key| key == wanted.key_prefix().as_slice()),
+    }
+}
+
+/// XRANGE's entries as logged events (an entry of another shape is skipped).
+pub(super) fn parse_events(entries: Value) -> Result<Vec<LoggedEvent>, StoreError> {
+    Ok(parse_entries(&entries)
+        .into_iter()
+        .filter_map(|entry| {
+            let seq = entry.id.split_once('-').and_then(|(seq, _)| seq.parse().ok())?;
+            Some(LoggedEvent { seq, json: Arc::from(entry.field("e")?) })
+        })
+        .collect())
+}

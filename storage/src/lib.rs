@@ -9,6 +9,7 @@
 //! that "durable before the response" costs one sequential sync per batch rather than
 //! page rewrites per request; a [`Checkpointer`] flushes sled in the background.
 
+mod cluster;
 mod error;
 mod group_commit;
 mod journal;
@@ -27,6 +28,7 @@ mod test_redis;
 mod thread_owner;
 pub mod wal;
 
+pub use cluster::{CancelHandler, CancelRequest, Cluster, EventSink};
 pub use error::{RedisFailure, StoreError};
 pub use group_commit::{CommitStats, GroupCommit};
 pub use journal::{Checkpointer, DurableSteps, ReplayReport, WalStore, WAL_DIR};
@@ -149,6 +151,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// idempotent there (the sled store rebuilds its counters). The default does nothing.
     fn after_replay(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// The cluster side of a store shared by several nodes (`store: redis`); `None` for a
+    /// node's own store, where one process owns every context.
+    fn cluster(&self) -> Option<&dyn Cluster> {
+        None
     }
 
     /// Bytes the store occupies on disk.

@@ -85,6 +85,21 @@ impl RedisLink {
         self
     }
 
+    /// The client, for connections a thread makes itself.
+    pub fn clone_client(&self) -> redis::Client {
+        self.client.clone()
+    }
+
+    /// A connection of the caller's own, outside the pool (a blocking read holds its
+    /// connection: a follower of a task's events, the cancel listener), with `timeout` on
+    /// reads.
+    pub fn dedicated(&self, timeout: Duration) -> Result<Connection, StoreError> {
+        let conn = self.open_connection()?;
+        conn.set_read_timeout(Some(timeout))
+            .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
+        Ok(conn)
+    }
+
     /// A new connection with its timeouts and set-up.
     fn open_connection(&self) -> Result<Connection, StoreError> {
         let mut conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {

@@ -13,6 +13,7 @@ mod dialects;
 mod keys;
 mod limits;
 pub mod retention;
+mod store;
 mod transports;
 
 pub use crate::push::{PushConfig, PushQueueKind};
@@ -23,6 +24,7 @@ pub use dialects::Dialect01Config;
 pub use keys::{Origin, Override};
 pub use limits::{ExtensionConfig, Limits};
 pub use retention::{RetentionConfig, TenantLimits};
+pub use store::{RedisStoreConfig, StoreKind};
 pub use transports::{RedisTransportConfig, DEFAULT_UNIX_MODE, DEFAULT_WEBSOCKET_QUEUE};
 
 use crate::units;
@@ -55,8 +57,14 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The base URL clients use, as written in the card; defaults to `http://<listen>`.
     pub public_url: Option<String>,
-    /// Where the sled store lives.
+    /// Where the sled store lives (and, with `store: redis`, the node's own files: the
+    /// push key, artifacts).
     pub data_dir: PathBuf,
+    /// Where tasks, sessions and event logs live: `sled` (in `data-dir`) or `redis`
+    /// (shared by every node on the `redis:` block's server).
+    pub store: StoreKind,
+    /// The shared store, for `store: redis`.
+    pub redis: RedisStoreConfig,
     /// sled's page cache budget, in sled's own accounting (serialized page bytes): a
     /// bound on the cache, not on sled's memory (docs/operating.md, "Memory").
     #[serde(deserialize_with = "units::byte_size")]
@@ -202,6 +210,8 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             public_url: None,
             data_dir: PathBuf::from("a2ad-data"),
+            store: StoreKind::Sled,
+            redis: RedisStoreConfig::default(),
             store_cache_size: DEFAULT_STORE_CACHE_SIZE,
             idle_timeout: Duration::from_secs(300),
             body_limit: 1024 * 1024,
@@ -418,6 +428,9 @@ impl Config {
         }
         if let Some(redis) = &self.redis_transport {
             redis.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
+        }
+        if self.store == StoreKind::Redis {
+            self.redis.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
         }
         Ok(())
     }

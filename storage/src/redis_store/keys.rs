@@ -17,6 +17,8 @@
 //! | `<p>:msg:<context>` | list | the session's last messages, oldest first |
 //! | `<p>:sessions` | set | every context key with a session (counts) |
 //! | `<p>:lease:<context>` | string | `<node>:<epoch>` while a node runs a turn in the context |
+//! | `<p>:lease-epoch` | string | the counter lease epochs come from |
+//! | `<p>:cancel:<node>` | Pub/Sub channel | cancel requests for the turns a node runs |
 
 use crate::{ContextKey, Owner, TaskRecord};
 use a2ad_protocol::TaskState;
@@ -84,6 +86,16 @@ impl Keys {
     /// A context's lease: `<node>:<epoch>` while a node runs a turn in it.
     pub fn lease(&self, context: &ContextKey) -> Vec<u8> {
         self.key("lease", &context.storage_key())
+    }
+
+    /// The counter lease epochs come from.
+    pub fn lease_epoch(&self) -> Vec<u8> {
+        self.key("lease-epoch", b"")
+    }
+
+    /// The Pub/Sub channel of a node's cancel requests.
+    pub fn cancel_channel(&self, node_id: &str) -> Vec<u8> {
+        self.key("cancel", node_id.as_bytes())
     }
 
     pub fn sessions(&self) -> Vec<u8> {

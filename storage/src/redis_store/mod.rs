@@ -15,7 +15,9 @@
 //! owner key stored beside each task, so another owner's task is found absent without its
 //! record being decoded (the one place tenant isolation is enforced, as in the sled store).
 
+mod cluster;
 mod keys;
+mod lease;
 mod scripts;
 #[cfg(test)]
 mod tests;
@@ -29,7 +31,9 @@ use crate::{
 use a2ad_protocol::{Message, TaskState};
 use keys::Keys;
 use redis::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// Where the store lives.
 #[derive(Clone)]
@@ -43,6 +47,10 @@ pub struct RedisStoreOptions {
     /// The push queue's stream, when push jobs go to Redis Streams: a step's jobs are
     /// added to it by the step's own commit script.
     pub push_stream: Option<String>,
+    /// How long a context's lease outlives its node's last renewal.
+    pub lease_ttl: Duration,
+    /// This node's id in leases (default: `<host>-<pid>-<random>`, unique per process).
+    pub node_id: String,
 }
 
 impl Default for RedisStoreOptions {
@@ -52,6 +60,8 @@ impl Default for RedisStoreOptions {
             prefix: "a2ad:store".to_owned(),
             connections: 8,
             push_stream: None,
+            lease_ttl: Duration::from_secs(10),
+            node_id: lease::new_node_id(),
         }
     }
 }
@@ -63,6 +73,8 @@ impl std::fmt::Debug for RedisStoreOptions {
             .field("prefix", &self.prefix)
             .field("connections", &self.connections)
             .field("push_stream", &self.push_stream)
+            .field("lease_ttl", &self.lease_ttl)
+            .field("node_id", &self.node_id)
             .finish()
     }
 }
@@ -78,15 +90,33 @@ pub struct RedisStore {
     forget: redis::Script,
     list: redis::Script,
     listeners: RwLock<Vec<Arc<dyn DurableSteps>>>,
+    leases: Arc<lease::Leases>,
+    /// Renews the leases; stopped when the store is dropped.
+    _keeper: crate::thread_owner::ThreadOwner,
+    /// Set when the store is dropped: followers and the cancel listener stop.
+    closing: Arc<AtomicBool>,
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.closing.store(true, Ordering::Release);
+    }
 }
 
 impl RedisStore {
     /// The store at `options.url`, not connected yet (the first call connects). Only a
     /// URL that is not a Redis URL fails here.
     pub fn open(options: RedisStoreOptions) -> Result<Self, StoreError> {
+        let keys = Keys::new(&options.prefix);
+        let lease_link = RedisLink::open(&options.url, 1, "lease keeper")?;
+        let leases =
+            Arc::new(lease::Leases::new(lease_link, options.node_id.clone(), options.lease_ttl, keys.lease_epoch()));
         Ok(RedisStore {
             link: RedisLink::open(&options.url, options.connections, "task store")?,
-            keys: Keys::new(&options.prefix),
+            _keeper: leases.start_keeper()?,
+            leases,
+            closing: Arc::default(),
+            keys,
             options,
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             commit: redis::Script::new(&scripts::commit()),
@@ -290,6 +320,10 @@ impl TaskStore for RedisStore {
                 Ok(redis::cmd("HMGET").arg(self.keys.task(task_id)).arg("g").arg("s").query(conn)?)
             })?;
         Ok(generation.zip(state.as_deref().and_then(keys::parse_state)))
+    }
+
+    fn cluster(&self) -> Option<&dyn crate::Cluster> {
+        Some(self)
     }
 
     /// Nothing on this node's disk.

@@ -6,7 +6,7 @@
 use super::*;
 use crate::sled_store::tests::record;
 use crate::test_redis::{redis, redis_with, RedisServer};
-use crate::{JobQueue, Owner, PushJob, RedisFailure, RedisQueue, RedisQueueOptions, TaskStore};
+use crate::{Cluster, JobQueue, Owner, PushJob, RedisFailure, RedisQueue, RedisQueueOptions, TaskStore};
 use a2ad_protocol::TaskState;
 
 fn store(server: &RedisServer) -> RedisStore {
@@ -136,4 +136,99 @@ fn an_outage_is_a_redis_error_and_the_store_reconnects_after_it() {
     // The broken connection is dropped by the failed call; the next one reconnects.
     let back = back.or_else(|_| node.get_task(Scope::Node, "t1")).unwrap();
     assert_eq!(back.map(|r| r.last_event_seq), Some(1), "an acknowledged write outlives a kill -9 of Redis");
+}
+
+fn lease_store(server: &RedisServer, ttl_ms: u64) -> RedisStore {
+    let options = RedisStoreOptions {
+        url: server.url(),
+        lease_ttl: std::time::Duration::from_millis(ttl_ms),
+        node_id: lease::new_node_id(),
+        ..RedisStoreOptions::default()
+    };
+    RedisStore::connect(options).unwrap()
+}
+
+#[test]
+fn one_node_at_a_time_holds_a_context_and_only_its_writes_pass() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (lease_store(&server, 10_000), lease_store(&server, 10_000));
+    let owner = Owner::anonymous();
+    let context = crate::ContextKey::new(owner.clone(), "c1");
+    assert!(node1.acquire_lease(&context).unwrap());
+    assert!(node1.acquire_lease(&context).unwrap(), "the holder keeps it");
+    assert!(!node2.acquire_lease(&context).unwrap(), "another node is refused");
+    assert_eq!(node2.lease_holder(&context).unwrap().as_deref(), Some(node1.node_id()));
+    node1.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    let refused = node2.put_task(&at(&owner, 2, TaskState::Failed), &[event(2)]).unwrap_err();
+    assert!(matches!(refused, StoreError::LeaseLost { .. }), "{refused:?}");
+    node1.release_lease(&context);
+    assert!(node2.acquire_lease(&context).unwrap(), "a released context is free");
+    node2.put_task(&at(&owner, 2, TaskState::Completed), &[event(2)]).unwrap();
+}
+
+#[test]
+fn a_lease_its_node_stops_renewing_expires_and_another_node_takes_it() {
+    let Some(server) = redis() else { return };
+    let node2 = lease_store(&server, 600);
+    let context = crate::ContextKey::new(Owner::anonymous(), "c1");
+    {
+        let node1 = lease_store(&server, 600);
+        assert!(node1.acquire_lease(&context).unwrap());
+        // Renewed by its keeper: still held after twice the TTL.
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        assert!(!node2.acquire_lease(&context).unwrap(), "the keeper renews it");
+    } // node 1 "dies": its keeper stops.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !node2.acquire_lease(&context).unwrap() {
+        assert!(std::time::Instant::now() < deadline, "the dead node's lease expires");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_follower_on_another_node_gets_each_committed_event_and_stops_with_its_task() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (store(&server), store(&server));
+    let owner = Owner::anonymous();
+    node1.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    node2
+        .follow(
+            "t1",
+            1,
+            Box::new(move |events| {
+                events.into_iter().for_each(|e| drop(tx.send(e.seq)));
+                true
+            }),
+        )
+        .unwrap();
+    node1.put_task(&at(&owner, 3, TaskState::Working), &[event(2), event(3)]).unwrap();
+    let wait = std::time::Duration::from_secs(5);
+    assert_eq!((rx.recv_timeout(wait).unwrap(), rx.recv_timeout(wait).unwrap()), (2, 3));
+    node1.delete_task("t1").unwrap();
+    // The follower notices the task is gone at its next empty read, and drops the sink.
+    assert_eq!(
+        rx.recv_timeout(std::time::Duration::from_secs(10)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+    );
+}
+
+#[test]
+fn a_cancel_request_reaches_the_node_it_is_sent_to() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (store(&server), store(&server));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    node1.on_cancel_request(Box::new(move |request| drop(tx.lock().unwrap().send(request)))).unwrap();
+    let request = crate::CancelRequest { owner: Owner::anonymous(), context_id: "c1".into(), task_id: "t1".into() };
+    // The listener subscribes on a thread of its own: send until it hears one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let got = loop {
+        node2.request_cancel(node1.node_id(), &request).unwrap();
+        if let Ok(got) = rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            break got;
+        }
+        assert!(std::time::Instant::now() < deadline, "the request arrives");
+    };
+    assert_eq!(got, request);
 }

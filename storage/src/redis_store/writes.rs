@@ -3,7 +3,7 @@
 
 use super::keys;
 use super::RedisStore;
-use crate::push_queue_redis::reply::parse_entries;
+use crate::push_queue_redis::reply::{parse_entries, Entry};
 use crate::{LoggedEvent, PushJob, Scope, SessionWrite, StoreError, TaskQuery, TaskRecord, TaskStore};
 use a2ad_protocol::TaskState;
 use redis::{RedisError, ScriptInvocation, Value};
@@ -117,10 +117,10 @@ impl RedisStore {
         Ok(lengths.iter().sum())
     }
 
-    /// The token this node writes a context's steps under: none yet (every write is
-    /// refused only while another node holds the context's lease).
-    pub(super) fn lease_token(&self, _context: &crate::ContextKey) -> String {
-        String::new()
+    /// The token this node writes a context's steps under: its lease's, or "" when it
+    /// holds none (then the write is refused if any node holds the lease).
+    pub(super) fn lease_token(&self, context: &crate::ContextKey) -> String {
+        self.leases.token(&self.keys.lease(context))
     }
 }
 
@@ -191,13 +191,18 @@ pub(super) fn owner_admits(scope: Scope<'_>, owner: Option<&[u8]>) -> bool {
     }
 }
 
-/// XRANGE's entries as logged events (an entry of another shape is skipped).
+/// XRANGE's entries as logged events.
 pub(super) fn parse_events(entries: Value) -> Result<Vec<LoggedEvent>, StoreError> {
-    Ok(parse_entries(&entries)
+    Ok(events_from(parse_entries(&entries)))
+}
+
+/// Stream entries as logged events (an entry of another shape is skipped).
+pub(super) fn events_from(entries: Vec<Entry>) -> Vec<LoggedEvent> {
+    entries
         .into_iter()
         .filter_map(|entry| {
             let seq = entry.id.split_once('-').and_then(|(seq, _)| seq.parse().ok())?;
             Some(LoggedEvent { seq, json: Arc::from(entry.field("e")?) })
         })
-        .collect())
+        .collect()
 }

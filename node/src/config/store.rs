@@ -1,0 +1,77 @@
+//! `store:` and the `redis:` block: where tasks, sessions and event logs live.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which store holds the node's tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreKind {
+    /// The embedded store in `data-dir` (the default): one node owns it.
+    #[default]
+    Sled,
+    /// One Redis shared by every node that points at it (`redis:`): any node serves any
+    /// task (docs/cluster.md).
+    Redis,
+}
+
+/// `redis:`: the shared store of `store: redis`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct RedisStoreConfig {
+    /// `redis://[user][:password@]host[:port][/db]` or `unix://...`.
+    pub url: String,
+    /// What every key starts with: nodes of one cluster share it.
+    pub prefix: String,
+    /// Connections each node keeps to Redis (commands in flight at once).
+    pub connections: usize,
+    /// How long a context's lease outlives its node's last renewal: a node that dies
+    /// mid-turn holds the context this long, then another node fails the turn.
+    #[serde(deserialize_with = "crate::units::duration", serialize_with = "crate::units::show_duration")]
+    pub lease_ttl: Duration,
+    /// Start although Redis may lose acknowledged writes (`appendonly no`, or
+    /// `appendfsync` other than `always`): for development only.
+    pub allow_weak_persistence: bool,
+}
+
+impl Default for RedisStoreConfig {
+    fn default() -> Self {
+        RedisStoreConfig {
+            url: String::new(),
+            prefix: "a2ad:store".into(),
+            connections: 8,
+            lease_ttl: Duration::from_secs(10),
+            allow_weak_persistence: false,
+        }
+    }
+}
+
+impl RedisStoreConfig {
+    /// The key at fault and why, for a `redis:` block that `store: redis` cannot use.
+    pub(super) fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if !(self.url.starts_with("redis://") || self.url.starts_with("unix://")) {
+            return Err(("redis.url", "must be a redis:// or unix:// URL (store: redis needs one)"));
+        }
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return Err(("redis.prefix", "must be non-empty, without braces"));
+        }
+        if self.connections == 0 || self.connections > 256 {
+            return Err(("redis.connections", "must be from 1 to 256"));
+        }
+        if self.lease_ttl < Duration::from_millis(500) {
+            return Err(("redis.lease-ttl", "must be at least 500ms"));
+        }
+        Ok(())
+    }
+
+    /// The storage crate's options.
+    pub fn store_options(&self) -> a2ad_storage::RedisStoreOptions {
+        a2ad_storage::RedisStoreOptions {
+            url: self.url.clone(),
+            prefix: self.prefix.clone(),
+            connections: self.connections,
+            push_stream: None,
+            ..a2ad_storage::RedisStoreOptions::default()
+        }
+    }
+}

@@ -197,7 +197,7 @@ fn a_follower_on_another_node_gets_each_committed_event_and_stops_with_its_task(
             "t1",
             1,
             Box::new(move |events| {
-                events.into_iter().for_each(|e| drop(tx.send(e.seq)));
+                events.into_iter().for_each(|e| tx.send(e.seq).unwrap_or_default());
                 true
             }),
         )

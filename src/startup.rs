@@ -3,6 +3,8 @@
 mod failure;
 mod listeners;
 mod preflight;
+mod redis_settings;
+mod stores;
 
 pub use preflight::preflight;
 
@@ -15,7 +17,7 @@ use crate::grpc::GrpcServer;
 use crate::http::admin::AdminSite;
 use crate::http::body::BodyPace;
 use crate::http::{routes, AppState};
-use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
+use crate::metrics::Metrics;
 use crate::os_error::io_cause;
 use crate::push::{PushSetupError, PushStack};
 use crate::transports::redis_streams::RedisTransport;
@@ -28,13 +30,10 @@ use a2ad_actors::push::PushWorker;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{recovery, Runtime, RuntimeSettings};
 use a2ad_node::admin::AdminListen;
-use a2ad_storage::wal::WalOptions;
-use a2ad_storage::{
-    Checkpointer, Forwarder, GroupCommit, PushQueue, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
-};
+use a2ad_storage::{Checkpointer, Forwarder, GroupCommit, StoreError};
 use actix::prelude::*;
 use actix_web::{dev::Server, web, App, HttpServer};
-use failure::{store_cause, NewDirs};
+use failure::NewDirs;
 use listeners::Listeners;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +48,11 @@ pub enum StartupError {
     /// another process` (or `read-only file system`, `permission denied`, ...).
     #[error("data-dir {path}: {cause}")]
     DataDir { path: String, cause: String },
+    /// The shared store (`store: redis`) cannot be reached, or is set to lose or evict
+    /// acknowledged writes: the message names the server (never its password) and the
+    /// setting.
+    #[error("redis: {0}")]
+    SharedStore(String),
     /// The store failed after it opened (recovery, the first flush).
     #[error("data-dir {path}: the task store failed: {cause}")]
     Store { path: String, cause: StoreError },
@@ -128,23 +132,6 @@ struct Served {
 /// log it does so sooner.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 const CHECKPOINT_BYTES: u64 = 32 << 20;
-/// The sled tree of event-id reservations older nodes made (see
-/// [`TaskStore::reserved_event_seq`]).
-const RESERVATIONS_TREE: &str = "event_reservations";
-
-/// Creates the data dir (`0700`, the node's files in it `0600`: see
-/// [`crate::private_files`]; an existing one that others can read is warned about) and
-/// opens the sled store in it (for use behind the log), its page cache bounded by
-/// `store-cache-size`.
-fn open_store(config: &Config) -> Result<SledStore, StartupError> {
-    let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
-    crate::private_files::make_files_private();
-    crate::private_files::warn_if_exposed(&config.data_dir);
-    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
-    Ok(SledStore::open_behind_log_with_cache(&config.data_dir, config.store_cache_size)
-        .map_err(|e| failed(store_cause(&e)))?
-        .with_event_retention(config.event_retention))
-}
 
 fn runtime_settings(config: &Config, workers: usize) -> RuntimeSettings {
     RuntimeSettings {
@@ -291,22 +278,9 @@ impl NodeCore {
         let auth = preflight(config)?;
         let operators = a2ad_node::admin::Operators::new(&config.admin, &auth)
             .map_err(|(key, message)| StartupError::Auth(format!("{key}: {message}")))?;
-        let sled = open_store(config)?;
         let metrics = Arc::new(Metrics::default());
-        let mut push = match config.push.enabled {
-            true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
-            false => None,
-        };
-        if let Some(push) = push.as_mut() {
-            let queue = MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(&metrics)).map_err(store_error)?;
-            push.hooks.queue = Arc::new(queue);
-        }
-        let journal = open_journal(config, sled, push.as_ref().map(PushStack::local_queue)).map_err(store_error)?;
-        let store: Arc<dyn TaskStore> =
-            Arc::new(MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(&metrics)).map_err(store_error)?);
-        let commit = GroupCommit::over_log(Arc::clone(&journal));
         let feed = Arc::new(a2ad_actors::feed::NodeFeed::default());
-        journal.on_durable(Arc::clone(&feed) as _);
+        let stores::OpenedStore { store, commit, journal, push } = stores::open(config, &metrics, &feed)?;
         let workers = if config.workers == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
         } else {
@@ -326,7 +300,10 @@ impl NodeCore {
         let recovered = recovery::fail_interrupted_turns(&rt).map_err(store_error)?;
         remove_orphan_push_configs(&rt);
         commit.commit().await.map_err(store_error)?;
-        let checkpointer = Checkpointer::start(journal, CHECKPOINT_EVERY, CHECKPOINT_BYTES).map_err(store_error)?;
+        let checkpointer = journal
+            .map(|journal| Checkpointer::start(journal, CHECKPOINT_EVERY, CHECKPOINT_BYTES))
+            .transpose()
+            .map_err(store_error)?;
         let (push_worker, push_board) = push.as_ref().map(PushStack::start_worker).unzip();
         if let Some(board) = push_board {
             metrics.watch_push(board);
@@ -348,12 +325,13 @@ impl NodeCore {
         }));
         let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());
+        core.start_cluster_duties(config.redis.lease_ttl, stop_background.clone());
         let shutdown_grace = config.shutdown_grace;
         Ok(NodeCore {
             core,
             supervisor,
             commit,
-            checkpointer: Some(Arc::new(checkpointer)),
+            checkpointer: checkpointer.map(Arc::new),
             recovered,
             push_worker,
             forwarder,
@@ -573,22 +551,6 @@ impl Application {
         self.node.close().await;
         served
     }
-}
-
-/// Opens the write-ahead log in the data dir in front of `sled` and replays its tail
-/// (with push, into the local queue a step's jobs go to, so jobs come back with their
-/// events).
-fn open_journal(config: &Config, sled: SledStore, local_queue: Option<PushQueue>) -> Result<Arc<WalStore>, StoreError> {
-    let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
-    let dir = config.data_dir.join(WAL_DIR);
-    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;
-    if let Some(bytes) = report.torn_tail_bytes {
-        tracing::warn!(bytes, "write-ahead log: dropped a record a crash left half-written");
-    }
-    if report.replayed > 0 {
-        tracing::info!(records = report.replayed, after = report.checkpoint, "write-ahead log replayed");
-    }
-    Ok(Arc::new(journal))
 }
 
 /// Removes the push configs a crash left without their task, before any request can

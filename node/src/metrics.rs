@@ -425,6 +425,12 @@ impl TaskStore for MeteredStore {
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.events_after(scope, id, after, limit)
     }
+    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        self.inner.task_version(task_id)
+    }
+    fn cluster(&self) -> Option<&dyn a2ad_storage::Cluster> {
+        self.inner.cluster()
+    }
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
         self.inner.reserved_event_seq(task_id)
     }

@@ -93,6 +93,15 @@ impl From<StoreError> for A2aError {
             tracing::warn!(error = %detail, "a write could not be made durable");
             return A2aError::store_unavailable();
         }
+        // The shared store's Redis is down or unreachable: an outage to wait out.
+        if let StoreError::Redis {
+            kind: RedisFailure::Refused | RedisFailure::TimedOut | RedisFailure::Dropped,
+            message,
+        } = &e
+        {
+            tracing::warn!(error = %message, "the shared store cannot be reached");
+            return A2aError::store_unavailable();
+        }
         A2aError::internal(format!("task store failure: {e}"))
     }
 }

@@ -57,8 +57,14 @@ pub struct GroupCommit(Mode);
 
 #[derive(Clone)]
 enum Mode {
-    Flusher { shared: Arc<Shared>, _owner: Arc<ThreadOwner> },
+    Flusher {
+        shared: Arc<Shared>,
+        _owner: Arc<ThreadOwner>,
+    },
     Wal(Arc<WalStore>),
+    /// A store whose every write is as durable as it gets once it returns (the Redis
+    /// store: its commit script ran, under Redis's own persistence).
+    Immediate(Arc<dyn TaskStore>),
 }
 
 impl GroupCommit {
@@ -91,11 +97,22 @@ impl GroupCommit {
         GroupCommit(Mode::Wal(store))
     }
 
+    /// Commits of a store whose writes are done once they return (the Redis store): a
+    /// commit resolves at once; the node is failing while the store's cluster side says
+    /// Redis did not answer its last health check.
+    pub fn immediate(store: Arc<dyn TaskStore>) -> Self {
+        GroupCommit(Mode::Immediate(store))
+    }
+
     /// [`GroupCommit::commit`] for writes that bypass the log (push configs, which live in
     /// a tree of the same database): over a log, a checkpoint on a blocking thread, which
     /// flushes the whole store durably (milliseconds, so only for rare writes).
     pub async fn commit_unlogged(&self) -> Result<(), StoreError> {
-        let Mode::Wal(store) = &self.0 else { return self.commit().await };
+        let store = match &self.0 {
+            Mode::Wal(store) => store,
+            Mode::Immediate(_) => return Ok(()),
+            Mode::Flusher { .. } => return self.commit().await,
+        };
         let store = Arc::clone(store);
         match tokio::task::spawn_blocking(move || store.flush_unlogged()).await {
             Ok(result) => result,
@@ -108,6 +125,7 @@ impl GroupCommit {
     pub async fn commit(&self) -> Result<(), StoreError> {
         let shared = match &self.0 {
             Mode::Wal(store) => return Ok(store.wal().commit(store.wal().last_lsn()).await?),
+            Mode::Immediate(_) => return Ok(()),
             Mode::Flusher { shared, .. } => shared,
         };
         let (tx, rx) = oneshot::channel();
@@ -131,6 +149,7 @@ impl GroupCommit {
     pub fn is_failing(&self) -> bool {
         match &self.0 {
             Mode::Wal(store) => store.wal().is_failing(),
+            Mode::Immediate(store) => store.cluster().is_some_and(|c| !c.reachable()),
             Mode::Flusher { shared, .. } => shared.failing.load(Ordering::Acquire),
         }
     }
@@ -146,6 +165,7 @@ impl GroupCommit {
                     flush_micros: stats.sync_micros,
                 }
             }
+            Mode::Immediate(_) => CommitStats::default(),
             Mode::Flusher { shared, .. } => CommitStats {
                 flushes: shared.flushes.load(Ordering::Relaxed),
                 waiters_served: shared.waiters_served.load(Ordering::Relaxed),
@@ -159,6 +179,7 @@ impl GroupCommit {
     pub fn close(&self) {
         match &self.0 {
             Mode::Wal(store) => store.wal().close(),
+            Mode::Immediate(_) => {}
             Mode::Flusher { _owner, .. } => _owner.close_and_join(),
         }
     }

@@ -9,7 +9,7 @@
 
 use crate::{RedisFailure, StoreError};
 use redis::{Connection, ConnectionLike, RedisError};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -48,6 +48,9 @@ pub(crate) struct RedisLink {
     /// opened before, to reopen at its next use, so that a Redis restart costs one failed
     /// call rather than one per pooled connection.
     broken: AtomicU64,
+    /// The last call failed for want of a connection (refused, dropped, timed out): the
+    /// server is down or unreachable, as far as this link knows.
+    down: AtomicBool,
     /// The URL as it may be shown.
     shown_url: String,
     password: Option<String>,
@@ -69,6 +72,7 @@ impl RedisLink {
             conns: (0..pool.max(1)).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             broken: AtomicU64::new(0),
+            down: AtomicBool::new(false),
             shown_url,
             password,
             role,
@@ -83,6 +87,11 @@ impl RedisLink {
     ) -> Self {
         self.on_connect = Box::new(setup);
         self
+    }
+
+    /// Whether the last call failed for want of a connection.
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
     }
 
     /// The client, for connections a thread makes itself.
@@ -146,16 +155,21 @@ impl RedisLink {
         let mut guard = self.slot();
         let broken = self.broken.load(Ordering::Acquire);
         if !guard.as_ref().is_some_and(|(c, opened)| c.is_open() && *opened == broken) {
-            *guard = Some((self.open_connection()?, broken));
+            let opened = self.open_connection().inspect_err(|_| self.down.store(true, Ordering::Release))?;
+            *guard = Some((opened, broken));
         }
         let (conn, _) = guard.as_mut().expect("the connection was just opened");
         match f(conn) {
-            Ok(value) => Ok(value),
+            Ok(value) => {
+                self.down.store(false, Ordering::Release);
+                Ok(value)
+            }
             Err(Failure::Store(e)) => Err(e),
             Err(Failure::Redis(e)) => {
                 if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || !conn.is_open() {
                     *guard = None;
                     self.broken.fetch_add(1, Ordering::AcqRel);
+                    self.down.store(true, Ordering::Release);
                 }
                 Err(self.redis_failure(&format!("Redis at {}: cannot {what}", self.shown_url), &e))
             }

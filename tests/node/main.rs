@@ -18,6 +18,7 @@ mod bindings;
 mod card;
 mod client;
 mod client_idle;
+mod cluster;
 mod command;
 mod console;
 mod crash;

@@ -19,10 +19,15 @@ impl RedisServer {
     /// `None` (skip) when no redis-server is found and the run does not require one.
     /// It keeps nothing on disk.
     pub(crate) fn start() -> Option<RedisServer> {
+        Self::start_with(&["--appendonly", "no"])
+    }
+
+    /// [`RedisServer::start`] with the server options `extra` (persistence).
+    pub(crate) fn start_with(extra: &[&str]) -> Option<RedisServer> {
         let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let Ok(child) = spawn(&binary, port, dir.path(), &["--appendonly", "no"]) else {
+        let Ok(child) = spawn(&binary, port, dir.path(), extra) else {
             assert!(
                 std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
                 "A2AD_REQUIRE_REDIS is set but {binary} cannot start"

@@ -64,6 +64,9 @@ pub(super) struct RunningTurn {
     /// The turn may still end as a Message-only reply: its task is new, the client has
     /// not been handed it, and the agent has not sent any event yet.
     pub reply_allowed: bool,
+    /// The task is in the store from the turn's start (its id may be known to others):
+    /// on a shared store, its progress is then written as promptly as for a live stream.
+    pub visible: bool,
     /// The last encoded task snapshot, reused while no new event has happened.
     pub snapshot_cache: Option<LoggedEvent>,
     /// The task's durable mark, which its streams wait for.
@@ -129,6 +132,7 @@ impl Actor for ContextActor {
         if let Some(turn) = self.turn.take() {
             turn.cancel.cancel();
             turn.join.abort();
+            self.give_back_lease();
         }
     }
 }

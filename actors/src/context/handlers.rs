@@ -1,6 +1,7 @@
 //! The messages a context actor answers.
 
 use super::actor::ContextActor;
+use super::cluster;
 use super::fanout::Subscriber;
 use super::stream::{first_events, status_event};
 use crate::messages::{
@@ -10,6 +11,7 @@ use crate::RuntimeError;
 use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
 use a2ad_storage::{LoggedEvent, Scope};
 use actix::prelude::*;
+use std::sync::Arc;
 use std::time::Instant;
 
 impl Handler<StartTurn> for ContextActor {
@@ -22,16 +24,34 @@ impl Handler<StartTurn> for ContextActor {
 }
 
 impl Handler<CancelTask> for ContextActor {
-    type Result = Result<Task, A2aError>;
+    type Result = ResponseFuture<Result<Task, A2aError>>;
 
     /// The running task is stopped and marked CANCELED; an interrupted one is marked
-    /// CANCELED; a terminal one cannot be canceled.
+    /// CANCELED; a terminal one cannot be canceled. On a shared store, a task whose turn
+    /// runs on another node is cancelled there (`super::cluster`).
     fn handle(&mut self, msg: CancelTask, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
+        match self.cancel_here(msg, ctx) {
+            Ok(Cancel::Done(task)) => Box::pin(std::future::ready(Ok(task))),
+            Ok(Cancel::Elsewhere(node, record)) => Box::pin(cluster::cancel_on(Arc::clone(&self.rt), node, record)),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+/// Where a cancel ended up.
+enum Cancel {
+    Done(Task),
+    /// The task's turn runs on this other node.
+    Elsewhere(String, a2ad_storage::TaskRecord),
+}
+
+impl ContextActor {
+    fn cancel_here(&mut self, msg: CancelTask, ctx: &mut Context<Self>) -> Result<Cancel, A2aError> {
         let scope = Scope::Owner(&msg.owner);
         let running = self.turn.as_ref().map(|t| (t.record.task.id == msg.task_id, scope.admits(&t.record.owner)));
         match running {
-            Some((true, true)) => return self.end_turn(TaskState::Canceled, None, ctx),
+            Some((true, true)) => return self.end_turn(TaskState::Canceled, None, ctx).map(Cancel::Done),
             Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
             _ => {}
         }
@@ -39,12 +59,15 @@ impl Handler<CancelTask> for ContextActor {
         if record.state().is_terminal() {
             return Err(RuntimeError::NotCancelable(msg.task_id, record.state()).into());
         }
+        if let Some(node) = self.running_elsewhere(&record)? {
+            return Ok(Cancel::Elsewhere(node, record));
+        }
         record.task.status = TaskStatus::now(TaskState::Canceled, None);
         record.last_event_seq += 1;
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
         self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?;
         self.close_watchers(&msg.task_id, event);
-        Ok(record.task)
+        Ok(Cancel::Done(record.task))
     }
 }
 
@@ -137,6 +160,9 @@ impl ContextActor {
     /// A stream that joins a running turn waits for that turn's next progress write to be
     /// durable (scheduled here), if the snapshot it starts from is not yet.
     pub(super) fn subscribe(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Result<Subscription, A2aError> {
+        if self.shared() {
+            return self.subscribe_shared(msg, ctx);
+        }
         let buffer = self.rt.settings.stream_buffer;
         if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
             if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
@@ -165,5 +191,29 @@ impl ContextActor {
         let (subscriber, subscription) = Subscriber::new(buffer, initial, true, &mark);
         self.watch(msg.task_id, subscriber);
         Ok(subscription)
+    }
+}
+
+impl ContextActor {
+    /// [`Self::subscribe`] on a shared store: the stream follows the task in the store,
+    /// whichever node runs its turns (`super::cluster`). A turn running here keeps its
+    /// task (someone watches it now) and writes its progress promptly.
+    fn subscribe_shared(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Result<Subscription, A2aError> {
+        if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
+            if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
+                return Err(RuntimeError::TaskNotFound(msg.task_id).into());
+            }
+            turn.reply_allowed = false;
+            turn.release_snapshot();
+            turn.visible = true;
+            self.schedule_progress_save(ctx);
+        }
+        let record = self.stored_task(&msg.owner, &msg.task_id)?;
+        if record.state().is_terminal() {
+            return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
+        }
+        let initial = first_events(&self.rt, &record, &[], msg.after)?;
+        let cluster = self.rt.store.cluster().ok_or(RuntimeError::ContextUnavailable)?;
+        Ok(cluster::follow(cluster, &record, initial, self.rt.settings.stream_buffer)?)
     }
 }

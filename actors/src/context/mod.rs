@@ -8,8 +8,10 @@
 //! * [`durable`]: each task's durable mark, which a stream waits for before it sends.
 //! * [`reply`]: a turn answered with a Message only, which leaves no task.
 //! * [`watch`]: subscribers that follow an interrupted task until its next turn.
+//! * [`cluster`]: leases, streams and cancels on a store shared by several nodes.
 
 mod actor;
+mod cluster;
 mod durable;
 mod fanout;
 mod handlers;

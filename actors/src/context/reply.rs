@@ -94,6 +94,7 @@ impl ContextActor {
         };
         self.session = Some(session);
         self.pending.clear();
+        self.give_back_lease();
         self.schedule_hibernation(ctx);
         reply.task_id = None;
         let answer = TurnOutcome::Reply(reply.clone());

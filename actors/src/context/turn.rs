@@ -60,6 +60,22 @@ impl ContextActor {
             return Err(RuntimeError::AlreadyWorking.into());
         }
         let permit = self.rt.turn_limits.acquire(&msg.owner.tenant)?;
+        // On a shared store, another node's turn in this context refuses this one.
+        self.take_lease()?;
+        let started = self.start_leased_turn(msg, permit, ctx);
+        if started.is_err() {
+            self.give_back_lease();
+        }
+        started
+    }
+
+    /// [`Self::start_turn`] once the context is this node's.
+    fn start_leased_turn(
+        &mut self,
+        msg: StartTurn,
+        permit: crate::limits::TurnPermit,
+        ctx: &mut Context<Self>,
+    ) -> Result<TurnTicket, A2aError> {
         let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
         let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
         agent.check_input(&msg.message)?;
@@ -125,6 +141,7 @@ impl ContextActor {
             save_timer: None,
             held_snapshot,
             reply_allowed,
+            visible: !unseen,
             snapshot_cache: None,
             mark,
             _permit: permit,
@@ -279,7 +296,9 @@ impl ContextActor {
             return;
         }
         turn.save_scheduled = true;
-        let delay = match turn.subscribers.is_empty() {
+        // On a shared store, a visible task may have subscribers on any node.
+        let followed = turn.visible && self.rt.store.cluster().is_some();
+        let delay = match turn.subscribers.is_empty() && !followed {
             true => PROGRESS_SAVE_INTERVAL,
             false => (turn.save_cost * 10).clamp(LIVE_SAVE_DELAY, PROGRESS_SAVE_INTERVAL),
         };
@@ -407,6 +426,7 @@ impl ContextActor {
         events.push(last.clone());
         let task = turn.record.task.clone();
         let saved = self.save_turn_end(&turn.record, &events);
+        self.give_back_lease();
         self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {

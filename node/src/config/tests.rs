@@ -201,6 +201,13 @@ fn bad_transport_values_name_their_key() {
         ("redis-transport: {url: 'redis://x/', claim-idle: 3s}", "redis-transport.claim-idle"),
         ("redis-transport: {url: 'redis://x/', colour: red}", "redis-transport"),
         ("redis-transport: {requests: a}", "redis-transport"),
+        ("store: redis", "redis.url"),
+        ("store: postgres", "store"),
+        ("store: redis\nredis: {url: 'http://x'}", "redis.url"),
+        ("store: redis\nredis: {url: 'redis://x/', lease-ttl: 100ms}", "redis.lease-ttl"),
+        ("store: redis\nredis: {url: 'redis://x/', connections: 0}", "redis.connections"),
+        ("store: redis\nredis: {url: 'redis://x/', prefix: 'a{b}'}", "redis.prefix"),
+        ("redis: {url: 'redis://x/', colour: red}", "redis"),
     ] {
         let error = load_text(yaml, &[]).unwrap_err().to_string();
         assert!(error.contains(&format!("`{key}")), "{yaml}: {error}");

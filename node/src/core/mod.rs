@@ -6,6 +6,7 @@
 
 mod artifact_file;
 mod cancel_task;
+mod cluster;
 mod dispatch;
 mod durable_stream;
 pub mod extensions;

@@ -83,8 +83,9 @@ impl Cluster for RedisStore {
             .map_err(|e| StoreError::Io(format!("cannot start the cancel listener: {e}")))
     }
 
+    /// The keeper's last round, and the last call of any request, reached Redis.
     fn reachable(&self) -> bool {
-        self.leases.reachable()
+        self.leases.reachable() && !self.link.is_down()
     }
 }
 

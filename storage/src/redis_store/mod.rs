@@ -150,6 +150,15 @@ impl RedisStore {
         self.link.with_conn("reach the task store", |conn| Ok(redis::cmd("PING").query::<()>(conn)?))
     }
 
+    /// The server's setting `name` (`CONFIG GET`), `None` when it has no such setting.
+    /// Fails where CONFIG is disabled (some hosted Redis services rename it).
+    pub fn server_setting(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let pairs: Vec<(String, String)> = self
+            .link
+            .with_conn("read a server setting", |conn| Ok(redis::cmd("CONFIG").arg("GET").arg(name).query(conn)?))?;
+        Ok(pairs.into_iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value))
+    }
+
     /// Tells `listener` of every task step from now on, once it is committed.
     pub fn on_durable(&self, listener: Arc<dyn DurableSteps>) {
         self.listeners.write().unwrap_or_else(|p| p.into_inner()).push(listener);

@@ -1,0 +1,138 @@
+//! A context actor on a store shared by several nodes (`store: redis`; see
+//! [`a2ad_storage::Cluster`]).
+//!
+//! * **Leases.** A turn starts only once this node holds the context's lease; another
+//!   node's turn refuses it with the usual `Task is already working.`. Holding the lease,
+//!   the actor reloads the session from the store (another node may have run the last
+//!   turn), and gives the lease back when the turn's end is written.
+//! * **Subscribers.** `SubscribeToTask` follows the task in the store whichever node runs
+//!   its turns (this one included), so a subscriber sees every turn of the task, on any
+//!   node, as its steps are committed. Commits are durable when they return, so such a
+//!   stream waits for no durable mark.
+//! * **Cancel.** A task whose turn runs on another node is cancelled there: the request
+//!   goes to that node, and the answer waits (at most [`CANCEL_WAIT`]) for the task's
+//!   end to reach the store.
+
+use super::actor::ContextActor;
+use crate::messages::Subscription;
+use crate::{Runtime, RuntimeError};
+use a2ad_protocol::{A2aError, StreamResponse, Task, TaskState};
+use a2ad_storage::{CancelRequest, Cluster, LoggedEvent, Owner, Scope, TaskRecord};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How long a cancel forwarded to another node waits for the task's end.
+pub const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+impl ContextActor {
+    /// Takes the context's lease for a turn (a node's own store: nothing to take).
+    /// Another node's turn is [`RuntimeError::AlreadyWorking`].
+    pub(super) fn take_lease(&mut self) -> Result<(), RuntimeError> {
+        let Some(cluster) = self.rt.store.cluster() else { return Ok(()) };
+        if !cluster.acquire_lease(&self.key)? {
+            return Err(RuntimeError::AlreadyWorking);
+        }
+        // The last turn may have run on another node: the stored session is the truth.
+        self.session = None;
+        Ok(())
+    }
+
+    /// Gives the context's lease back once the turn's end is written (or failed).
+    pub(super) fn give_back_lease(&self) {
+        if let Some(cluster) = self.rt.store.cluster() {
+            cluster.release_lease(&self.key);
+        }
+    }
+
+    /// Whether the store is shared (then streams follow it, see the module docs).
+    pub(super) fn shared(&self) -> bool {
+        self.rt.store.cluster().is_some()
+    }
+
+    /// The node that runs `record`'s turn, when it is another node.
+    pub(super) fn running_elsewhere(&self, record: &TaskRecord) -> Result<Option<String>, RuntimeError> {
+        let Some(cluster) = self.rt.store.cluster() else { return Ok(None) };
+        if !matches!(record.state(), TaskState::Submitted | TaskState::Working) {
+            return Ok(None);
+        }
+        let holder = cluster.lease_holder(&self.key)?;
+        Ok(holder.filter(|node| node != cluster.node_id()))
+    }
+}
+
+/// A subscription that follows `record` in the shared store from its stored generation:
+/// `initial` first, then each event any node commits, until the task ends. A subscriber
+/// that falls more than `buffer` events behind is dropped as on one node (the final event
+/// always has room).
+pub(super) fn follow(
+    cluster: &dyn Cluster,
+    record: &TaskRecord,
+    initial: Vec<LoggedEvent>,
+    buffer: usize,
+) -> Result<Subscription, RuntimeError> {
+    let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
+    let overflowed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&overflowed);
+    let sink = Box::new(move |events: Vec<LoggedEvent>| {
+        for event in events {
+            let is_final = ends_task(&event);
+            if !is_final && tx.capacity() <= 1 {
+                flag.store(true, Ordering::Release);
+                return false;
+            }
+            if tx.try_send(event).is_err() || is_final {
+                return false;
+            }
+        }
+        !tx.is_closed()
+    });
+    cluster.follow(&record.task.id, record.last_event_seq, sink)?;
+    Ok(Subscription { initial, live: Some(rx), overflowed, failure: Arc::new(OnceLock::new()), durable: None })
+}
+
+/// Whether `event` puts its task in a terminal state (a `SubscribeToTask` stream ends
+/// there; past an interrupted state it waits for the next turn, on any node).
+fn ends_task(event: &LoggedEvent) -> bool {
+    match serde_json::from_str::<StreamResponse>(&event.json) {
+        Ok(StreamResponse::Task(task)) => task.status.state.is_terminal(),
+        Ok(StreamResponse::StatusUpdate(update)) => update.status.state.is_terminal(),
+        _ => false,
+    }
+}
+
+/// Cancels a task whose turn runs on `node`: the request goes there, then the answer
+/// waits for the task's end in the store (at most [`CANCEL_WAIT`]) and is the task as
+/// stored then.
+pub(super) async fn cancel_on(rt: Arc<Runtime>, node: String, record: TaskRecord) -> Result<Task, A2aError> {
+    let Some(cluster) = rt.store.cluster() else { return Err(RuntimeError::ContextUnavailable.into()) };
+    let (tx, mut ended) = mpsc::channel::<()>(1);
+    let sink = Box::new(move |events: Vec<LoggedEvent>| {
+        if events.iter().any(ends_task) {
+            let _ = tx.try_send(());
+            return false;
+        }
+        !tx.is_closed()
+    });
+    // Follow first, so that an end that comes at once is not missed.
+    cluster.follow(&record.task.id, record.last_event_seq, sink).map_err(RuntimeError::from)?;
+    let request = CancelRequest {
+        owner: record.owner.clone(),
+        context_id: record.task.context_id.clone(),
+        task_id: record.task.id.clone(),
+    };
+    cluster.request_cancel(&node, &request).map_err(RuntimeError::from)?;
+    if tokio::time::timeout(CANCEL_WAIT, ended.recv()).await.is_err() {
+        tracing::warn!(task_id = %record.task.id, node, "a cancel sent to the node running the turn did not end it in time");
+    }
+    let stored = stored_task(&rt, &record.owner, &record.task.id)?;
+    match stored.state() {
+        TaskState::Canceled | TaskState::Submitted | TaskState::Working => Ok(stored.task),
+        state => Err(RuntimeError::NotCancelable(stored.task.id, state).into()),
+    }
+}
+
+fn stored_task(rt: &Runtime, owner: &Owner, task_id: &str) -> Result<TaskRecord, RuntimeError> {
+    rt.store.get_task(Scope::Owner(owner), task_id)?.ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))
+}

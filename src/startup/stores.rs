@@ -1,0 +1,114 @@
+//! Opening the task store a node runs on: sled behind its write-ahead log in the data dir
+//! (`store: sled`, the default), or the shared Redis store (`store: redis`).
+
+use super::StartupError;
+use crate::config::{Config, StoreKind};
+use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
+use crate::os_error::io_cause;
+use crate::push::{PushSetupError, PushStack};
+use a2ad_actors::feed::NodeFeed;
+use a2ad_storage::wal::WalOptions;
+use a2ad_storage::{GroupCommit, PushQueue, RedisStore, SledStore, StoreError, TaskStore, WalStore, WAL_DIR};
+use std::sync::Arc;
+
+/// The sled tree of event-id reservations older nodes made (see
+/// [`TaskStore::reserved_event_seq`]).
+const RESERVATIONS_TREE: &str = "event_reservations";
+
+/// The store a node runs on, with what commits it.
+pub(super) struct OpenedStore {
+    /// Counted by the metrics.
+    pub store: Arc<dyn TaskStore>,
+    pub commit: GroupCommit,
+    /// sled behind its log: checkpointed in the background once recovery ran.
+    pub journal: Option<Arc<WalStore>>,
+    pub push: Option<PushStack>,
+}
+
+/// Opens the store the config names; each durable step is offered to `feed`.
+pub(super) fn open(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
+    match config.store {
+        StoreKind::Sled => open_local(config, metrics, feed),
+        StoreKind::Redis => open_shared(config, metrics, feed),
+    }
+}
+
+fn store_error(config: &Config) -> impl Fn(StoreError) -> StartupError + '_ {
+    |cause| StartupError::Store { path: config.data_dir.display().to_string(), cause }
+}
+
+/// sled in the data dir, behind the write-ahead log, with the push stack on its trees.
+fn open_local(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
+    let sled = open_sled(config)?;
+    let mut push = match config.push.enabled {
+        true => Some(PushStack::open(&config.push, &sled, &config.data_dir)?),
+        false => None,
+    };
+    if let Some(push) = push.as_mut() {
+        let queue =
+            MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(metrics)).map_err(store_error(config))?;
+        push.hooks.queue = Arc::new(queue);
+    }
+    let journal = open_journal(config, sled, push.as_ref().map(PushStack::local_queue)).map_err(store_error(config))?;
+    let store = MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(metrics)).map_err(store_error(config))?;
+    journal.on_durable(Arc::clone(feed) as _);
+    Ok(OpenedStore {
+        store: Arc::new(store),
+        commit: GroupCommit::over_log(Arc::clone(&journal)),
+        journal: Some(journal),
+        push,
+    })
+}
+
+/// The shared store in Redis: checked for settings that would lose or evict acknowledged
+/// writes, then opened (the data dir keeps only the node's own files).
+fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
+    if config.push.enabled {
+        return Err(StartupError::Push(PushSetupError::Config(
+            "push-notifications with store: redis is not supported yet (push configs live in the node's own store): \
+             turn one of them off"
+                .into(),
+        )));
+    }
+    crate::private_files::make_files_private();
+    let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
+    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
+    let redis_failed = |e: StoreError| StartupError::SharedStore(e.to_string());
+    let options = a2ad_storage::RedisStoreOptions { lease_ttl: config.redis.lease_ttl, ..config.redis.store_options() };
+    let redis = RedisStore::connect(options).map_err(redis_failed)?;
+    super::redis_settings::check(&redis, config.redis.allow_weak_persistence)?;
+    let redis = Arc::new(redis.with_event_retention(config.event_retention));
+    redis.on_durable(Arc::clone(feed) as _);
+    let store: Arc<dyn TaskStore> = Arc::new(MeteredStore::new(redis, Arc::clone(metrics)).map_err(redis_failed)?);
+    Ok(OpenedStore { commit: GroupCommit::immediate(Arc::clone(&store)), store, journal: None, push: None })
+}
+
+/// Creates the data dir (`0700`, the node's files in it `0600`: see
+/// [`crate::private_files`]; an existing one that others can read is warned about) and
+/// opens the sled store in it (for use behind the log), its page cache bounded by
+/// `store-cache-size`.
+fn open_sled(config: &Config) -> Result<SledStore, StartupError> {
+    let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
+    crate::private_files::make_files_private();
+    crate::private_files::warn_if_exposed(&config.data_dir);
+    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
+    Ok(SledStore::open_behind_log_with_cache(&config.data_dir, config.store_cache_size)
+        .map_err(|e| failed(super::failure::store_cause(&e)))?
+        .with_event_retention(config.event_retention))
+}
+
+/// Opens the write-ahead log in the data dir in front of `sled` and replays its tail
+/// (with push, into the local queue a step's jobs go to, so jobs come back with their
+/// events).
+fn open_journal(config: &Config, sled: SledStore, local_queue: Option<PushQueue>) -> Result<Arc<WalStore>, StoreError> {
+    let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
+    let dir = config.data_dir.join(WAL_DIR);
+    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;
+    if let Some(bytes) = report.torn_tail_bytes {
+        tracing::warn!(bytes, "write-ahead log: dropped a record a crash left half-written");
+    }
+    if report.replayed > 0 {
+        tracing::info!(records = report.replayed, after = report.checkpoint, "write-ahead log replayed");
+    }
+    Ok(Arc::new(journal))
+}

@@ -1,0 +1,266 @@
+//! Cluster mode (`store: redis`): three node processes on one redis-server of the test's
+//! own (AOF with `appendfsync always`), each on its own port and data dir, as an operator
+//! runs them behind a load balancer. Any node serves any task; turns stay one at a time
+//! per context across nodes; a node killed mid-turn loses its turn to the lease expiry,
+//! and nothing acknowledged is lost, not even across a Redis restart.
+
+use crate::redis::RedisServer;
+use crate::support::{eventually, send_params, NodeProcess, RemoteNode, SseReader};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The lease TTL the test nodes run with: short, so a killed node's turn fails soon.
+const LEASE_TTL: &str = "1s";
+
+/// Redis's durable settings: every acknowledged write is on disk.
+const DURABLE: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
+
+struct Cluster {
+    redis: RedisServer,
+    nodes: Vec<NodeProcess>,
+    dir: tempfile::TempDir,
+    config: String,
+}
+
+/// The config every node shares: the store, and a slow echo agent (a turn takes
+/// ~`chunks` × 100 ms) whose tasks, with `end-state`, end as asked.
+fn config(redis_port: u16, extra: &str) -> String {
+    format!(
+        "store: redis\nredis:\n  url: redis://127.0.0.1:{redis_port}/\n  lease-ttl: {LEASE_TTL}\n\
+         agents:\n  - {{id: slow, kind: echo, echo: {{chunk-size: 1, chunk-delay: 100ms}}}}\n\
+         {extra}"
+    )
+}
+
+impl Cluster {
+    /// `count` nodes, or `None` (skipped) without a redis-server.
+    fn start(count: usize, extra: &str) -> Option<Cluster> {
+        let redis = RedisServer::start_with(DURABLE)?;
+        let dir = tempfile::tempdir().unwrap();
+        let config_path = dir.path().join("a2ad.yaml");
+        std::fs::write(&config_path, config(redis.port, extra)).unwrap();
+        let config = config_path.to_str().unwrap().to_owned();
+        let mut cluster = Cluster { redis, nodes: Vec::new(), dir, config };
+        for _ in 0..count {
+            cluster.add_node();
+        }
+        Some(cluster)
+    }
+
+    /// Starts one more node on the shared config (its own data dir).
+    fn add_node(&mut self) {
+        let n = self.nodes.len();
+        let data = self.dir.path().join(format!("node{n}"));
+        let log = self.dir.path().join(format!("node{n}.log"));
+        let args = ["--config", self.config.as_str(), "--data-dir", data.to_str().unwrap()];
+        self.nodes.push(NodeProcess::start_logging(self.dir.path(), &args, &log));
+    }
+
+    fn node(&self, i: usize) -> RemoteNode {
+        self.nodes[i].app_view()
+    }
+}
+
+impl RemoteNode {
+    /// A JSON-RPC call: the whole response body.
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.client.post(&self.url).json(&body).send().await.expect("sent").json().await.expect("json")
+    }
+
+    /// A streaming JSON-RPC call with extra headers.
+    async fn stream(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> SseReader {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let mut request = self.client.post(&self.url).json(&body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        SseReader::from_response(request.send().await.expect("sent")).await.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts a slow turn of `chunks` characters and answers at once: the task, WORKING.
+    async fn start_slow(&self, chunks: usize, extra: Value) -> Value {
+        let mut extra = extra;
+        extra["configuration"] = json!({"returnImmediately": true});
+        self.ok("SendMessage", send_params(&"x".repeat(chunks), extra)).await["task"].clone()
+    }
+
+    async fn state_of(&self, task_id: &str) -> String {
+        let task = self.ok("GetTask", json!({"id": task_id})).await;
+        task["status"]["state"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
+/// The task state an SSE event carries ("" for an artifact update).
+fn state(event: &crate::support::SseEvent) -> String {
+    let result = event.result();
+    let state = result["statusUpdate"]["status"]["state"].as_str().or(result["task"]["status"]["state"].as_str());
+    state.unwrap_or_default().to_owned()
+}
+
+#[actix_web::test]
+async fn a_task_made_on_one_node_is_read_listed_streamed_resumed_and_cancelled_on_the_others() {
+    let Some(cluster) = Cluster::start(3, "") else { return };
+    let (one, two, three) = (cluster.node(0), cluster.node(1), cluster.node(2));
+    let task = one.start_slow(8, json!({})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    assert_eq!(two.state_of(&id).await, "TASK_STATE_WORKING", "node 2 reads node 1's running task");
+    let listed = three.ok("ListTasks", json!({"contextId": task["contextId"]})).await;
+    assert_eq!((listed["totalSize"].as_u64(), listed["tasks"][0]["id"].as_str()), (Some(1), Some(id.as_str())));
+
+    // Node 2 follows the turn running on node 1, to its end.
+    let mut stream = two.stream("SubscribeToTask", json!({"id": id}), &[]).await;
+    let events = stream.rest().await;
+    assert_eq!(state(events.last().unwrap()), "TASK_STATE_COMPLETED", "{events:?}");
+    let artifacts = events.iter().filter(|e| e.result().get("artifactUpdate").is_some()).count();
+    assert!(artifacts >= 1, "node 2 saw node 1's artifact updates live: {events:?}");
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq()).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "one event per id, in order: {seqs:?}");
+
+    // Node 3 resumes another turn after the event id it last saw.
+    let task = one.start_slow(6, json!({})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let mut first = two.stream("SubscribeToTask", json!({"id": id}), &[]).await;
+    let seen = first.next_data().await.unwrap().seq();
+    drop(first);
+    let mut resumed = three.stream("SubscribeToTask", json!({"id": id}), &[("Last-Event-ID", &seen.to_string())]).await;
+    let rest = resumed.rest().await;
+    assert_eq!(rest.first().map(|e| e.seq()), Some(seen + 1), "the resume starts right after: {rest:?}");
+    assert_eq!(state(rest.last().unwrap()), "TASK_STATE_COMPLETED");
+
+    // Node 3 cancels a turn that runs on node 1; node 2 sees it cancelled.
+    let task = one.start_slow(100, json!({})).await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let cancelled = three.ok("CancelTask", json!({"id": id})).await;
+    assert_eq!(cancelled["status"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
+    assert_eq!(two.state_of(&id).await, "TASK_STATE_CANCELED");
+}
+
+#[actix_web::test]
+async fn concurrent_sends_to_one_context_through_different_nodes_run_exactly_one_turn() {
+    let Some(cluster) = Cluster::start(3, "") else { return };
+    let first = cluster.node(0).ok("SendMessage", send_params("a", json!({}))).await;
+    let context = first["task"]["contextId"].clone();
+    for round in 0..3 {
+        let sends = (0..3).map(|i| {
+            let node = cluster.node(i);
+            let context = context.clone();
+            async move { node.rpc("SendMessage", send_params("abcdef", json!({"contextId": context}))).await }
+        });
+        let answers = futures_util::future::join_all(sends).await;
+        let ran: Vec<&Value> = answers.iter().filter(|a| a.get("result").is_some()).collect();
+        let refused: Vec<&Value> =
+            answers.iter().filter(|a| a["error"]["message"] == "Task is already working.").collect();
+        assert_eq!(
+            (ran.len(), refused.len()),
+            (1, 2),
+            "round {round}: one turn runs, the others are refused: {answers:?}"
+        );
+    }
+    // One history: a turn adds the user's message, a message per chunk and the final
+    // one; "a" is 3 messages, and each of the three turns that ran 8 (a fourth turn, or
+    // a lost one, would show).
+    let last = cluster.node(2).ok("SendMessage", send_params("z", json!({"contextId": context}))).await;
+    assert_eq!(last["task"]["status"]["message"]["metadata"]["echo"]["sessionMessages"], 3 + 3 * 8, "{last}");
+}
+
+#[actix_web::test]
+async fn a_node_killed_mid_turn_loses_the_turn_after_its_lease_and_the_context_goes_on_elsewhere() {
+    let Some(mut cluster) = Cluster::start(2, "") else { return };
+    let before = cluster.node(0).ok("SendMessage", send_params("hi", json!({}))).await;
+    let context = before["task"]["contextId"].clone();
+    let running = cluster.node(0).start_slow(100, json!({"contextId": context})).await;
+    let id = running["id"].as_str().unwrap().to_owned();
+    let busy = cluster.node(1).rpc("SendMessage", send_params("no", json!({"contextId": context}))).await;
+    assert_eq!(busy["error"]["message"], "Task is already working.", "{busy}");
+    cluster.nodes.remove(0).crash();
+    let survivor = cluster.node(0);
+    let failed = eventually(400, || async { survivor.state_of(&id).await == "TASK_STATE_FAILED" }).await;
+    assert!(failed, "the dead node's turn is failed once its lease expires");
+    let task = survivor.ok("GetTask", json!({"id": id})).await;
+    let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(text, a2ad_actors::recovery::RESTART_MESSAGE, "the message recovery gives on one node");
+    // The context runs on the survivor with its history: "hi", its answer, the killed
+    // turn's message; acknowledged, so kept.
+    let after = survivor.ok("SendMessage", send_params("again", json!({"contextId": context}))).await;
+    assert_eq!(after["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let before_id = before["task"]["id"].as_str().unwrap();
+    assert_eq!(survivor.state_of(before_id).await, "TASK_STATE_COMPLETED", "no acknowledged task is lost");
+}
+
+#[actix_web::test]
+async fn a_redis_restart_with_aof_loses_nothing_acknowledged_and_the_nodes_recover_by_themselves() {
+    let Some(mut cluster) = Cluster::start(2, "") else { return };
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let task = cluster.node(i % 2).ok("SendMessage", send_params("ok", json!({}))).await;
+        ids.push(task["task"]["id"].as_str().unwrap().to_owned());
+    }
+    cluster.redis.kill();
+    let down = cluster.node(0).rpc("GetTask", json!({"id": ids[0]})).await;
+    assert_eq!(down["error"]["code"], -32054, "an outage is STORE_UNAVAILABLE, not an internal error: {down}");
+    let ready = reqwest::get(format!("{}/ready", cluster.nodes[0].url)).await.unwrap().status();
+    assert_eq!(ready, 503, "the node says it is not ready while Redis is down");
+    cluster.redis.restart(DURABLE);
+    let node = cluster.node(1);
+    let back = eventually(400, || async { node.rpc("GetTask", json!({"id": ids[0]})).await.get("result").is_some() });
+    assert!(back.await, "the nodes reconnect by themselves");
+    for id in &ids {
+        assert_eq!(cluster.node(0).state_of(id).await, "TASK_STATE_COMPLETED", "task {id} outlived the restart");
+    }
+    let ready = eventually(400, || async {
+        reqwest::get(format!("{}/ready", cluster.nodes[0].url)).await.is_ok_and(|r| r.status() == 200)
+    });
+    assert!(ready.await, "ready again");
+}
+
+#[actix_web::test]
+async fn tenants_stay_apart_across_nodes() {
+    let auth = "auth:\n  bearer-tokens:\n    - {token: tok-ann, tenant: acme, principal: ann}\n    \
+                - {token: tok-eve, tenant: evil, principal: eve}\n";
+    let Some(cluster) = Cluster::start(2, auth) else { return };
+    let (one, two) = (cluster.node(0), cluster.node(1));
+    let made = one.rpc_as("tok-ann", "SendMessage", send_params("secret", json!({}))).await;
+    let id = made["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let context = made["result"]["task"]["contextId"].clone();
+    assert!(two.rpc_as("tok-ann", "GetTask", json!({"id": id})).await.get("result").is_some());
+    for (method, params) in
+        [("GetTask", json!({"id": id})), ("CancelTask", json!({"id": id})), ("SubscribeToTask", json!({"id": id}))]
+    {
+        let answer = two.rpc_as("tok-eve", method, params).await;
+        assert_eq!(answer["error"]["code"], -32001, "{method}: another tenant's task is not found: {answer}");
+    }
+    let listed = two.rpc_as("tok-eve", "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 0, "{listed}");
+    // Eve's message naming Ann's context starts a context of Eve's own.
+    let eve = two.rpc_as("tok-eve", "SendMessage", send_params("mine", json!({"contextId": context}))).await;
+    assert_eq!(eve["result"]["task"]["status"]["message"]["metadata"]["echo"]["sessionMessages"], 0, "{eve}");
+}
+
+/// What a node prints when it refuses to start, with its exit status.
+fn refused_start(dir: &Path, config: &str) -> (bool, String) {
+    let path = dir.join("refused.yaml");
+    std::fs::write(&path, config).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .arg("--data-dir")
+        .arg(dir.join("refused-data"))
+        .output()
+        .unwrap();
+    (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn a_node_refuses_a_redis_that_evicts_keys_or_may_lose_acknowledged_writes() {
+    let Some(redis) = RedisServer::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!("store: redis\nredis:\n  url: redis://127.0.0.1:{}/\n", redis.port);
+    let (ok, stderr) = refused_start(dir.path(), &base);
+    assert!(!ok && stderr.contains("appendonly is off"), "{stderr}");
+    assert!(stderr.contains("redis.allow-weak-persistence"), "names the key that allows it: {stderr}");
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{}/", redis.port)).unwrap().get_connection().unwrap();
+    redis::cmd("CONFIG").arg("SET").arg("maxmemory-policy").arg("allkeys-lru").query::<()>(&mut conn).unwrap();
+    let (ok, stderr) = refused_start(dir.path(), &format!("{base}  allow-weak-persistence: true\n"));
+    assert!(!ok && stderr.contains("maxmemory-policy is allkeys-lru"), "evicting is never allowed: {stderr}");
+}

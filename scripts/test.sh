@@ -2,7 +2,8 @@
 # Runs the whole test suite: unit tests of every crate and the end-to-end tests in tests/,
 # which start the node (in-process and as the real binary) on loopback ports with temp
 # data dirs, including the interop checks with the official Python client (a2a-sdk) and
-# JavaScript client (@a2a-js/sdk), and the push-queue tests against a real redis-server.
+# JavaScript client (@a2a-js/sdk), and the push-queue and cluster tests against real
+# redis-servers; then the end-to-end suite again on the shared Redis store.
 # It installs whatever the tests need first, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,3 +33,7 @@ if [ -n "$A2AD_CHROMEDRIVER" ]; then
 fi
 
 cargo test --workspace --locked
+# The end-to-end suite once more with every in-process node on the shared store
+# (`store: redis`, one redis-server the test binary starts): the same scenarios against
+# both backends. The cluster tests (tests/node/cluster.rs) run in both passes.
+A2AD_TEST_STORE=redis cargo test --locked --test node

@@ -558,6 +558,11 @@ impl Application {
 /// failure is logged: the configs only take space, the node can run.
 fn remove_orphan_push_configs(rt: &Runtime) {
     let Some(push) = &rt.push else { return };
+    // On a shared store another node may be storing a config whose task it has not
+    // written yet: what is an orphan there is not for a starting node to judge.
+    if rt.store.cluster().is_some() {
+        return;
+    }
     match crate::retention::remove_orphan_push_configs(rt.store.as_ref(), &push.configs) {
         Ok(0) => {}
         Ok(removed) => tracing::info!(removed, "removed push configs whose task was gone"),

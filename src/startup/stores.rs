@@ -5,7 +5,7 @@ use super::StartupError;
 use crate::config::{Config, StoreKind};
 use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
 use crate::os_error::io_cause;
-use crate::push::{PushSetupError, PushStack};
+use crate::push::PushStack;
 use a2ad_actors::feed::NodeFeed;
 use a2ad_storage::wal::WalOptions;
 use a2ad_storage::{GroupCommit, PushQueue, RedisStore, SledStore, StoreError, TaskStore, WalStore, WAL_DIR};
@@ -49,7 +49,8 @@ fn open_local(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> 
             MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(metrics)).map_err(store_error(config))?;
         push.hooks.queue = Arc::new(queue);
     }
-    let journal = open_journal(config, sled, push.as_ref().map(PushStack::local_queue)).map_err(store_error(config))?;
+    let journal =
+        open_journal(config, sled, push.as_ref().and_then(PushStack::local_queue)).map_err(store_error(config))?;
     let store = MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(metrics)).map_err(store_error(config))?;
     journal.on_durable(Arc::clone(feed) as _);
     Ok(OpenedStore {
@@ -63,13 +64,6 @@ fn open_local(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> 
 /// The shared store in Redis: checked for settings that would lose or evict acknowledged
 /// writes, then opened (the data dir keeps only the node's own files).
 fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
-    if config.push.enabled {
-        return Err(StartupError::Push(PushSetupError::Config(
-            "push-notifications with store: redis is not supported yet (push configs live in the node's own store): \
-             turn one of them off"
-                .into(),
-        )));
-    }
     crate::private_files::make_files_private();
     let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
     crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
@@ -77,10 +71,19 @@ fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) ->
     let options = a2ad_storage::RedisStoreOptions { lease_ttl: config.redis.lease_ttl, ..config.redis.store_options() };
     let redis = RedisStore::connect(options).map_err(redis_failed)?;
     super::redis_settings::check(&redis, config.redis.allow_weak_persistence)?;
-    let redis = Arc::new(redis.with_event_retention(config.event_retention));
+    let mut redis = redis.with_event_retention(config.event_retention);
+    let mut push = None;
+    if config.push.enabled {
+        let (mut stack, stream) = PushStack::open_shared(&config.push, &redis, &config.data_dir)?;
+        let queue = MeteredQueue::new(Arc::clone(&stack.hooks.queue), Arc::clone(metrics)).map_err(redis_failed)?;
+        stack.hooks.queue = Arc::new(queue);
+        redis = redis.with_push_stream(stream);
+        push = Some(stack);
+    }
+    let redis = Arc::new(redis);
     redis.on_durable(Arc::clone(feed) as _);
     let store: Arc<dyn TaskStore> = Arc::new(MeteredStore::new(redis, Arc::clone(metrics)).map_err(redis_failed)?);
-    Ok(OpenedStore { commit: GroupCommit::immediate(Arc::clone(&store)), store, journal: None, push: None })
+    Ok(OpenedStore { commit: GroupCommit::immediate(Arc::clone(&store)), store, journal: None, push })
 }
 
 /// Creates the data dir (`0700`, the node's files in it `0600`: see

@@ -1,7 +1,8 @@
 //! Push-notification configs, with their secrets sealed at rest.
 //!
 //! One sled tree (`push_configs`, from [`crate::SledStore::tree`], so it shares the task
-//! store's flushes and group commit):
+//! store's flushes and group commit), or, on the shared store, hashes in Redis
+//! (`rows.rs`):
 //! * task id segment (`u16` length ‖ bytes) ‖ config id → the record as JSON.
 //!
 //! The task id is length-prefixed, so one task's configs are exactly one prefix scan ("t1"
@@ -24,6 +25,8 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::rand::{SecureRandom, SystemRandom};
+pub(crate) use rows::RedisRows;
+use rows::Rows;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -71,7 +74,7 @@ const AAD_DOMAIN: &[u8] = b"a2ad push config secret v1";
 /// The push-config store. Cheap to clone (the tree and the key are shared).
 #[derive(Clone)]
 pub struct PushConfigStore {
-    tree: sled::Tree,
+    rows: Rows,
     key: Arc<LessSafeKey>,
     rng: SystemRandom,
 }
@@ -80,8 +83,18 @@ impl PushConfigStore {
     /// A store over `tree` whose secrets are sealed with `key` (consumed, and wiped once
     /// expanded into the cipher's key schedule).
     pub fn new(tree: sled::Tree, key: SecretKey) -> Self {
+        Self::over(Rows::Sled(tree), key)
+    }
+
+    /// A store in the shared Redis store `store` (every node that shares it, and the same
+    /// push key, reads every config).
+    pub fn in_redis(store: &crate::RedisStore, key: SecretKey) -> Self {
+        Self::over(Rows::Redis(Arc::new(store.push_config_rows())), key)
+    }
+
+    fn over(rows: Rows, key: SecretKey) -> Self {
         let unbound = UnboundKey::new(&AES_256_GCM, key.bytes()).expect("a 32-byte key is an AES-256 key");
-        PushConfigStore { tree, key: Arc::new(LessSafeKey::new(unbound)), rng: SystemRandom::new() }
+        PushConfigStore { rows, key: Arc::new(LessSafeKey::new(unbound)), rng: SystemRandom::new() }
     }
 
     /// Creates or replaces the config `config.id` of task `config.task_id` (both must be
@@ -95,9 +108,6 @@ impl PushConfigStore {
             .id
             .as_deref()
             .ok_or_else(|| StoreError::Corrupt("refusing to store a push config without an id".into()))?;
-        let key = record_key(task_id, id).ok_or_else(|| {
-            StoreError::Corrupt(format!("refusing to store a push config: the task id is over {} bytes", u16::MAX))
-        })?;
         let mut plain = config.clone();
         let token = plain.token.take();
         let credentials = plain.authentication.as_mut().and_then(|a| a.credentials.take());
@@ -111,28 +121,23 @@ impl PushConfigStore {
             config: plain,
         };
         let value = serde_json::to_vec(&record).map_err(|e| StoreError::Corrupt(format!("push config: {e}")))?;
-        self.tree.insert(key, value)?;
-        Ok(())
+        self.rows.put(task_id, id, value)
     }
 
     /// The config `id` of task `task_id` if it is in `scope`, secrets opened. Another
     /// owner's config reads as absent and is not decoded (see [`Scope`]).
     pub fn get(&self, scope: Scope<'_>, task_id: &str, id: &str) -> Result<Option<StoredPushConfig>, StoreError> {
         let prefix = scope.json_prefix();
-        let Some(key) = record_key(task_id, id) else { return Ok(None) };
-        let Some(bytes) = self.tree.get(key)? else { return Ok(None) };
+        let Some(bytes) = self.rows.get(task_id, id)? else { return Ok(None) };
         self.open_in_scope(scope, prefix.as_deref(), task_id, id, &bytes)
     }
 
     /// Every config of task `task_id` in `scope`, in id order, secrets opened.
     pub fn list(&self, scope: Scope<'_>, task_id: &str) -> Result<Vec<StoredPushConfig>, StoreError> {
-        let (prefix, Some(key_prefix)) = (scope.json_prefix(), task_prefix(task_id)) else { return Ok(Vec::new()) };
+        let prefix = scope.json_prefix();
         let mut out = Vec::new();
-        for entry in self.tree.scan_prefix(&key_prefix) {
-            let (key, value) = entry?;
-            let id = std::str::from_utf8(&key[key_prefix.len()..])
-                .map_err(|_| StoreError::Corrupt(format!("push config key of task {task_id} is not UTF-8")))?;
-            out.extend(self.open_in_scope(scope, prefix.as_deref(), task_id, id, &value)?);
+        for (id, value) in self.rows.list(task_id)? {
+            out.extend(self.open_in_scope(scope, prefix.as_deref(), task_id, &id, &value)?);
         }
         Ok(out)
     }
@@ -140,14 +145,13 @@ impl PushConfigStore {
     /// Deletes one config if it is in `scope`. Idempotent: `false` when there was none
     /// (or it is another owner's, which is left alone).
     pub fn delete(&self, scope: Scope<'_>, task_id: &str, id: &str) -> Result<bool, StoreError> {
-        let Some(key) = record_key(task_id, id) else { return Ok(false) };
         if scope == Scope::Node {
-            return Ok(self.tree.remove(key)?.is_some());
+            return self.rows.remove(task_id, id);
         }
-        let Some(current) = self.tree.get(&key)? else { return Ok(false) };
+        let Some(current) = self.rows.get(task_id, id)? else { return Ok(false) };
         let in_scope = self.open_in_scope(scope, scope.json_prefix().as_deref(), task_id, id, &current)?.is_some();
         // Removed only as it was read in scope (a concurrent write wins).
-        Ok(in_scope && self.tree.compare_and_swap(key, Some(current), None::<&[u8]>)?.is_ok())
+        Ok(in_scope && self.rows.remove_if(task_id, id, current)?)
     }
 
     /// The stored record opened if it is in `scope`: the owner is compared on the raw
@@ -169,33 +173,13 @@ impl PushConfigStore {
     /// Deletes every config of a task, in one atomic batch; returns how many there were.
     /// (A config put concurrently with this call may survive it.)
     pub fn delete_task(&self, task_id: &str) -> Result<usize, StoreError> {
-        let Some(prefix) = task_prefix(task_id) else { return Ok(0) };
-        let mut batch = sled::Batch::default();
-        let mut count = 0;
-        for entry in self.tree.scan_prefix(&prefix) {
-            let (key, _) = entry?;
-            batch.remove(key);
-            count += 1;
-        }
-        if count > 0 {
-            self.tree.apply_batch(batch)?;
-        }
-        Ok(count)
+        self.rows.remove_task(task_id)
     }
 
     /// The ids of the tasks that have configs, each once, in key order: for the start-up
     /// sweep of configs whose task is gone. Reads keys only as far as their task id.
     pub fn task_ids(&self) -> Result<Vec<String>, StoreError> {
-        let mut ids: Vec<String> = Vec::new();
-        for entry in self.tree.iter().keys() {
-            let key = entry?;
-            let task_id = key_task_id(&key)
-                .ok_or_else(|| StoreError::Corrupt("a push config key has no task id segment".into()))?;
-            if ids.last().map(String::as_str) != Some(task_id) {
-                ids.push(task_id.to_owned());
-            }
-        }
-        Ok(ids)
+        self.rows.task_ids()
     }
 
     fn open_record(&self, task_id: &str, id: &str, bytes: &[u8]) -> Result<StoredPushConfig, StoreError> {
@@ -297,5 +281,6 @@ fn aad(task_id: &str, id: &str, field: &str, owner: &Owner, url: &str) -> Vec<u8
     aad
 }
 
+mod rows;
 #[cfg(test)]
 mod tests;

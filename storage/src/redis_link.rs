@@ -152,6 +152,7 @@ impl RedisLink {
         what: &str,
         f: impl FnOnce(&mut Connection) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
+        let _signals = SignalsHeld::block();
         let mut guard = self.slot();
         let broken = self.broken.load(Ordering::Acquire);
         if !guard.as_ref().is_some_and(|(c, opened)| c.is_open() && *opened == broken) {
@@ -188,6 +189,61 @@ impl RedisLink {
             RedisFailure::Command
         };
         failure(kind, format!("{context}: {e}"), self.password.as_deref())
+    }
+}
+
+/// The asynchronous signals, held back from the calling thread while it talks to Redis.
+///
+/// Linux does not restart a socket read that has a timeout (`SO_RCVTIMEO`) when a signal
+/// interrupts it, whatever `SA_RESTART` says: it fails with EINTR. A node's threads get
+/// signals all the time (SIGCHLD each time a command agent's program exits), and a
+/// command whose reply read fails so has run, or not, with its reply lost. Blocked here,
+/// a signal goes to another thread of the process (they are process-wide), or waits
+/// until the call is over.
+pub(crate) struct SignalsHeld(Option<libc::sigset_t>);
+
+impl SignalsHeld {
+    const ASYNC: [libc::c_int; 11] = [
+        libc::SIGCHLD,
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        libc::SIGPIPE,
+        libc::SIGALRM,
+        libc::SIGWINCH,
+        libc::SIGURG,
+    ];
+
+    /// Blocks them in this thread until dropped (then the previous mask comes back).
+    pub(crate) fn block() -> Self {
+        // SAFETY: sigemptyset/sigaddset fill a local set; pthread_sigmask changes only
+        // this thread's mask and writes the old one into a local.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for signal in Self::ASYNC {
+                libc::sigaddset(&mut set, signal);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            match libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) {
+                0 => SignalsHeld(Some(old)),
+                _ => SignalsHeld(None),
+            }
+        }
+    }
+}
+
+impl Drop for SignalsHeld {
+    fn drop(&mut self) {
+        if let Some(old) = self.0.take() {
+            // SAFETY: restores this thread's own mask as it was.
+            unsafe {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            }
+        }
     }
 }
 

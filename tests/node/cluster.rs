@@ -4,6 +4,7 @@
 //! per context across nodes; a node killed mid-turn loses its turn to the lease expiry,
 //! and nothing acknowledged is lost, not even across a Redis restart.
 
+use crate::receiver::Receiver;
 use crate::redis::RedisServer;
 use crate::support::{eventually, send_params, NodeProcess, RemoteNode, SseReader};
 use serde_json::{json, Value};
@@ -11,6 +12,9 @@ use std::path::Path;
 
 /// The lease TTL the test nodes run with: short, so a killed node's turn fails soon.
 const LEASE_TTL: &str = "1s";
+
+/// The push-secret key the nodes share (32 bytes, base64).
+const PUSH_KEY: &str = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
 
 /// Redis's durable settings: every acknowledged write is on disk.
 const DURABLE: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
@@ -53,7 +57,9 @@ impl Cluster {
         let data = self.dir.path().join(format!("node{n}"));
         let log = self.dir.path().join(format!("node{n}.log"));
         let args = ["--config", self.config.as_str(), "--data-dir", data.to_str().unwrap()];
-        self.nodes.push(NodeProcess::start_logging(self.dir.path(), &args, &log));
+        // Every node seals and opens push secrets with the same key.
+        let env = [("A2AD_PUSH_KEY", PUSH_KEY)];
+        self.nodes.push(NodeProcess::start_logging_with_env(self.dir.path(), &args, &log, &env));
     }
 
     fn node(&self, i: usize) -> RemoteNode {
@@ -263,4 +269,29 @@ fn a_node_refuses_a_redis_that_evicts_keys_or_may_lose_acknowledged_writes() {
     redis::cmd("CONFIG").arg("SET").arg("maxmemory-policy").arg("allkeys-lru").query::<()>(&mut conn).unwrap();
     let (ok, stderr) = refused_start(dir.path(), &format!("{base}  allow-weak-persistence: true\n"));
     assert!(!ok && stderr.contains("maxmemory-policy is allkeys-lru"), "evicting is never allowed: {stderr}");
+}
+
+#[actix_web::test]
+async fn pushes_are_delivered_at_least_once_across_a_node_kill() {
+    let push = "push-notifications: true\npush-allow: [127.0.0.1/32]\npush-retry-base: 200ms\n\
+                push-circuit-failures: 1000\npush-lease-timeout-ms: 1000\n";
+    let Some(mut cluster) = Cluster::start(2, push) else { return };
+    let receiver = Receiver::start();
+    // Each event's first delivery fails: its retry waits in Redis for whichever node.
+    let hook = json!({"url": format!("{}/flaky/1", receiver.base)});
+    let mut acknowledged = std::collections::BTreeSet::new();
+    for i in 0..10 {
+        let params = send_params(&format!("m{i}"), json!({"configuration": {"taskPushNotificationConfig": hook}}));
+        let done = cluster.node(0).ok("SendMessage", params).await;
+        acknowledged.insert(done["task"]["id"].as_str().unwrap().to_owned());
+    }
+    cluster.nodes.remove(0).crash();
+    let delivered = || {
+        let ok = receiver.received().into_iter().filter(|r| r.status == 200);
+        ok.filter_map(|r| r.event_id().rsplit_once(':').map(|(task, _)| task.to_owned()))
+            .collect::<std::collections::BTreeSet<String>>()
+    };
+    let all = eventually(600, || async { delivered().is_superset(&acknowledged) }).await;
+    let got: std::collections::BTreeSet<String> = delivered();
+    assert!(all, "every acknowledged task's push arrives after the node that ran it died: {got:?} of {acknowledged:?}");
 }

@@ -42,6 +42,7 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
     config.workers = 2;
     config.grpc_listen = Some("127.0.0.1:0".parse().unwrap());
     tweak(&mut config);
+    on_shared_store_if_asked(&mut config);
     let app = Application::build(config).await.expect("the app starts");
     let url = app.local_url();
     let grpc_url = format!("http://{}", app.grpc_addr().expect("gRPC runs in tests"));
@@ -56,6 +57,28 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
         app.run_until_stopped().await
     });
     TestApp { url, grpc_url, client: reqwest::Client::new(), probe, _dir: NodeDir(data_dir) }
+}
+
+/// With `A2AD_TEST_STORE=redis`, the node runs on the shared store (`store: redis`) of
+/// one redis-server this test binary starts, under a key prefix of its own, so that the
+/// suite's scenarios run against both backends (`scripts/test.sh` runs it both ways).
+fn on_shared_store_if_asked(config: &mut Config) {
+    if std::env::var("A2AD_TEST_STORE").as_deref() != Ok("redis") {
+        return;
+    }
+    static SERVER: std::sync::OnceLock<crate::redis::RedisServer> = std::sync::OnceLock::new();
+    let server = SERVER.get_or_init(|| {
+        crate::redis::RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
+            .expect("A2AD_TEST_STORE=redis needs a redis-server (scripts/redis.sh)")
+    });
+    config.store = a2ad::config::StoreKind::Redis;
+    config.redis.url = format!("redis://127.0.0.1:{}/", server.port);
+    config.redis.prefix = format!("t{}", a2ad_protocol::ids::new_id());
+}
+
+/// Whether the suite runs on the shared store (see [`on_shared_store_if_asked`]).
+pub fn on_shared_store() -> bool {
+    std::env::var("A2AD_TEST_STORE").as_deref() == Ok("redis")
 }
 
 /// An echo agent with the given settings.
@@ -360,6 +383,13 @@ impl NodeProcess {
     pub fn start_logging_with_umask(cwd: &Path, args: &[&str], log: &Path, umask: u32) -> NodeProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_a2ad"));
         with_umask(&mut command, umask);
+        Self::spawn(command, cwd, args, std::fs::File::create(log).expect("the log file").into())
+    }
+
+    /// Like [`NodeProcess::start_logging`], with the variables `env` set for the node.
+    pub fn start_logging_with_env(cwd: &Path, args: &[&str], log: &Path, env: &[(&str, &str)]) -> NodeProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_a2ad"));
+        command.envs(env.iter().copied());
         Self::spawn(command, cwd, args, std::fs::File::create(log).expect("the log file").into())
     }
 

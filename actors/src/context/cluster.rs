@@ -75,13 +75,17 @@ pub(super) fn follow(
     let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
     let overflowed = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&overflowed);
+    let mut next = record.last_event_seq + 1;
     let sink = Box::new(move |events: Vec<LoggedEvent>| {
         for event in events {
             let is_final = ends_task(&event);
-            if !is_final && tx.capacity() <= 1 {
+            // A gap: the stream was trimmed past this follower (it fell far behind). Dropped
+            // as too slow, it resumes from its last event, and is told what was skipped.
+            if (!is_final && tx.capacity() <= 1) || event.seq != next {
                 flag.store(true, Ordering::Release);
                 return false;
             }
+            next += 1;
             if tx.try_send(event).is_err() || is_final {
                 return false;
             }

@@ -11,7 +11,7 @@ pub use settings::{PushConfig, PushQueueKind};
 use a2ad_actors::push::{PushBoard, PushHooks, PushSettings, PushWorker};
 use a2ad_storage::{
     Forwarder, ForwarderSettings, JobQueue, PushConfigStore, PushQueue, RedisFailure, RedisQueue, RedisQueueOptions,
-    SecretKey, SledStore, StoreError, PUSH_OUTBOX_TREE,
+    RedisStore, SecretKey, SledStore, StoreError, PUSH_OUTBOX_TREE,
 };
 use actix::prelude::*;
 use std::path::Path;
@@ -24,8 +24,9 @@ pub struct PushStack {
     pub policy: Arc<UrlPolicy>,
     settings: PushSettings,
     timeout: std::time::Duration,
-    /// The queue a step's jobs go into, with the step ([`PushStack::local_queue`]).
-    local: PushQueue,
+    /// The queue a step's jobs go into, with the step ([`PushStack::local_queue`]); none
+    /// on the shared store, whose commit adds a step's jobs to the Redis queue itself.
+    local: Option<PushQueue>,
     /// With `redis-streams`: the forwarder's own connection to the queue, and the outbox
     /// it empties (which holds only jobs whose step is durable: the store behind the log
     /// applies a step's jobs after its sync).
@@ -52,11 +53,7 @@ impl PushStack {
     /// is a warning, not a failure: the node starts, and its pushes wait in the outbox
     /// until Redis answers. A bad setting (not a Redis URL, a refused login) stops it.
     pub fn open(config: &PushConfig, sled: &SledStore, data_dir: &Path) -> Result<PushStack, PushSetupError> {
-        let key = match std::env::var("A2AD_PUSH_KEY") {
-            Ok(text) => SecretKey::from_base64(&text)?,
-            Err(_) => SecretKey::load_or_create(data_dir)?,
-        };
-        let configs = PushConfigStore::new(sled.tree("push_configs")?, key);
+        let configs = PushConfigStore::new(sled.tree("push_configs")?, push_key(data_dir)?);
         let (local, queue, forward) = match config.queue {
             PushQueueKind::LocalFile => {
                 let local = PushQueue::new(sled.tree(a2ad_storage::PUSH_QUEUE_TREE)?);
@@ -72,6 +69,45 @@ impl PushStack {
                 (local, Arc::new(worker_queue) as Arc<dyn JobQueue>, Some(forward))
             }
         };
+        let outbox = forward.as_ref().map(|_| Arc::new(local.clone()) as Arc<dyn JobQueue>);
+        Self::assemble(config, configs, queue, outbox, Some(local), forward)
+    }
+
+    /// The push stack on the shared store (`store: redis`): the configs in the store's
+    /// Redis, the jobs in a Redis Streams queue on the same server, which each step's
+    /// commit script adds its jobs to (so no outbox: the commit is the durable write).
+    /// Returns the stack and the queue's stream, for the store.
+    pub fn open_shared(
+        config: &PushConfig,
+        store: &RedisStore,
+        data_dir: &Path,
+    ) -> Result<(PushStack, String), PushSetupError> {
+        let configs = PushConfigStore::in_redis(store, push_key(data_dir)?);
+        let mut shared = config.clone();
+        match &shared.redis_url {
+            Some(url) if *url != store.options().url => {
+                return Err(PushSetupError::Config(
+                    "with store: redis the push queue lives on the store's Redis: leave push-redis-url unset \
+                     (or set it to redis.url)"
+                        .into(),
+                ))
+            }
+            _ => shared.redis_url = Some(store.options().url.clone()),
+        }
+        let options = redis_options(&shared)?;
+        let stream = options.stream.clone();
+        let queue = Arc::new(RedisQueue::connect(options)?) as Arc<dyn JobQueue>;
+        Ok((Self::assemble(config, configs, queue, None, None, None)?, stream))
+    }
+
+    fn assemble(
+        config: &PushConfig,
+        configs: PushConfigStore,
+        queue: Arc<dyn JobQueue>,
+        outbox: Option<Arc<dyn JobQueue>>,
+        local: Option<PushQueue>,
+        forward: Option<Forward>,
+    ) -> Result<PushStack, PushSetupError> {
         let policy = Arc::new(UrlPolicy::new(&config.allow).map_err(PushSetupError::Config)?);
         let settings = PushSettings {
             max_attempts: config.max_attempts,
@@ -85,7 +121,6 @@ impl PushStack {
             circuit_open: config.circuit_open,
             ..PushSettings::default()
         };
-        let outbox = forward.as_ref().map(|_| Arc::new(local.clone()) as Arc<dyn JobQueue>);
         let deliveries = Default::default();
         let hooks = PushHooks { configs, queue, outbox, terminal_only: config.terminal_only, deliveries };
         Ok(PushStack { hooks, policy, settings, timeout: config.timeout, local, forward })
@@ -93,7 +128,7 @@ impl PushStack {
 
     /// The queue the store puts a step's jobs into, in the step's own log record
     /// ([`a2ad_storage::TaskStore::put_step`]): the local-file queue, or the outbox.
-    pub fn local_queue(&self) -> PushQueue {
+    pub fn local_queue(&self) -> Option<PushQueue> {
         self.local.clone()
     }
 
@@ -127,6 +162,15 @@ fn warn_if_unreachable(queue: &RedisQueue) -> Result<(), PushSetupError> {
         }
         other => Ok(other?),
     }
+}
+
+/// The push-secret key: `A2AD_PUSH_KEY`, else `push.key` in the data dir (created on
+/// first use). Nodes sharing a store must share the key (set the variable on each).
+fn push_key(data_dir: &Path) -> Result<SecretKey, PushSetupError> {
+    Ok(match std::env::var("A2AD_PUSH_KEY") {
+        Ok(text) => SecretKey::from_base64(&text)?,
+        Err(_) => SecretKey::load_or_create(data_dir)?,
+    })
 }
 
 /// The Redis queue's settings, from the config.

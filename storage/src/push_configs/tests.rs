@@ -201,11 +201,11 @@ fn a_different_key_fails_cleanly() {
 }
 
 fn raw(configs: &PushConfigStore, task: &str, id: &str) -> serde_json::Value {
-    serde_json::from_slice(&configs.tree.get(record_key(task, id).unwrap()).unwrap().unwrap()).unwrap()
+    serde_json::from_slice(&configs.rows.get(task, id).unwrap().unwrap()).unwrap()
 }
 
 fn write_raw(configs: &PushConfigStore, task: &str, id: &str, value: &serde_json::Value) {
-    configs.tree.insert(record_key(task, id).unwrap(), serde_json::to_vec(value).unwrap()).unwrap();
+    configs.rows.put(task, id, serde_json::to_vec(value).unwrap()).unwrap();
 }
 
 #[test]
@@ -339,4 +339,33 @@ fn assert_no_secret(paths: &[std::path::PathBuf]) {
     }
     // The scan does see the records: their plain URL is in there.
     assert!(saw_url, "no file holds the config URL; the scan read nothing useful: {paths:?}");
+}
+
+#[test]
+fn in_the_shared_store_configs_are_scoped_sealed_and_seen_by_every_node() {
+    let Some(server) = crate::test_redis::redis() else { return };
+    let options = crate::RedisStoreOptions { url: server.url(), ..crate::RedisStoreOptions::default() };
+    let key_text = STANDARD.encode([7u8; crate::KEY_LEN]);
+    let node1 = crate::RedisStore::connect(options.clone()).unwrap();
+    let node2 = crate::RedisStore::connect(options).unwrap();
+    let (one, two) = (
+        PushConfigStore::in_redis(&node1, SecretKey::from_base64(&key_text).unwrap()),
+        PushConfigStore::in_redis(&node2, SecretKey::from_base64(&key_text).unwrap()),
+    );
+    one.put(&owner(), &config("t1", "c2")).unwrap();
+    one.put(&owner(), &config("t1", "c1")).unwrap();
+    let alice = owner();
+    let stranger = Owner { tenant: "acme".into(), principal: "mallory".into() };
+    let listed: Vec<String> =
+        two.list(Scope::Owner(&alice), "t1").unwrap().into_iter().filter_map(|c| c.config.id).collect();
+    assert_eq!(listed, ["c1", "c2"], "node 2 lists node 1's configs, in id order");
+    assert_eq!(two.get(Scope::Owner(&alice), "t1", "c1").unwrap().unwrap().config, config("t1", "c1"));
+    assert!(two.get(Scope::Owner(&stranger), "t1", "c1").unwrap().is_none());
+    assert!(!two.delete(Scope::Owner(&stranger), "t1", "c1").unwrap(), "another owner's is left alone");
+    let sealed = String::from_utf8(one.rows.get("t1", "c1").unwrap().unwrap()).unwrap();
+    assert!(!sealed.contains(TOKEN_SECRET) && !sealed.contains(CRED_SECRET), "sealed at rest in Redis: {sealed}");
+    assert_eq!(two.task_ids().unwrap(), ["t1"]);
+    assert!(two.delete(Scope::Owner(&alice), "t1", "c1").unwrap());
+    assert_eq!(one.delete_task("t1").unwrap(), 1);
+    assert!(two.task_ids().unwrap().is_empty(), "a task without configs is forgotten");
 }

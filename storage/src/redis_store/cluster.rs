@@ -101,6 +101,8 @@ struct Follower {
 
 impl Follower {
     fn run(mut self, conn: redis::Connection) {
+        // A thread of its own: no signal interrupts its reads (see `SignalsHeld`).
+        let _signals = crate::redis_link::SignalsHeld::block();
         let mut conn = Some(conn);
         let mut pause = RETRY_BASE;
         while !self.closing.load(Ordering::Acquire) {
@@ -164,6 +166,7 @@ fn listen_for_cancels(
     handler: &CancelHandler,
     closing: &std::sync::atomic::AtomicBool,
 ) {
+    let _signals = crate::redis_link::SignalsHeld::block();
     let mut pause = RETRY_BASE;
     while !closing.load(Ordering::Acquire) {
         let Ok(mut conn) = client.get_connection_with_timeout(crate::redis_link::IO_TIMEOUT) else {

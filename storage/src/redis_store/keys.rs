@@ -7,8 +7,8 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `<p>:task:<id>` | hash | `r` the record JSON, `g` the generation, `s` the state, `o` the owner key, `c` the context key |
-//! | `<p>:ev:<id>` | stream | the task's events, entry id `<seq>-0`, field `e` the event JSON |
+//! | `<p>:task:<id>` | hash | `r` the record JSON, `g` the generation, `s` the state, `o` the owner key, `c` the context key, `l` the last event's seq |
+//! | `<p>:ev:<id>` | stream | the task's events, entry id `<seq>-0`, field `e` the event JSON (the retained ones and [`super::FOLLOW_SLACK`] more) |
 //! | `<p>:own:<owner>` | sorted set | the owner's task ids by status time (`ListTasks`) |
 //! | `<p>:ownm:<owner>` | hash | task id → `<state>:<context id>` (the list filters) |
 //! | `<p>:all` | hash | task id → `<state>:<status ms>:<owner JSON>` (recovery, retention, counts) |

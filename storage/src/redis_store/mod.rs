@@ -35,6 +35,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+/// Events a task's stream keeps beyond the event retention: a follower on another node
+/// reads a commit's events after the commit, and a commit of more events than the
+/// retention (or a follower a few commits behind) must still find them. Reads of the log
+/// (`events_after`, resumes) see only the retained ones, as on sled.
+pub(crate) const FOLLOW_SLACK: u64 = 256;
+
 /// Where the store lives.
 #[derive(Clone)]
 pub struct RedisStoreOptions {
@@ -81,7 +87,7 @@ impl std::fmt::Debug for RedisStoreOptions {
 
 /// The task store in Redis.
 pub struct RedisStore {
-    link: RedisLink,
+    link: Arc<RedisLink>,
     keys: Keys,
     options: RedisStoreOptions,
     event_retention: u64,
@@ -112,7 +118,7 @@ impl RedisStore {
         let leases =
             Arc::new(lease::Leases::new(lease_link, options.node_id.clone(), options.lease_ttl, keys.lease_epoch()));
         Ok(RedisStore {
-            link: RedisLink::open(&options.url, options.connections, "task store")?,
+            link: Arc::new(RedisLink::open(&options.url, options.connections, "task store")?),
             _keeper: leases.start_keeper()?,
             leases,
             closing: Arc::default(),
@@ -143,6 +149,17 @@ impl RedisStore {
 
     pub fn options(&self) -> &RedisStoreOptions {
         &self.options
+    }
+
+    /// The rows of push configs in this store ([`crate::PushConfigStore::in_redis`]).
+    pub(crate) fn push_config_rows(&self) -> crate::push_configs::RedisRows {
+        crate::push_configs::RedisRows::new(Arc::clone(&self.link), &self.options.prefix)
+    }
+
+    /// Sets the push queue's stream, which each step's commit adds its push jobs to.
+    pub fn with_push_stream(mut self, stream: impl Into<String>) -> Self {
+        self.options.push_stream = Some(stream.into());
+        self
     }
 
     /// One round trip: whether Redis answers now (readiness).
@@ -240,16 +257,20 @@ impl TaskStore for RedisStore {
             return Ok(Vec::new());
         }
         let mut pipe = redis::pipe();
-        pipe.cmd("HGET").arg(self.keys.task(task_id)).arg("o");
+        pipe.cmd("HMGET").arg(self.keys.task(task_id)).arg("o").arg("l");
         let start = format!("{}-0", after.saturating_add(1));
-        let count = limit.min(i64::MAX as usize);
+        // The stream keeps FOLLOW_SLACK events more than the retention (for followers):
+        // read past them, and keep only the retained ones.
+        let count = limit.saturating_add(FOLLOW_SLACK as usize).min(i64::MAX as usize);
         pipe.cmd("XRANGE").arg(self.keys.events(task_id)).arg(start).arg("+").arg("COUNT").arg(count);
-        let (owner, entries): (Option<Vec<u8>>, Value) =
+        let ((owner, last), entries): ((Option<Vec<u8>>, Option<u64>), Value) =
             self.link.with_conn("read task events", |conn| Ok(pipe.query(conn)?))?;
         if !writes::owner_admits(scope, owner.as_deref()) {
             return Ok(Vec::new());
         }
-        writes::parse_events(entries)
+        let oldest_retained = last.unwrap_or(0).saturating_sub(self.event_retention);
+        let events = writes::parse_events(entries)?.into_iter().filter(|e| e.seq > oldest_retained);
+        Ok(events.take(limit).collect())
     }
 
     fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -373,8 +394,8 @@ impl TaskStore for RedisStore {
         let contexts: Vec<Vec<u8>> = self.link.with_conn("read the sessions", |conn| {
             Ok(redis::cmd("SMEMBERS").arg(self.keys.sessions()).query(conn)?)
         })?;
-        let events = self.sum_lengths("XLEN", ids.iter().map(|id| self.keys.events(id)))?;
-        let messages = self.sum_lengths("LLEN", contexts.iter().map(|c| self.keys.messages_of(c)))?;
+        let events = self.sum_lengths("XLEN", ids.iter().map(|id| self.keys.events(id)), self.event_retention)?;
+        let messages = self.sum_lengths("LLEN", contexts.iter().map(|c| self.keys.messages_of(c)), u64::MAX)?;
         Ok(StoreCounts { events, sessions: contexts.len() as u64, session_messages: messages })
     }
 

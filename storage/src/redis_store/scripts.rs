@@ -38,8 +38,11 @@ local function put_task(k, a, i)
     last = math.max(last, tonumber(a[i]))
     i = i + 2
   end
-  if n > 0 and last > retention then
-    redis.call('XTRIM', KEYS[k+1], 'MINID', (last - retention + 1) .. '-0')
+  if n > 0 then
+    redis.call('HSET', KEYS[k], 'l', last)
+    if last > retention then
+      redis.call('XTRIM', KEYS[k+1], 'MINID', (last - retention + 1) .. '-0')
+    end
   end
   return i
 end

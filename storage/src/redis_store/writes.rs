@@ -35,7 +35,7 @@ impl RedisStore {
         }
         call.key(push_stream.unwrap_or("-"));
         call.arg(self.lease_token(&record.context_key()));
-        task_args(&mut call, record, events, self.event_retention)?;
+        task_args(&mut call, record, events, self.event_retention + super::FOLLOW_SLACK)?;
         session_args(&mut call, session)?;
         call.arg(jobs.len());
         for job in jobs {
@@ -102,8 +102,13 @@ impl RedisStore {
         Ok((total, ids))
     }
 
-    /// The sum of `command` (XLEN, LLEN) over `keys`, in one pipeline.
-    pub(super) fn sum_lengths(&self, command: &str, keys: impl Iterator<Item = Vec<u8>>) -> Result<u64, StoreError> {
+    /// The sum of `command` (XLEN, LLEN) over `keys`, each at most `cap`, in one pipeline.
+    pub(super) fn sum_lengths(
+        &self,
+        command: &str,
+        keys: impl Iterator<Item = Vec<u8>>,
+        cap: u64,
+    ) -> Result<u64, StoreError> {
         let mut pipe = redis::pipe();
         let mut any = false;
         for key in keys {
@@ -114,7 +119,7 @@ impl RedisStore {
             return Ok(0);
         }
         let lengths: Vec<u64> = self.link.with_conn("count the store", |conn| Ok(pipe.query(conn)?))?;
-        Ok(lengths.iter().sum())
+        Ok(lengths.iter().map(|n| (*n).min(cap)).sum())
     }
 
     /// The token this node writes a context's steps under: its lease's, or "" when it

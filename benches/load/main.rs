@@ -13,12 +13,13 @@
 //! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
 //! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
 //! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
-//! `retention`, `push-hang`, `soak`, `console` (`transports.rs`, `dialects.rs`,
-//! `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`).
+//! `retention`, `push-hang`, `soak`, `console`, `cluster` (`transports.rs`, `dialects.rs`,
+//! `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`, `cluster.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
 
 mod bare;
 mod client;
+mod cluster;
 mod console;
 mod dialects;
 mod grpc_load;
@@ -59,10 +60,10 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --soak-contexts N        contexts the soak part's sends cycle through (1024)
 env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
   the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
-parts: core streams push memory transports dialects ws-stream retention push-hang soak console";
+parts: core streams push memory transports dialects ws-stream retention push-hang soak console cluster";
 
 /// Every part, in the order they run; the first four are the default set.
-const PARTS: [&str; 11] = [
+const PARTS: [&str; 12] = [
     "core",
     "streams",
     "push",
@@ -74,6 +75,7 @@ const PARTS: [&str; 11] = [
     "push-hang",
     "soak",
     "console",
+    "cluster",
 ];
 
 struct Options {
@@ -213,7 +215,7 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    let added = ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console"];
+    let added = ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console", "cluster"];
     for part in added.into_iter().filter(|p| options.runs(p)) {
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);
@@ -224,6 +226,7 @@ fn run_added_parts(
                 "push-hang" => run_push_hang(runtime, bin, options.push_hang_healthy),
                 "soak" => runtime.block_on(soak::run_all(bin, options.soak)),
                 "console" => runtime.block_on(console::run_all(bin, options.connections, warmup, duration)),
+                "cluster" => runtime.block_on(cluster::run_all(bin, options.connections, warmup, duration)),
                 _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),
             }
         }
@@ -409,10 +412,21 @@ fn run_push_hang(runtime: &tokio::runtime::Runtime, bin: &std::path::Path, healt
 
 /// A redis-server on a free port, pinned next to the node (CPU 0), for the Redis run.
 fn redis_server() -> Option<(node::KillOnDrop, u16)> {
+    redis_server_with(&["--appendonly", "no"])
+}
+
+/// [`redis_server`] with the persistence options `extra`, in a directory of its own
+/// (removed with the process's temp dir).
+fn redis_server_with(extra: &[&str]) -> Option<(node::KillOnDrop, u16)> {
     let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
     let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-    let child = std::process::Command::new(binary)
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+    let dir = std::env::temp_dir().join(format!("a2ad-bench-redis-{port}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let child = node::pinned(std::path::Path::new(&binary))
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(extra)
+        .arg("--dir")
+        .arg(&dir)
         .stdout(std::process::Stdio::null())
         .spawn()
         .ok()?;

@@ -26,13 +26,16 @@ impl Node {
     }
 
     /// `a2ad serve` on 127.0.0.1:0 with `config` (YAML) written next to the given data
-    /// dir, so that a later node (or `a2ad admin`) can open the same store.
+    /// dir, so that a later node (or `a2ad admin`) can open the same store; one worker
+    /// unless `extra` says `--workers`.
     pub fn start_in(bin: &Path, data: &Path, config: &str, extra: &[&str]) -> Node {
         let file = data.with_extension("yml");
         std::fs::write(&file, config).expect("config");
         let mut cmd = pinned(bin);
+        let workers = if extra.contains(&"--workers") { &[][..] } else { &["--workers", "1"][..] };
         cmd.arg("serve")
-            .args(["--workers", "1", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args(workers)
+            .args(["--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data)
             .arg("--config")
             .arg(&file)

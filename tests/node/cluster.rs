@@ -186,8 +186,8 @@ async fn a_node_killed_mid_turn_loses_the_turn_after_its_lease_and_the_context_g
     let task = survivor.ok("GetTask", json!({"id": id})).await;
     let text = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
     assert_eq!(text, a2ad_actors::recovery::RESTART_MESSAGE, "the message recovery gives on one node");
-    // The context runs on the survivor with its history: "hi", its answer, the killed
-    // turn's message; acknowledged, so kept.
+    // The context runs on the survivor, its session as of its last finished turn; the
+    // task acknowledged before the kill is still there.
     let after = survivor.ok("SendMessage", send_params("again", json!({"contextId": context}))).await;
     assert_eq!(after["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     let before_id = before["task"]["id"].as_str().unwrap();

@@ -45,7 +45,12 @@ async fn a_receiver_that_never_answers_does_not_hold_up_a_healthy_one() {
     assert!(all_healthy, "healthy deliveries: {}", count(&healthy.received(), "/ok", 200));
     assert!(eventually(400, || async { count(&hanging.received(), "/hang", 0) == 2 }).await);
     assert_eq!(count(&hanging.received(), "/hang", 0), 2, "the hanging destination holds only its own two slots");
-    let metrics = app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+    // A delivery is acknowledged just after its receiver answered: wait for the last
+    // healthy ones to leave the queue.
+    let metrics_now =
+        || async { app.client.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap() };
+    eventually(400, || async { metrics_now().await.contains("a2ad_push_queue_depth 30") }).await;
+    let metrics = metrics_now().await;
     let destination = hanging.base.trim_start_matches("http://");
     let in_flight = format!("a2ad_push_destination_in_flight{{destination=\"{destination}\"}} 2");
     assert!(metrics.contains(&in_flight), "{metrics}");

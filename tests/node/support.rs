@@ -74,6 +74,10 @@ fn on_shared_store_if_asked(config: &mut Config) {
     config.store = a2ad::config::StoreKind::Redis;
     config.redis.url = format!("redis://127.0.0.1:{}/", server.port);
     config.redis.prefix = format!("t{}", a2ad_protocol::ids::new_id());
+    // The push queue's keys too: the test binary's nodes share the one server.
+    config.push.stream = format!("{}:push", config.redis.prefix);
+    config.push.retry_key = format!("{}:push:retry", config.redis.prefix);
+    config.push.dead_stream = format!("{}:push:dead", config.redis.prefix);
 }
 
 /// Whether the suite runs on the shared store (see [`on_shared_store_if_asked`]).

@@ -120,6 +120,14 @@ impl Leases {
         Ok(true)
     }
 
+    /// Stops renewing the lease `key`, held under `token`, which a commit just deleted.
+    pub fn forget(&self, key: &[u8], token: &str) {
+        let mut held = self.held();
+        if held.get(key).is_some_and(|t| t == token) {
+            held.remove(key);
+        }
+    }
+
     /// Stops renewing the lease `key` and deletes it if this node still holds it.
     pub fn release(&self, key: &[u8]) {
         let Some(token) = self.held().remove(key) else { return };

@@ -11,7 +11,9 @@
 //! 4. appends the events to the task's stream, entry id `<seq>-0`, and trims the stream
 //!    to the last `retention` events;
 //! 5. writes the session (the step that ends a turn);
-//! 6. adds the push jobs to the push stream.
+//! 6. adds the push jobs to the push stream;
+//! 7. gives the context's lease back, when the step ends the turn (one round trip less
+//!    per turn than a release of its own).
 //!
 //! Key and argument layouts (the Rust side builds them in `writes.rs`):
 //! * `TASK_KEYS`: task hash, event stream, owner index, owner filters, node index, context
@@ -90,7 +92,8 @@ end
 
 /// A step: KEYS = TASK_KEYS, lease, SESSION_KEYS, push stream; ARGV = lease token ("" for
 /// a write without a lease), the task part, a session flag (`1` + the session part, or
-/// `0`), the job count and the jobs. Returns the state before ("" for a new task).
+/// `0`), the job count and the jobs, and a release flag (`1`: the step ends the turn, and
+/// gives the lease back with it). Returns the state before ("" for a new task).
 const COMMIT_BODY: &str = r#"
 local lease = redis.call('GET', KEYS[7])
 if lease and lease ~= ARGV[1] then
@@ -109,6 +112,9 @@ end
 local jobs = tonumber(ARGV[i])
 for j = 1, jobs do
   redis.call('XADD', KEYS[11], '*', 'job', ARGV[i + j])
+end
+if ARGV[i + jobs + 1] == '1' and lease == ARGV[1] then
+  redis.call('DEL', KEYS[7])
 end
 return before
 "#;

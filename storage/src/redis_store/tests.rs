@@ -232,3 +232,17 @@ fn a_cancel_request_reaches_the_node_it_is_sent_to() {
     };
     assert_eq!(got, request);
 }
+
+#[test]
+fn the_step_that_ends_a_turn_gives_the_lease_back_with_it() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (lease_store(&server, 10_000), lease_store(&server, 10_000));
+    let owner = Owner::anonymous();
+    let context = crate::ContextKey::new(owner.clone(), "c1");
+    assert!(node1.acquire_lease(&context).unwrap());
+    node1.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    assert!(!node2.acquire_lease(&context).unwrap(), "a working step keeps it");
+    node1.put_task(&at(&owner, 2, TaskState::InputRequired), &[event(2)]).unwrap();
+    assert_eq!(node1.lease_holder(&context).unwrap(), None, "the turn's end released it in its commit");
+    assert!(node2.acquire_lease(&context).unwrap());
+}

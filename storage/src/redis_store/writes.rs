@@ -34,15 +34,22 @@ impl RedisStore {
             call.key(key);
         }
         call.key(push_stream.unwrap_or("-"));
-        call.arg(self.lease_token(&record.context_key()));
+        let token = self.lease_token(&record.context_key());
+        // A step in a state other than these ends its turn: the lease goes with it.
+        let ends_turn = !token.is_empty() && !matches!(record.state(), TaskState::Submitted | TaskState::Working);
+        call.arg(&token);
         task_args(&mut call, record, events, self.event_retention + super::FOLLOW_SLACK)?;
         session_args(&mut call, session)?;
         call.arg(jobs.len());
         for job in jobs {
             call.arg(crate::push_queue_redis::encode(job)?);
         }
+        call.arg(if ends_turn { "1" } else { "0" });
         let before: Option<String> =
             self.link.with_conn("commit a task step", |conn| call.invoke(conn).map_err(|e| refusal(e, record)))?;
+        if ends_turn {
+            self.leases.forget(&self.keys.lease(&record.context_key()), &token);
+        }
         self.tell(record, events);
         Ok(before.as_deref().and_then(keys::parse_state))
     }

@@ -13,6 +13,7 @@
 //! | `<p>:ownm:<owner>` | hash | task id → `<state>:<context id>` (the list filters) |
 //! | `<p>:all` | hash | task id → `<state>:<status ms>:<owner JSON>` (recovery, retention, counts) |
 //! | `<p>:ctx:<context>` | set | the context's task ids (is its session still used?) |
+//! | `<p>:active` | set | the SUBMITTED and WORKING task ids (recovery and the lease sweep) |
 //! | `<p>:sess:<context>` | string | the session's metadata JSON |
 //! | `<p>:msg:<context>` | list | the session's last messages, oldest first |
 //! | `<p>:sessions` | set | every context key with a session (counts) |
@@ -104,7 +105,7 @@ impl Keys {
 
     /// The keys of one task, in the order the scripts take them (`TASK_KEYS` of
     /// `scripts.rs`).
-    pub fn of_task(&self, record: &TaskRecord) -> [Vec<u8>; 6] {
+    pub fn of_task(&self, record: &TaskRecord) -> [Vec<u8>; 7] {
         [
             self.task(&record.task.id),
             self.events(&record.task.id),
@@ -112,7 +113,14 @@ impl Keys {
             self.owner_meta(&record.owner),
             self.all(),
             self.context_tasks(&record.context_key()),
+            self.active(),
         ]
+    }
+
+    /// The ids of the SUBMITTED and WORKING tasks: what the lease sweep looks at, every
+    /// lease TTL on every node, without scanning every task.
+    pub fn active(&self) -> Vec<u8> {
+        self.key("active", b"")
     }
 
     /// The keys of one session, in the order the scripts take them (`SESSION_KEYS`).

@@ -296,6 +296,16 @@ impl TaskStore for RedisStore {
     }
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        let active = |s: &TaskState| matches!(s, TaskState::Submitted | TaskState::Working);
+        if !states.is_empty() && states.iter().all(active) {
+            // The sweep's question, answered from the active set, not a scan of every task.
+            let mut ids: Vec<String> = self.link.with_conn("read the active tasks", |conn| {
+                Ok(redis::cmd("SMEMBERS").arg(self.keys.active()).query(conn)?)
+            })?;
+            ids.sort(); // In id order, as the other stores give them.
+            let records = self.records(&ids)?;
+            return Ok(records.into_iter().filter(|r| states.contains(&r.state())).collect());
+        }
         let wanted: Vec<String> = states.iter().map(|s| keys::state_code(*s)).collect();
         let ids: Vec<String> = self
             .all_entries()?

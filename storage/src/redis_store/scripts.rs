@@ -17,7 +17,7 @@
 //!
 //! Key and argument layouts (the Rust side builds them in `writes.rs`):
 //! * `TASK_KEYS`: task hash, event stream, owner index, owner filters, node index, context
-//!   tasks ([`super::keys::Keys::of_task`]);
+//!   tasks, active tasks ([`super::keys::Keys::of_task`]);
 //! * `SESSION_KEYS`: session metadata, session messages, sessions set
 //!   ([`super::keys::Keys::of_session`]).
 
@@ -34,6 +34,11 @@ local function put_task(k, a, i)
   redis.call('HSET', KEYS[k+3], id, ometa)
   redis.call('HSET', KEYS[k+4], id, allv)
   redis.call('SADD', KEYS[k+5], id)
+  if state == 'TASK_STATE_SUBMITTED' or state == 'TASK_STATE_WORKING' then
+    redis.call('SADD', KEYS[k+6], id)
+  else
+    redis.call('SREM', KEYS[k+6], id)
+  end
   local last = gen
   for e = 1, n do
     redis.call('XADD', KEYS[k+1], a[i] .. '-0', 'e', a[i+1])
@@ -86,6 +91,7 @@ local function delete_task(k, id)
   redis.call('HDEL', KEYS[k+3], id)
   redis.call('HDEL', KEYS[k+4], id)
   redis.call('SREM', KEYS[k+5], id)
+  redis.call('SREM', KEYS[k+6], id)
   return record
 end
 "#;
@@ -95,7 +101,7 @@ end
 /// `0`), the job count and the jobs, and a release flag (`1`: the step ends the turn, and
 /// gives the lease back with it). Returns the state before ("" for a new task).
 const COMMIT_BODY: &str = r#"
-local lease = redis.call('GET', KEYS[7])
+local lease = redis.call('GET', KEYS[8])
 if lease and lease ~= ARGV[1] then
   return redis.error_reply('A2AD_LEASE held by another node')
 end
@@ -105,16 +111,16 @@ if refused then
 end
 local i = put_task(1, ARGV, 2)
 if ARGV[i] == '1' then
-  i = put_session(8, ARGV, i + 1)
+  i = put_session(9, ARGV, i + 1)
 else
   i = i + 1
 end
 local jobs = tonumber(ARGV[i])
 for j = 1, jobs do
-  redis.call('XADD', KEYS[11], '*', 'job', ARGV[i + j])
+  redis.call('XADD', KEYS[12], '*', 'job', ARGV[i + j])
 end
 if ARGV[i + jobs + 1] == '1' and lease == ARGV[1] then
-  redis.call('DEL', KEYS[7])
+  redis.call('DEL', KEYS[8])
 end
 return before
 "#;
@@ -124,7 +130,7 @@ return before
 /// record, or false.
 const SETTLE_BODY: &str = r#"
 if ARGV[2] == '1' then
-  put_session(7, ARGV, 3)
+  put_session(8, ARGV, 3)
 end
 if ARGV[1] == '' then
   return false

@@ -120,6 +120,10 @@ enum AdminCommand {
     /// Cut the write-ahead log at its first damaged record, when start-up refuses a
     /// corrupt log: the records from that point on are lost (prints where it cut).
     Repair(StoreArgs),
+    /// Copy a stopped node's tasks, events, sessions and push configs from its data dir
+    /// into the shared store at `redis.url` (then run the node with `store: redis`). Safe
+    /// to run again; prints what it moved.
+    MoveToRedis(StoreArgs),
 }
 
 #[derive(Subcommand)]
@@ -408,6 +412,7 @@ async fn admin(command: AdminCommand) -> anyhow::Result<()> {
             println!("compacted: {} -> {}", human_bytes(report.before), human_bytes(report.after));
         }
         AdminCommand::Repair(store) => print!("{}", a2ad::admin::repair(&store.load()?)?),
+        AdminCommand::MoveToRedis(store) => print!("{}", a2ad::admin::move_to_redis::run(&store.load()?)?.to_text()),
     }
     Ok(())
 }

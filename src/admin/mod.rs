@@ -1,5 +1,6 @@
 //! Operator commands that work on a node's stores: `a2ad push dead list|retry`,
-//! `a2ad admin stats` ([`stats`]) and `a2ad admin compact` ([`compact`]).
+//! `a2ad admin stats` ([`stats`]), `a2ad admin compact` ([`compact`]) and
+//! `a2ad admin move-to-redis` ([`move_to_redis`]).
 //!
 //! The data dir is sled's, which one process at a time may open: run these while the node
 //! is stopped (the node delivers revived jobs when it starts). With the redis-streams
@@ -7,6 +8,7 @@
 //! against a running node with `--url` ([`remote`]: the admin API).
 
 pub mod compact;
+pub mod move_to_redis;
 pub mod remote;
 pub mod stats;
 

@@ -295,3 +295,80 @@ async fn pushes_are_delivered_at_least_once_across_a_node_kill() {
     let got: std::collections::BTreeSet<String> = delivered();
     assert!(all, "every acknowledged task's push arrives after the node that ran it died: {got:?} of {acknowledged:?}");
 }
+
+/// `a2ad admin move-to-redis` with `args`: whether it succeeded, and what it printed.
+fn move_to_redis(args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["admin", "move-to-redis"])
+        .args(args)
+        .env_remove("A2AD_PUSH_KEY")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
+}
+
+#[actix_web::test]
+async fn a_sled_nodes_data_moves_into_redis_and_a_redis_node_goes_on_with_it() {
+    let Some(redis) = RedisServer::start_with(DURABLE) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (data, url) = (data.to_str().unwrap(), format!("redis://127.0.0.1:{}/", redis.port));
+    let common = format!("push-notifications: true\npush-allow: [127.0.0.1/32]\nredis:\n  url: {url}\n");
+    let sled_config = dir.path().join("sled.yaml");
+    std::fs::write(&sled_config, &common).unwrap();
+    let sled_args = ["--config", sled_config.to_str().unwrap(), "--data-dir", data];
+    let node = NodeProcess::start(dir.path(), &sled_args);
+    let first = node.app_view().ok("SendMessage", send_params("one", json!({}))).await;
+    let context = first["task"]["contextId"].clone();
+    let mut ids = vec![first["task"]["id"].as_str().unwrap().to_owned()];
+    for text in ["two", "three"] {
+        let task = node.app_view().ok("SendMessage", send_params(text, json!({"contextId": context}))).await;
+        ids.push(task["task"]["id"].as_str().unwrap().to_owned());
+    }
+    let hook = json!({"taskId": ids[0], "id": "hook", "url": "http://127.0.0.1:9/hook", "token": "tok-secret"});
+    node.app_view().ok("CreateTaskPushNotificationConfig", hook).await;
+    node.crash(); // Kill -9: the log's tail is applied by the move, as by a restart.
+
+    let (ok, printed) = move_to_redis(&sled_args);
+    assert!(
+        ok && printed.contains("moved 3 task(s)") && printed.contains("1 session(s), 1 push config(s)"),
+        "{printed}"
+    );
+    let (ok, again) = move_to_redis(&sled_args);
+    assert!(ok && again.contains("already in Redis: 3 task(s), 1 session(s)"), "run again, nothing doubles: {again}");
+
+    let redis_config = dir.path().join("redis.yaml");
+    std::fs::write(&redis_config, format!("store: redis\n{common}")).unwrap();
+    let shared = NodeProcess::start(dir.path(), &["--config", redis_config.to_str().unwrap(), "--data-dir", data]);
+    let view = shared.app_view();
+    let listed = view.ok("ListTasks", json!({"contextId": context})).await;
+    assert_eq!(listed["totalSize"], 3, "{listed}");
+    let hook = view.ok("GetTaskPushNotificationConfig", json!({"taskId": ids[0], "id": "hook"})).await;
+    assert_eq!(hook["url"], "http://127.0.0.1:9/hook", "{hook}");
+    let done = view.rpc("SubscribeToTask", json!({"id": ids[2]})).await;
+    assert!(done["error"]["message"].as_str().unwrap_or_default().contains("terminal"), "as on sled: {done}");
+    assert!(!printed.contains("with 0 event(s)"), "the event logs came along: {printed}");
+    // The session came along: three turns before this one, two messages each (the
+    // user's and the echo).
+    let next = view.ok("SendMessage", send_params("four", json!({"contextId": context}))).await;
+    assert_eq!(next["task"]["status"]["message"]["metadata"]["echo"]["sessionMessages"], 6, "{next}");
+}
+
+#[test]
+fn a_move_without_a_redis_url_or_from_a_running_node_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (ok, printed) = move_to_redis(&["--data-dir", data.to_str().unwrap()]);
+    assert!(!ok && printed.contains("redis.url is not set"), "{printed}");
+    let Some(redis) = RedisServer::start_with(DURABLE) else { return };
+    let config = dir.path().join("move.yaml");
+    std::fs::write(&config, format!("redis:\n  url: redis://127.0.0.1:{}/\n", redis.port)).unwrap();
+    let args = ["--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()];
+    let (ok, printed) = move_to_redis(&args);
+    assert!(!ok && printed.contains("there is no task store"), "{printed}");
+    let node = NodeProcess::start(dir.path(), &args);
+    let (ok, printed) = move_to_redis(&args);
+    assert!(!ok && printed.contains("stop it first"), "a running node's store is not read: {printed}");
+    drop(node);
+}

@@ -166,7 +166,7 @@ fn warn_if_unreachable(queue: &RedisQueue) -> Result<(), PushSetupError> {
 
 /// The push-secret key: `A2AD_PUSH_KEY`, else `push.key` in the data dir (created on
 /// first use). Nodes sharing a store must share the key (set the variable on each).
-fn push_key(data_dir: &Path) -> Result<SecretKey, PushSetupError> {
+pub fn push_key(data_dir: &Path) -> Result<SecretKey, PushSetupError> {
     Ok(match std::env::var("A2AD_PUSH_KEY") {
         Ok(text) => SecretKey::from_base64(&text)?,
         Err(_) => SecretKey::load_or_create(data_dir)?,

@@ -194,6 +194,19 @@ impl SledStore {
         Ok(self.db.open_tree(name)?)
     }
 
+    /// The key of every stored session, read off the metadata records (moving a store
+    /// into another: `a2ad admin move-to-redis`).
+    pub fn session_keys(&self) -> Result<Vec<ContextKey>, StoreError> {
+        let mut keys = Vec::new();
+        for entry in self.sessions.scan_prefix([Prefix::SessionMeta as u8]) {
+            let (_, bytes) = entry?;
+            let session: SessionRecord =
+                serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(format!("session record: {e}")))?;
+            keys.push(session.key);
+        }
+        Ok(keys)
+    }
+
     /// The `sessions`-tree batch of [`TaskStore::put_session`]: the metadata, the
     /// appended messages, and the removal of those past the last `history_limit`.
     fn session_batch(

@@ -65,8 +65,7 @@ pub fn run(config: &Config) -> Result<MoveReport, AdminError> {
     let wal_dir = config.data_dir.join(a2ad_storage::WAL_DIR);
     let (source, _) =
         WalStore::open(Arc::new(sled), Some(queue.clone()), reservations, &wal_dir, WalOptions::default())?;
-    let options = a2ad_storage::RedisStoreOptions { lease_ttl: config.redis.lease_ttl, ..config.redis.store_options() };
-    let target = RedisStore::connect(options)?.with_event_retention(config.event_retention);
+    let target = RedisStore::connect(config.redis.store_options())?.with_event_retention(config.event_retention);
     let mut report = MoveReport { queued_jobs: a2ad_storage::JobQueue::depth(&queue)?, ..MoveReport::default() };
     move_tasks(&source, &target, &mut report)?;
     move_sessions(&source, &target, &sessions, config.session_history_limit, &mut report)?;

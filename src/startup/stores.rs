@@ -64,12 +64,9 @@ fn open_local(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> 
 /// The shared store in Redis: checked for settings that would lose or evict acknowledged
 /// writes, then opened (the data dir keeps only the node's own files).
 fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
-    crate::private_files::make_files_private();
-    let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
-    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
+    create_data_dir(config)?;
     let redis_failed = |e: StoreError| StartupError::SharedStore(e.to_string());
-    let options = a2ad_storage::RedisStoreOptions { lease_ttl: config.redis.lease_ttl, ..config.redis.store_options() };
-    let redis = RedisStore::connect(options).map_err(redis_failed)?;
+    let redis = RedisStore::connect(config.redis.store_options()).map_err(redis_failed)?;
     super::redis_settings::check(&redis, config.redis.allow_weak_persistence)?;
     let mut redis = redis.with_event_retention(config.event_retention);
     let mut push = None;
@@ -91,13 +88,21 @@ fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) ->
 /// opens the sled store in it (for use behind the log), its page cache bounded by
 /// `store-cache-size`.
 fn open_sled(config: &Config) -> Result<SledStore, StartupError> {
-    let failed = |cause| StartupError::DataDir { path: config.data_dir.display().to_string(), cause };
-    crate::private_files::make_files_private();
     crate::private_files::warn_if_exposed(&config.data_dir);
-    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| failed(io_cause(&e)))?;
+    create_data_dir(config)?;
     Ok(SledStore::open_behind_log_with_cache(&config.data_dir, config.store_cache_size)
-        .map_err(|e| failed(super::failure::store_cause(&e)))?
+        .map_err(|e| data_dir_failed(config, super::failure::store_cause(&e)))?
         .with_event_retention(config.event_retention))
+}
+
+/// Creates the data dir `0700` (if need be), every file the node writes in it `0600`.
+fn create_data_dir(config: &Config) -> Result<(), StartupError> {
+    crate::private_files::make_files_private();
+    crate::private_files::create_private_dir(&config.data_dir).map_err(|e| data_dir_failed(config, io_cause(&e)))
+}
+
+fn data_dir_failed(config: &Config, cause: String) -> StartupError {
+    StartupError::DataDir { path: config.data_dir.display().to_string(), cause }
 }
 
 /// Opens the write-ahead log in the data dir in front of `sled` and replays its tail

@@ -146,6 +146,16 @@ impl LoggedEvent {
         let json = serde_json::to_string(event).expect("a stream response always encodes");
         LoggedEvent { seq, json: json.into() }
     }
+
+    /// The task state the event puts its task in: a task snapshot's or a status update's
+    /// (`None` for an artifact update or a message). Decodes the event.
+    pub fn task_state(&self) -> Option<TaskState> {
+        match serde_json::from_str::<a2ad_protocol::StreamResponse>(&self.json).ok()? {
+            a2ad_protocol::StreamResponse::Task(task) => Some(task.status.state),
+            a2ad_protocol::StreamResponse::StatusUpdate(update) => Some(update.status.state),
+            _ => None,
+        }
+    }
 }
 
 impl TaskRecord {

@@ -94,11 +94,6 @@ impl RedisLink {
         self.down.load(Ordering::Acquire)
     }
 
-    /// The client, for connections a thread makes itself.
-    pub fn clone_client(&self) -> redis::Client {
-        self.client.clone()
-    }
-
     /// A connection of the caller's own, outside the pool (a blocking read holds its
     /// connection: a follower of a task's events, the cancel listener), with `timeout` on
     /// reads.

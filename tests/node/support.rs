@@ -63,7 +63,7 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
 /// one redis-server this test binary starts, under a key prefix of its own, so that the
 /// suite's scenarios run against both backends (`scripts/test.sh` runs it both ways).
 fn on_shared_store_if_asked(config: &mut Config) {
-    if std::env::var("A2AD_TEST_STORE").as_deref() != Ok("redis") {
+    if !on_shared_store() {
         return;
     }
     static SERVER: std::sync::OnceLock<crate::redis::RedisServer> = std::sync::OnceLock::new();

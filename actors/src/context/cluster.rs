@@ -16,7 +16,7 @@
 use super::actor::ContextActor;
 use crate::messages::Subscription;
 use crate::{Runtime, RuntimeError};
-use a2ad_protocol::{A2aError, StreamResponse, Task, TaskState};
+use a2ad_protocol::{A2aError, Task, TaskState};
 use a2ad_storage::{CancelRequest, Cluster, LoggedEvent, Owner, Scope, TaskRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -54,7 +54,7 @@ impl ContextActor {
     /// The node that runs `record`'s turn, when it is another node.
     pub(super) fn running_elsewhere(&self, record: &TaskRecord) -> Result<Option<String>, RuntimeError> {
         let Some(cluster) = self.rt.store.cluster() else { return Ok(None) };
-        if !matches!(record.state(), TaskState::Submitted | TaskState::Working) {
+        if !record.state().is_active() {
             return Ok(None);
         }
         let holder = cluster.lease_holder(&self.key)?;
@@ -99,11 +99,7 @@ pub(super) fn follow(
 /// Whether `event` puts its task in a terminal state (a `SubscribeToTask` stream ends
 /// there; past an interrupted state it waits for the next turn, on any node).
 fn ends_task(event: &LoggedEvent) -> bool {
-    match serde_json::from_str::<StreamResponse>(&event.json) {
-        Ok(StreamResponse::Task(task)) => task.status.state.is_terminal(),
-        Ok(StreamResponse::StatusUpdate(update)) => update.status.state.is_terminal(),
-        _ => false,
-    }
+    event.task_state().is_some_and(TaskState::is_terminal)
 }
 
 /// Cancels a task whose turn runs on `node`: the request goes there, then the answer

@@ -164,13 +164,7 @@ impl ContextActor {
             return self.subscribe_shared(msg, ctx);
         }
         let buffer = self.rt.settings.stream_buffer;
-        if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
-            if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
-                return Err(RuntimeError::TaskNotFound(msg.task_id).into());
-            }
-            // Someone else watches the task now: it is kept, whatever the agent answers.
-            turn.reply_allowed = false;
-            turn.release_snapshot();
+        if let Some(turn) = watched_turn(&mut self.turn, &msg)? {
             let initial = match msg.after {
                 None => vec![turn.current_snapshot()],
                 after => first_events(&self.rt, &turn.record, &turn.unsaved_events, after)?,
@@ -180,10 +174,7 @@ impl ContextActor {
             self.schedule_progress_save(ctx);
             return Ok(subscription);
         }
-        let record = self.stored_task(&msg.owner, &msg.task_id)?;
-        if record.state().is_terminal() {
-            return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
-        }
+        let record = self.subscribable_task(&msg)?;
         // Not running: an interrupted task. The stream says where it stands, then waits
         // for the turn that answers it.
         let initial = first_events(&self.rt, &record, &[], msg.after)?;
@@ -199,21 +190,37 @@ impl ContextActor {
     /// whichever node runs its turns (`super::cluster`). A turn running here keeps its
     /// task (someone watches it now) and writes its progress promptly.
     fn subscribe_shared(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Result<Subscription, A2aError> {
-        if let Some(turn) = self.turn.as_mut().filter(|t| t.record.task.id == msg.task_id) {
-            if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
-                return Err(RuntimeError::TaskNotFound(msg.task_id).into());
-            }
-            turn.reply_allowed = false;
-            turn.release_snapshot();
+        if let Some(turn) = watched_turn(&mut self.turn, &msg)? {
             turn.visible = true;
             self.schedule_progress_save(ctx);
         }
-        let record = self.stored_task(&msg.owner, &msg.task_id)?;
-        if record.state().is_terminal() {
-            return Err(RuntimeError::SubscribeTerminal(msg.task_id, record.state()).into());
-        }
+        let record = self.subscribable_task(&msg)?;
         let initial = first_events(&self.rt, &record, &[], msg.after)?;
         let cluster = self.rt.store.cluster().ok_or(RuntimeError::ContextUnavailable)?;
         Ok(cluster::follow(cluster, &record, initial, self.rt.settings.stream_buffer)?)
     }
+
+    /// The stored task a subscription starts from: the caller's, and not terminal.
+    fn subscribable_task(&self, msg: &Subscribe) -> Result<a2ad_storage::TaskRecord, A2aError> {
+        let record = self.stored_task(&msg.owner, &msg.task_id)?;
+        match record.state().is_terminal() {
+            true => Err(RuntimeError::SubscribeTerminal(msg.task_id.clone(), record.state()).into()),
+            false => Ok(record),
+        }
+    }
+}
+
+/// The running turn of the task `msg` subscribes to, if it runs here, now watched by
+/// someone else: it is kept, whatever the agent answers. Another owner's is TaskNotFound.
+fn watched_turn<'t>(
+    turn: &'t mut Option<Box<super::actor::RunningTurn>>,
+    msg: &Subscribe,
+) -> Result<Option<&'t mut super::actor::RunningTurn>, A2aError> {
+    let Some(turn) = turn.as_deref_mut().filter(|t| t.record.task.id == msg.task_id) else { return Ok(None) };
+    if !Scope::Owner(&msg.owner).admits(&turn.record.owner) {
+        return Err(RuntimeError::TaskNotFound(msg.task_id.clone()).into());
+    }
+    turn.reply_allowed = false;
+    turn.release_snapshot();
+    Ok(Some(turn))
 }

@@ -21,7 +21,7 @@ pub use actor::{PushWorker, StopWorker};
 pub use attempts::{AttemptOutcome, DeliveryAttempt, DeliveryLog};
 pub use lanes::{DestinationGauge, PushBoard, PushGauges};
 
-use a2ad_protocol::StreamResponse;
+use a2ad_protocol::TaskState;
 use a2ad_storage::{JobQueue, LoggedEvent, PushConfigStore, PushJob, StoreError};
 use circuit::Reach;
 use futures_util::future::BoxFuture;
@@ -168,13 +168,9 @@ impl PushHooks {
     }
 }
 
-/// Whether an event is a status update into a terminal or interrupted state.
+/// Whether an event is a status update (or snapshot) into a terminal or interrupted state.
 fn ends_turn(event: &LoggedEvent) -> bool {
-    match serde_json::from_str::<StreamResponse>(&event.json) {
-        Ok(StreamResponse::StatusUpdate(update)) => update.status.state.ends_turn(),
-        Ok(StreamResponse::Task(task)) => task.status.state.ends_turn(),
-        _ => false,
-    }
+    event.task_state().is_some_and(TaskState::ends_turn)
 }
 
 /// Exponential backoff with jitter: about `base * 2^(attempt-1)`, at most `max`, drawn

@@ -71,6 +71,7 @@ impl RedisStoreConfig {
             prefix: self.prefix.clone(),
             connections: self.connections,
             push_stream: None,
+            lease_ttl: self.lease_ttl,
             ..a2ad_storage::RedisStoreOptions::default()
         }
     }

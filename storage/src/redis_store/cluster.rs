@@ -15,6 +15,7 @@
 use super::writes::events_from;
 use super::RedisStore;
 use crate::push_queue_redis::reply::parse_read;
+use crate::redis_link::RedisLink;
 use crate::{CancelHandler, CancelRequest, Cluster, ContextKey, EventSink, StoreError};
 use redis::Value;
 use std::sync::atomic::Ordering;
@@ -22,6 +23,8 @@ use std::time::Duration;
 
 /// How long one follower read blocks before it looks whether it is still wanted.
 const FOLLOW_BLOCK: Duration = Duration::from_secs(2);
+/// A follower's reads wait at most this long for Redis's answer to a blocking read.
+const FOLLOW_READ_TIMEOUT: Duration = Duration::from_secs(FOLLOW_BLOCK.as_secs() + 5);
 /// At most this many events per follower read.
 const FOLLOW_BATCH: usize = 256;
 /// The pause after a failed read, doubled up to [`RETRY_MAX`].
@@ -46,9 +49,9 @@ impl Cluster for RedisStore {
     }
 
     fn follow(&self, task_id: &str, after: u64, sink: EventSink) -> Result<(), StoreError> {
-        let conn = self.link.dedicated(FOLLOW_BLOCK + Duration::from_secs(5))?;
+        let conn = self.link.dedicated(FOLLOW_READ_TIMEOUT)?;
         let follower = Follower {
-            store_link: self.link.clone_client(),
+            link: std::sync::Arc::clone(&self.link),
             events_key: self.keys.events(task_id),
             task_key: self.keys.task(task_id),
             cursor: after,
@@ -74,11 +77,11 @@ impl Cluster for RedisStore {
 
     fn on_cancel_request(&self, handler: CancelHandler) -> Result<(), StoreError> {
         let channel = self.keys.cancel_channel(self.leases.node_id());
-        let client = self.link.clone_client();
+        let link = std::sync::Arc::clone(&self.link);
         let closing = std::sync::Arc::clone(&self.closing);
         std::thread::Builder::new()
             .name("a2ad-cancels".into())
-            .spawn(move || listen_for_cancels(&client, &channel, &handler, &closing))
+            .spawn(move || listen_for_cancels(&link, &channel, &handler, &closing))
             .map(drop)
             .map_err(|e| StoreError::Io(format!("cannot start the cancel listener: {e}")))
     }
@@ -91,7 +94,8 @@ impl Cluster for RedisStore {
 
 /// One follower's state (see the module docs).
 struct Follower {
-    store_link: redis::Client,
+    /// Where a lost connection is opened again.
+    link: std::sync::Arc<RedisLink>,
     events_key: Vec<u8>,
     task_key: Vec<u8>,
     cursor: u64,
@@ -108,7 +112,7 @@ impl Follower {
         while !self.closing.load(Ordering::Acquire) {
             let read = match conn.as_mut() {
                 Some(c) => self.read(c),
-                None => self.reconnect().map(|c| conn = Some(c)).map(|()| Some(Vec::new())),
+                None => self.link.dedicated(FOLLOW_READ_TIMEOUT).map(|c| conn = Some(c)).map(|()| Some(Vec::new())),
             };
             let keep_going = match read {
                 Ok(Some(events)) if !events.is_empty() => {
@@ -134,7 +138,7 @@ impl Follower {
     }
 
     /// One blocking read from the cursor; `None` when the task no longer exists.
-    fn read(&self, conn: &mut redis::Connection) -> Result<Option<Vec<crate::LoggedEvent>>, redis::RedisError> {
+    fn read(&self, conn: &mut redis::Connection) -> Result<Option<Vec<crate::LoggedEvent>>, StoreError> {
         let reply: Value = redis::cmd("XREAD")
             .arg("COUNT")
             .arg(FOLLOW_BATCH)
@@ -143,25 +147,21 @@ impl Follower {
             .arg("STREAMS")
             .arg(&self.events_key)
             .arg(format!("{}-0", self.cursor))
-            .query(conn)?;
+            .query(conn)
+            .map_err(|e| self.link.redis_failure("follow a task", &e))?;
         let events = events_from(parse_read(&reply));
-        if events.is_empty() && !redis::cmd("EXISTS").arg(&self.task_key).query::<bool>(conn)? {
+        let exists = |conn: &mut redis::Connection| redis::cmd("EXISTS").arg(&self.task_key).query::<bool>(conn);
+        if events.is_empty() && !exists(conn).map_err(|e| self.link.redis_failure("follow a task", &e))? {
             return Ok(None);
         }
         Ok(Some(events))
-    }
-
-    fn reconnect(&self) -> Result<redis::Connection, redis::RedisError> {
-        let conn = self.store_link.get_connection_with_timeout(crate::redis_link::IO_TIMEOUT)?;
-        conn.set_read_timeout(Some(FOLLOW_BLOCK + Duration::from_secs(5)))?;
-        Ok(conn)
     }
 }
 
 /// The cancel listener's loop: subscribed to this node's channel, reconnecting with
 /// backoff, until the store closes.
 fn listen_for_cancels(
-    client: &redis::Client,
+    link: &RedisLink,
     channel: &[u8],
     handler: &CancelHandler,
     closing: &std::sync::atomic::AtomicBool,
@@ -169,7 +169,7 @@ fn listen_for_cancels(
     let _signals = crate::redis_link::SignalsHeld::block();
     let mut pause = RETRY_BASE;
     while !closing.load(Ordering::Acquire) {
-        let Ok(mut conn) = client.get_connection_with_timeout(crate::redis_link::IO_TIMEOUT) else {
+        let Ok(mut conn) = link.dedicated(crate::redis_link::IO_TIMEOUT) else {
             std::thread::sleep(pause);
             pause = (pause * 2).min(RETRY_MAX);
             continue;

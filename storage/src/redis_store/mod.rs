@@ -296,8 +296,7 @@ impl TaskStore for RedisStore {
     }
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
-        let active = |s: &TaskState| matches!(s, TaskState::Submitted | TaskState::Working);
-        if !states.is_empty() && states.iter().all(active) {
+        if !states.is_empty() && states.iter().all(|s| s.is_active()) {
             // The sweep's question, answered from the active set, not a scan of every task.
             let mut ids: Vec<String> = self.link.with_conn("read the active tasks", |conn| {
                 Ok(redis::cmd("SMEMBERS").arg(self.keys.active()).query(conn)?)
@@ -317,18 +316,21 @@ impl TaskStore for RedisStore {
     }
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("GET").arg(self.keys.session(key));
-        let first = -(i64::try_from(history_limit).unwrap_or(i64::MAX));
-        pipe.cmd("LRANGE").arg(self.keys.messages(key)).arg(first).arg(-1);
+        let meta_key = self.keys.session(key);
+        // A limit of 0 reads no message (`LRANGE -0 -1` would read them all).
         let (meta, messages): (Option<Vec<u8>>, Vec<Vec<u8>>) = match history_limit {
             0 => {
-                let meta = self.link.with_conn("read a session", |conn| {
-                    Ok(redis::cmd("GET").arg(self.keys.session(key)).query(conn)?)
-                })?;
+                let meta = self
+                    .link
+                    .with_conn("read a session", |conn| Ok(redis::cmd("GET").arg(&meta_key).query(conn)?))?;
                 (meta, Vec::new())
             }
-            _ => self.link.with_conn("read a session", |conn| Ok(pipe.query(conn)?))?,
+            limit => {
+                let first = -(i64::try_from(limit).unwrap_or(i64::MAX));
+                let mut pipe = redis::pipe();
+                pipe.cmd("GET").arg(&meta_key).cmd("LRANGE").arg(self.keys.messages(key)).arg(first).arg(-1);
+                self.link.with_conn("read a session", |conn| Ok(pipe.query(conn)?))?
+            }
         };
         let Some(meta) = meta else { return Ok(None) };
         let mut session: SessionRecord =

@@ -24,19 +24,22 @@ impl RedisStore {
             (Some(stream), false) => Some(stream.as_str()),
             (None, false) => return Err(StoreError::NoPushQueue(jobs.len())),
         };
+        let context = record.context_key();
+        let lease = self.keys.lease(&context);
+        // The token this node writes the context's steps under: its lease's, or "" when it
+        // holds none (then the write is refused if any node holds the lease).
+        let token = self.leases.token(&lease);
+        // A step out of the active states ends its turn: the lease goes with it.
+        let ends_turn = !token.is_empty() && !record.state().is_active();
         let mut call = self.commit.prepare_invoke();
         for key in self.keys.of_task(record) {
             call.key(key);
         }
-        call.key(self.keys.lease(&record.context_key()));
-        let session_keys = self.keys.of_session(&record.context_key());
-        for key in session_keys {
+        call.key(&lease);
+        for key in self.keys.of_session(&context) {
             call.key(key);
         }
         call.key(push_stream.unwrap_or("-"));
-        let token = self.lease_token(&record.context_key());
-        // A step in a state other than these ends its turn: the lease goes with it.
-        let ends_turn = !token.is_empty() && !matches!(record.state(), TaskState::Submitted | TaskState::Working);
         call.arg(&token);
         task_args(&mut call, record, events, self.event_retention + super::FOLLOW_SLACK)?;
         session_args(&mut call, session)?;
@@ -48,7 +51,7 @@ impl RedisStore {
         let before: Option<String> =
             self.link.with_conn("commit a task step", |conn| call.invoke(conn).map_err(|e| refusal(e, record)))?;
         if ends_turn {
-            self.leases.forget(&self.keys.lease(&record.context_key()), &token);
+            self.leases.forget(&lease, &token);
         }
         self.tell(record, events);
         Ok(before.as_deref().and_then(keys::parse_state))
@@ -70,11 +73,8 @@ impl RedisStore {
         for key in task_keys.unwrap_or_else(|| std::array::from_fn(|_| b"-".to_vec())) {
             call.key(key);
         }
-        let context = session.map(|s| s.session.key.clone());
-        if let Some(context) = &context {
-            for key in self.keys.of_session(context) {
-                call.key(key);
-            }
+        for key in session.iter().flat_map(|s| self.keys.of_session(&s.session.key)) {
+            call.key(key);
         }
         call.arg(removed.as_ref().map(|r| r.task.id.as_str()).unwrap_or(""));
         session_args(&mut call, session)?;
@@ -127,12 +127,6 @@ impl RedisStore {
         }
         let lengths: Vec<u64> = self.link.with_conn("count the store", |conn| Ok(pipe.query(conn)?))?;
         Ok(lengths.iter().map(|n| (*n).min(cap)).sum())
-    }
-
-    /// The token this node writes a context's steps under: its lease's, or "" when it
-    /// holds none (then the write is refused if any node holds the lease).
-    pub(super) fn lease_token(&self, context: &crate::ContextKey) -> String {
-        self.leases.token(&self.keys.lease(context))
     }
 }
 

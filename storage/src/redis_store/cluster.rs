@@ -175,7 +175,11 @@ fn listen_for_cancels(
             continue;
         };
         let mut pubsub = conn.as_pubsub();
+        // Reads then time out every second, so that a closing store is noticed.
         if pubsub.subscribe(channel).is_err() || pubsub.set_read_timeout(Some(Duration::from_secs(1))).is_err() {
+            // Refused (an ACL, a dropped connection): wait as for a failed connect.
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(RETRY_MAX);
             continue;
         }
         pause = RETRY_BASE;

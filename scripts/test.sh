@@ -3,7 +3,8 @@
 # which start the node (in-process and as the real binary) on loopback ports with temp
 # data dirs, including the interop checks with the official Python client (a2a-sdk) and
 # JavaScript client (@a2a-js/sdk), and the push-queue and cluster tests against real
-# redis-servers; then the end-to-end suite again on the shared Redis store.
+# redis-servers; then the end-to-end suite again on the shared Redis store, on one
+# redis-server and on a Redis Cluster.
 # It installs whatever the tests need first, so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,3 +38,6 @@ cargo test --workspace --locked
 # (`store: redis`, one redis-server the test binary starts): the same scenarios against
 # both backends. The cluster tests (tests/node/cluster.rs) run in both passes.
 A2AD_TEST_STORE=redis cargo test --locked --test node
+# And once more on a Redis Cluster of three primaries (the store's keys over 16 shards),
+# started by the test binary; the multi-node tests then run their nodes on it too.
+A2AD_TEST_STORE=redis-cluster cargo test --locked --test node

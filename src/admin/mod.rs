@@ -14,7 +14,7 @@ pub mod stats;
 
 pub use a2ad_node::admin::{AdminConfig, AdminListen, AdminTokenConfig, Role};
 
-use crate::config::{Config, PushQueueKind};
+use crate::config::{Config, PushQueueKind, StoreKind};
 use crate::push::{open_queue, PushSetupError};
 use a2ad_node::admin::dead::DeadLetter;
 use a2ad_storage::{JobQueue, SledStore};
@@ -81,8 +81,13 @@ fn store_error(config: &Config, error: a2ad_storage::StoreError) -> AdminError {
     AdminError::Store(config.data_dir.display().to_string(), reason)
 }
 
-/// The push queue the config names. A remote queue needs no local store.
+/// The push queue the config names: the shared store's, with `store: redis`. A remote
+/// queue needs no local store.
 pub fn push_queue(config: &Config) -> Result<Arc<dyn JobQueue>, AdminError> {
+    if config.store == StoreKind::Redis {
+        let store = a2ad_storage::RedisStore::open(config.redis.store_options())?;
+        return Ok(crate::push::open_shared_queue(&config.push, &store)?);
+    }
     if config.push.queue != PushQueueKind::LocalFile {
         return Ok(open_queue(&config.push, None)?);
     }

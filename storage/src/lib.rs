@@ -20,11 +20,14 @@ mod page_token;
 mod push_configs;
 mod push_queue;
 mod push_queue_redis;
+mod redis_keys;
 mod redis_link;
 mod redis_store;
 mod sled_store;
 #[cfg(test)]
 mod test_redis;
+#[cfg(test)]
+mod test_redis_cluster;
 mod thread_owner;
 pub mod wal;
 
@@ -40,7 +43,11 @@ pub use model::{
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};
 pub use push_queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
-pub use push_queue_redis::{redact_url, Forwarder, ForwarderSettings, RedisQueue, RedisQueueOptions, PUSH_OUTBOX_TREE};
+pub use push_queue_redis::{
+    redact_url, Forwarder, ForwarderSettings, QueueKeys, RedisQueue, RedisQueueOptions, PUSH_OUTBOX_TREE,
+};
+pub use redis_keys::MAX_SHARDS;
+pub use redis_link::Topology;
 pub use redis_store::{RedisStore, RedisStoreOptions};
 pub use sled_store::{
     compact, sled_files_size, tree_size, CompactReport, SledStore, DEFAULT_CACHE_BYTES, DEFAULT_EVENT_RETENTION,

@@ -32,6 +32,23 @@ impl Owner {
         push_segment(&mut key, &self.principal);
         key
     }
+
+    /// A 16-bit hash of the owner, the same in every process and version: the shared
+    /// store keeps an owner's keys in shard `shard_hash mod shards`, and the task ids minted
+    /// for the owner carry it ([`a2ad_protocol::ids::new_task_id`]).
+    pub fn shard_hash(&self) -> u16 {
+        fold_hash(&self.key_prefix())
+    }
+}
+
+/// FNV-1a of `bytes`, folded to 16 bits (stable: it names where data lives).
+pub(crate) fn fold_hash(bytes: &[u8]) -> u16 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in bytes {
+        hash ^= u32::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    ((hash >> 16) ^ (hash & 0xffff)) as u16
 }
 
 /// Whose records a read by id may return: the one place tenant isolation is enforced.

@@ -19,18 +19,27 @@
 //! delivered again once the lease expires: at least once, like the sled queue; receivers
 //! deduplicate on the job's event id.
 //!
-//! A node does not XADD a step's jobs itself: they go into its local outbox with the
-//! step, and the [`Forwarder`] moves them here once they are durable (`forwarder.rs`).
+//! A node on sled does not XADD a step's jobs itself: they go into its local outbox with
+//! the step, and the [`Forwarder`] moves them here once they are durable (`forwarder.rs`).
+//! On the shared store (`store: redis`) the step's commit script adds them.
+//!
+//! **Shards.** The shared store's queue has one set of the keys above per store shard
+//! ([`RedisQueueOptions::shards`], named `<key>:<shard tag>`), so a commit script adds its
+//! jobs in its own hash slot on a Redis Cluster. A worker reads the shards in turn, each
+//! call starting one further on; a job's receipt then names its shard
+//! (`<shard>/<entry id>`), so it is settled where it came from. One set of keys (every
+//! queue but the shared store's on a cluster) is one shard, with receipts as before.
 
 pub use forwarder::{Forwarder, ForwarderSettings, PUSH_OUTBOX_TREE};
-pub use options::{redact_url, RedisQueueOptions};
+pub use options::{redact_url, QueueKeys, RedisQueueOptions};
 
-use crate::redis_link::{Failure, RedisLink};
+use crate::redis_link::{Conn, Failure, RedisLink};
 use crate::{DeadJob, JobQueue, PushJob, StoreError};
-use redis::{Connection, RedisError, Value};
+use redis::{RedisError, Value};
 use reply::{group_info, parse_autoclaim, parse_entries, parse_read, Entry};
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// At most this many XAUTOCLAIM rounds per [`JobQueue::due`] call (each scans up to ten
 /// times its COUNT pending entries).
@@ -61,7 +70,11 @@ return 0
 /// when it breaks.
 pub struct RedisQueue {
     options: RedisQueueOptions,
-    /// One connection (the worker and the forwarder take turns), with the stream and the
+    /// The shards' keys (one set when not sharded).
+    shards: Vec<QueueKeys>,
+    /// The shard the next [`JobQueue::due`] starts with.
+    next_shard: AtomicUsize,
+    /// One connection (the worker and the forwarder take turns), with the streams and the
     /// consumer group made sure of on each new one.
     link: RedisLink,
     move_due_retries: redis::Script,
@@ -81,11 +94,15 @@ impl RedisQueue {
     /// not a Redis URL fails here. A node opens its queue so, and starts while Redis is
     /// down: its pushes wait in the outbox ([`Forwarder`]).
     pub fn open(options: RedisQueueOptions) -> Result<Self, StoreError> {
-        let (stream, group) = (options.stream.clone(), options.group.clone());
-        let link =
-            RedisLink::open(&options.url, 1, "push queue")?.on_connect(move |conn| create_group(conn, &stream, &group));
+        let shards = options.queue_keys();
+        let streams: Vec<String> = shards.iter().map(|keys| keys.stream.clone()).collect();
+        let group = options.group.clone();
+        let link = RedisLink::open_on(&options.url, options.topology, 1, "push queue")?
+            .on_connect(move |conn| streams.iter().try_for_each(|stream| create_group(conn, stream, &group)));
         Ok(RedisQueue {
             options,
+            shards,
+            next_shard: AtomicUsize::new(0),
             link,
             move_due_retries: redis::Script::new(MOVE_DUE_RETRIES),
             revive: redis::Script::new(REVIVE),
@@ -114,18 +131,19 @@ impl RedisQueue {
     fn with_conn<T>(
         &self,
         what: &str,
-        f: impl FnOnce(&mut Connection, &Self) -> Result<T, Failure>,
+        f: impl FnOnce(&mut Conn, &Self) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
         self.link.with_conn(what, |conn| f(conn, self))
     }
 
     /// The stream entry's job, with its receipt; `None` (after quarantining the entry in
     /// the dead stream) when it is unreadable, so one bad entry cannot stall the queue.
-    fn take_entry(&self, conn: &mut Connection, entry: Entry) -> Result<Option<PushJob>, RedisError> {
+    fn take_entry(&self, conn: &mut Conn, shard: usize, entry: Entry) -> Result<Option<PushJob>, RedisError> {
+        let keys = &self.shards[shard];
         let raw = entry.field("job");
         match raw.map(serde_json::from_str::<PushJob>) {
             Some(Ok(mut job)) => {
-                job.receipt = Some(entry.id);
+                job.receipt = Some(self.receipt(shard, &entry.id));
                 Ok(Some(job))
             }
             broken => {
@@ -133,11 +151,11 @@ impl RedisQueue {
                     Some(Err(e)) => format!("unreadable job: {e}"),
                     _ => "stream entry without a job field".to_owned(),
                 };
-                tracing::error!(stream = %self.options.stream, entry = %entry.id, %reason, "push queue: moving an unreadable entry to the dead stream");
+                tracing::error!(stream = %keys.stream, entry = %entry.id, %reason, "push queue: moving an unreadable entry to the dead stream");
                 let mut pipe = redis::pipe();
                 pipe.atomic()
                     .cmd("XADD")
-                    .arg(&self.options.dead_stream)
+                    .arg(&keys.dead_stream)
                     .arg("*")
                     .arg("raw")
                     .arg(raw.unwrap_or_default())
@@ -146,59 +164,73 @@ impl RedisQueue {
                     .arg("died_ms")
                     .arg(chrono::Utc::now().timestamp_millis())
                     .ignore();
-                self.settle_cmds(&mut pipe, &entry.id);
+                self.settle_cmds(&mut pipe, keys, &entry.id);
                 pipe.query::<()>(conn)?;
                 Ok(None)
             }
         }
     }
 
-    /// XACK + XDEL of a settled entry, appended to `pipe`.
-    fn settle_cmds(&self, pipe: &mut redis::Pipeline, receipt: &str) {
-        pipe.cmd("XACK").arg(&self.options.stream).arg(&self.options.group).arg(receipt).ignore();
-        pipe.cmd("XDEL").arg(&self.options.stream).arg(receipt).ignore();
+    /// XACK + XDEL of a settled entry (its id in the shard's stream), appended to `pipe`.
+    fn settle_cmds(&self, pipe: &mut redis::Pipeline, keys: &QueueKeys, entry_id: &str) {
+        pipe.cmd("XACK").arg(&keys.stream).arg(&self.options.group).arg(entry_id).ignore();
+        pipe.cmd("XDEL").arg(&keys.stream).arg(entry_id).ignore();
+    }
+
+    /// The receipt of entry `entry_id` of shard `shard`: the entry id when the queue has
+    /// one shard, else `<shard>/<entry id>`.
+    fn receipt(&self, shard: usize, entry_id: &str) -> String {
+        match self.shards.len() {
+            1 => entry_id.to_owned(),
+            _ => format!("{shard}/{entry_id}"),
+        }
+    }
+
+    /// A receipt's shard and entry id (`None`: not one of this queue's).
+    fn split_receipt<'r>(&self, receipt: &'r str) -> Option<(usize, &'r str)> {
+        if self.shards.len() == 1 {
+            return Some((0, receipt));
+        }
+        let (shard, entry_id) = receipt.split_once('/')?;
+        shard.parse().ok().filter(|s| *s < self.shards.len()).map(|s| (s, entry_id))
+    }
+
+    /// The shard `job` is added to by [`JobQueue::enqueue`]: by its task id, so a task's
+    /// jobs stay in one stream.
+    fn shard_of(&self, job: &PushJob) -> usize {
+        usize::from(crate::model::fold_hash(job.task_id.as_bytes())) % self.shards.len()
     }
 
     /// A worker's next jobs, in three steps (see the module docs): retries that fell due
     /// join the stream, abandoned leases are taken over, then new entries are read.
-    fn due_on(
-        &self,
-        conn: &mut Connection,
-        now_ms: i64,
-        max: usize,
-        in_flight: &HashSet<String>,
-    ) -> Result<Vec<PushJob>, RedisError> {
-        let mut batch = Batch { max, in_flight, jobs: Vec::new() };
-        self.requeue_due_retries(conn, now_ms, max)?;
-        self.claim_abandoned(conn, &mut batch)?;
+    fn due_on(&self, conn: &mut Conn, shard: usize, now_ms: i64, batch: &mut Batch<'_>) -> Result<(), RedisError> {
+        self.requeue_due_retries(conn, shard, now_ms, batch.max)?;
+        self.claim_abandoned(conn, shard, batch)?;
         // One skipped as in flight stays pending and comes back through XAUTOCLAIM after
         // the lease.
         if batch.room() > 0 {
-            self.read_new(conn, &mut batch)?;
+            self.read_new(conn, shard, batch)?;
         }
-        Ok(batch.jobs)
+        Ok(())
     }
 
     /// Retries that have fallen due join the stream (one Lua script: never lost or doubled).
-    fn requeue_due_retries(&self, conn: &mut Connection, now_ms: i64, max: usize) -> Result<(), RedisError> {
-        let _moved: i64 = self
-            .move_due_retries
-            .key(&self.options.retry_key)
-            .key(&self.options.stream)
-            .arg(now_ms)
-            .arg(max.max(16))
-            .invoke(conn)?;
+    fn requeue_due_retries(&self, conn: &mut Conn, shard: usize, now_ms: i64, max: usize) -> Result<(), RedisError> {
+        let keys = &self.shards[shard];
+        let _moved: i64 =
+            self.move_due_retries.key(&keys.retry_key).key(&keys.stream).arg(now_ms).arg(max.max(16)).invoke(conn)?;
         Ok(())
     }
 
     /// Jobs leased longer than the lease timeout ago: their worker died (or, when they are
     /// ours and in flight, is slow; the batch skips those). At most [`CLAIM_ROUNDS`] rounds.
-    fn claim_abandoned(&self, conn: &mut Connection, batch: &mut Batch<'_>) -> Result<(), RedisError> {
+    fn claim_abandoned(&self, conn: &mut Conn, shard: usize, batch: &mut Batch<'_>) -> Result<(), RedisError> {
+        let stream = &self.shards[shard].stream;
         let min_idle = u64::try_from(self.options.lease_timeout.as_millis()).unwrap_or(u64::MAX);
         let mut cursor = "0-0".to_owned();
         for _ in 0..CLAIM_ROUNDS {
             let reply: Value = redis::cmd("XAUTOCLAIM")
-                .arg(&self.options.stream)
+                .arg(stream)
                 .arg(&self.options.group)
                 .arg(&self.options.consumer)
                 .arg(min_idle)
@@ -210,9 +242,9 @@ impl RedisQueue {
             for id in gone {
                 // Redis 6.2 reports entries deleted while pending as nil: drop them from
                 // the pending list.
-                redis::cmd("XACK").arg(&self.options.stream).arg(&self.options.group).arg(id).query::<()>(conn)?;
+                redis::cmd("XACK").arg(stream).arg(&self.options.group).arg(id).query::<()>(conn)?;
             }
-            self.take_entries(conn, claimed, batch)?;
+            self.take_entries(conn, shard, claimed, batch)?;
             cursor = next;
             if cursor == "0-0" || batch.room() == 0 {
                 break;
@@ -222,7 +254,7 @@ impl RedisQueue {
     }
 
     /// New entries of the group (XREADGROUP `>`), as many as the batch has room for.
-    fn read_new(&self, conn: &mut Connection, batch: &mut Batch<'_>) -> Result<(), RedisError> {
+    fn read_new(&self, conn: &mut Conn, shard: usize, batch: &mut Batch<'_>) -> Result<(), RedisError> {
         let reply: Value = redis::cmd("XREADGROUP")
             .arg("GROUP")
             .arg(&self.options.group)
@@ -230,21 +262,22 @@ impl RedisQueue {
             .arg("COUNT")
             .arg(batch.room())
             .arg("STREAMS")
-            .arg(&self.options.stream)
+            .arg(&self.shards[shard].stream)
             .arg(">")
             .query(conn)?;
-        self.take_entries(conn, parse_read(&reply), batch)
+        self.take_entries(conn, shard, parse_read(&reply), batch)
     }
 
     /// The jobs of `entries`, offered to the batch.
     fn take_entries(
         &self,
-        conn: &mut Connection,
+        conn: &mut Conn,
+        shard: usize,
         entries: Vec<Entry>,
         batch: &mut Batch<'_>,
     ) -> Result<(), RedisError> {
         for entry in entries {
-            if let Some(job) = self.take_entry(conn, entry)? {
+            if let Some(job) = self.take_entry(conn, shard, entry)? {
                 batch.offer(job);
             }
         }
@@ -277,62 +310,80 @@ impl Batch<'_> {
 }
 
 impl JobQueue for RedisQueue {
-    /// XADD of every job, in one MULTI.
+    /// XADD of every job, in one MULTI per shard.
     fn enqueue(&self, jobs: &[PushJob]) -> Result<(), StoreError> {
-        if jobs.is_empty() {
-            return Ok(());
+        for (shard, keys) in self.shards.iter().enumerate() {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            let mut any = false;
+            for job in jobs.iter().filter(|job| self.shard_of(job) == shard) {
+                pipe.cmd("XADD").arg(&keys.stream).arg("*").arg("job").arg(encode(job)?).ignore();
+                any = true;
+            }
+            if any {
+                self.with_conn("enqueue push jobs", |conn, _| Ok(pipe.query::<()>(conn)?))?;
+            }
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for job in jobs {
-            pipe.cmd("XADD").arg(&self.options.stream).arg("*").arg("job").arg(encode(job)?).ignore();
-        }
-        self.with_conn("enqueue push jobs", |conn, _| Ok(pipe.query::<()>(conn)?))
+        Ok(())
     }
 
-    /// Due retries into the stream, then expired leases (XAUTOCLAIM), then new entries
-    /// (XREADGROUP), up to `max`, leaving out `in_flight` job ids (or receipts).
+    /// Per shard, from the one after the last call's first: due retries into the stream,
+    /// then expired leases (XAUTOCLAIM), then new entries (XREADGROUP), up to `max` in all,
+    /// leaving out `in_flight` job ids (or receipts).
     fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        self.with_conn("read due push jobs", |conn, q| match q.due_on(conn, now_ms, max, in_flight) {
-            // The stream or the group was deleted under us (FLUSHALL, an operator): recreate.
-            Err(e) if e.code() == Some("NOGROUP") => {
-                create_group(conn, &q.options.stream, &q.options.group)?;
-                Ok(q.due_on(conn, now_ms, max, in_flight)?)
+        let mut batch = Batch { max, in_flight, jobs: Vec::new() };
+        let first = self.next_shard.fetch_add(1, Ordering::Relaxed);
+        for turn in 0..self.shards.len() {
+            if batch.room() == 0 {
+                break;
             }
-            other => Ok(other?),
-        })
+            let shard = (first + turn) % self.shards.len();
+            self.with_conn("read due push jobs", |conn, q| match q.due_on(conn, shard, now_ms, &mut batch) {
+                // The stream or the group was deleted under us (FLUSHALL, an operator): recreate.
+                Err(e) if e.code() == Some("NOGROUP") => {
+                    create_group(conn, &q.shards[shard].stream, &q.options.group)?;
+                    Ok(q.due_on(conn, shard, now_ms, &mut batch)?)
+                }
+                other => Ok(other?),
+            })?;
+        }
+        Ok(batch.jobs)
     }
 
     /// XACK + XDEL of the job's entry. A job without a receipt was not taken from this
     /// queue, and there is nothing to settle.
     fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
-        let Some(receipt) = job.receipt.as_deref() else { return Ok(()) };
+        let Some((shard, entry_id)) = job.receipt.as_deref().and_then(|r| self.split_receipt(r)) else {
+            return Ok(());
+        };
         let mut pipe = redis::pipe();
         pipe.atomic();
-        self.settle_cmds(&mut pipe, receipt);
+        self.settle_cmds(&mut pipe, &self.shards[shard], entry_id);
         self.with_conn("acknowledge a push job", |conn, _| Ok(pipe.query::<()>(conn)?))
     }
 
-    /// ZADD of `next` at its due time, and XACK + XDEL of the job's entry, in one MULTI.
+    /// ZADD of `next` at its due time, and XACK + XDEL of the job's entry, in one MULTI
+    /// (in the entry's shard; a job without a receipt, in its task's).
     fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
+        let taken = job.receipt.as_deref().and_then(|r| self.split_receipt(r));
+        let keys = &self.shards[taken.map_or_else(|| self.shard_of(job), |(shard, _)| shard)];
         let mut pipe = redis::pipe();
-        pipe.atomic().cmd("ZADD").arg(&self.options.retry_key).arg(next.next_attempt_ms).arg(encode(next)?).ignore();
-        if let Some(receipt) = job.receipt.as_deref() {
-            self.settle_cmds(&mut pipe, receipt);
+        pipe.atomic().cmd("ZADD").arg(&keys.retry_key).arg(next.next_attempt_ms).arg(encode(next)?).ignore();
+        if let Some((_, entry_id)) = taken {
+            self.settle_cmds(&mut pipe, keys, entry_id);
         }
         self.with_conn("reschedule a push job", |conn, _| Ok(pipe.query::<()>(conn)?))
     }
 
     /// XADD to the dead stream (job, reason, died_ms), and XACK + XDEL of the job's entry,
-    /// in one MULTI.
+    /// in one MULTI (in the entry's shard, as [`JobQueue::reschedule`]).
     fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
+        let taken = job.receipt.as_deref().and_then(|r| self.split_receipt(r));
+        let keys = &self.shards[taken.map_or_else(|| self.shard_of(job), |(shard, _)| shard)];
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("XADD")
-            .arg(&self.options.dead_stream)
+            .arg(&keys.dead_stream)
             .arg("*")
             .arg("job")
             .arg(encode(job)?)
@@ -341,30 +392,32 @@ impl JobQueue for RedisQueue {
             .arg("died_ms")
             .arg(now_ms)
             .ignore();
-        if let Some(receipt) = job.receipt.as_deref() {
-            self.settle_cmds(&mut pipe, receipt);
+        if let Some((_, entry_id)) = taken {
+            self.settle_cmds(&mut pipe, keys, entry_id);
         }
         self.with_conn("bury a push job", |conn, _| Ok(pipe.query::<()>(conn)?))
     }
 
-    /// Every dead job, oldest first (XRANGE of the dead stream). Quarantined unreadable
-    /// entries (field `raw`) are left out; `redis-cli XRANGE` shows them.
+    /// Every dead job, oldest first (XRANGE of each shard's dead stream). Quarantined
+    /// unreadable entries (field `raw`) are left out; `redis-cli XRANGE` shows them.
     fn dead(&self) -> Result<Vec<DeadJob>, StoreError> {
-        let entries = self.with_conn("read the dead push jobs", |conn, q| {
-            let reply: Value = redis::cmd("XRANGE").arg(&q.options.dead_stream).arg("-").arg("+").query(conn)?;
-            Ok(parse_entries(&reply))
-        })?;
-        Ok(entries.iter().filter_map(|entry| self.dead_job(entry)).collect())
+        let mut dead = Vec::new();
+        for keys in &self.shards {
+            let entries = self.dead_entries(keys)?;
+            dead.extend(entries.iter().filter_map(|entry| self.dead_job(keys, entry)));
+        }
+        dead.sort_by_key(|job| job.died_ms);
+        Ok(dead)
     }
 
-    /// Moves the dead jobs with job id `id` (or every one, with `None`) back to the stream,
-    /// due now, with fresh attempts (XDEL + XADD per entry, in one script). Returns how many.
+    /// Moves the dead jobs with job id `id` (or every one, with `None`) back to their
+    /// shard's stream, due now, with fresh attempts (XDEL + XADD per entry, in one
+    /// script). Returns how many.
     fn revive(&self, id: Option<&str>, now_ms: i64) -> Result<usize, StoreError> {
-        self.with_conn("revive dead push jobs", |conn, q| {
-            let reply: Value = redis::cmd("XRANGE").arg(&q.options.dead_stream).arg("-").arg("+").query(conn)?;
-            let mut revived = 0;
-            for entry in parse_entries(&reply) {
-                let Some(dead) = q.dead_job(&entry) else { continue };
+        let mut revived = 0;
+        for keys in &self.shards {
+            for entry in self.dead_entries(keys)? {
+                let Some(dead) = self.dead_job(keys, &entry) else { continue };
                 if id.is_some_and(|id| id != dead.job.id() && id != entry.id) {
                     continue;
                 }
@@ -373,80 +426,100 @@ impl JobQueue for RedisQueue {
                 fresh.first_enqueued_ms = now_ms;
                 fresh.next_attempt_ms = now_ms;
                 fresh.last_error = None;
-                let moved: i64 = q
-                    .revive
-                    .key(&q.options.dead_stream)
-                    .key(&q.options.stream)
-                    .arg(&entry.id)
-                    .arg(encode(&fresh)?)
-                    .invoke(conn)?;
+                let moved: i64 = self.with_conn("revive dead push jobs", |conn, q| {
+                    Ok(q.revive
+                        .key(&keys.dead_stream)
+                        .key(&keys.stream)
+                        .arg(&entry.id)
+                        .arg(encode(&fresh)?)
+                        .invoke(conn)?)
+                })?;
                 revived += usize::try_from(moved).unwrap_or(0);
             }
-            Ok(revived)
-        })
+        }
+        Ok(revived)
     }
 
     /// Drops the dead jobs with job id `id` (or every one, with `None`): XDEL of their
-    /// entries in the dead stream. Returns how many.
+    /// entries in the dead streams. Returns how many.
     fn purge(&self, id: Option<&str>) -> Result<usize, StoreError> {
-        self.with_conn("purge dead push jobs", |conn, q| {
-            let reply: Value = redis::cmd("XRANGE").arg(&q.options.dead_stream).arg("-").arg("+").query(conn)?;
-            let mut entries = Vec::new();
-            for entry in parse_entries(&reply) {
-                let matches = match id {
+        let mut purged = 0;
+        for keys in &self.shards {
+            let matching: Vec<String> = self
+                .dead_entries(keys)?
+                .into_iter()
+                .filter(|entry| match id {
                     None => true,
-                    Some(id) => id == entry.id || q.dead_job(&entry).is_some_and(|dead| dead.job.id() == id),
-                };
-                if matches {
-                    entries.push(entry.id);
-                }
+                    Some(id) => id == entry.id || self.dead_job(keys, entry).is_some_and(|dead| dead.job.id() == id),
+                })
+                .map(|entry| entry.id)
+                .collect();
+            if matching.is_empty() {
+                continue;
             }
-            if entries.is_empty() {
-                return Ok(0);
-            }
-            let removed: i64 = redis::cmd("XDEL").arg(&q.options.dead_stream).arg(&entries).query(conn)?;
-            Ok(usize::try_from(removed).unwrap_or(0))
-        })
+            let removed: i64 = self.with_conn("purge dead push jobs", |conn, _| {
+                Ok(redis::cmd("XDEL").arg(&keys.dead_stream).arg(&matching).query(conn)?)
+            })?;
+            purged += usize::try_from(removed).unwrap_or(0);
+        }
+        Ok(purged)
     }
 
-    /// Jobs waiting: the group's pending entries (leased, not settled) plus its lag (entries
-    /// not yet delivered, from XINFO GROUPS) plus the scheduled retries (ZCARD). When Redis
-    /// cannot tell the lag (before 7.0, or after some deletions) it is taken as XLEN minus
-    /// pending: exact as long as only this queue settles entries, since settling deletes
-    /// them, so the stream holds exactly the undelivered and the pending entries.
+    /// Jobs waiting, summed over the shards: each group's pending entries (leased, not
+    /// settled) plus its lag (entries not yet delivered, from XINFO GROUPS) plus the
+    /// scheduled retries (ZCARD). When Redis cannot tell the lag (before 7.0, or after
+    /// some deletions) it is taken as XLEN minus pending: exact as long as only this queue
+    /// settles entries, since settling deletes them, so the stream holds exactly the
+    /// undelivered and the pending entries.
     fn depth(&self) -> Result<usize, StoreError> {
-        self.with_conn("measure the push queue", |conn, q| {
-            let (groups, len, retries): (Value, u64, u64) = redis::pipe()
-                .cmd("XINFO")
-                .arg("GROUPS")
-                .arg(&q.options.stream)
-                .cmd("XLEN")
-                .arg(&q.options.stream)
-                .cmd("ZCARD")
-                .arg(&q.options.retry_key)
-                .query(conn)
-                .or_else(|e: RedisError| {
-                    // No stream (deleted under us): nothing pending or undelivered.
-                    if e.code() == Some("ERR") && e.to_string().contains("no such key") {
-                        let retries: u64 = redis::cmd("ZCARD").arg(&q.options.retry_key).query(conn)?;
-                        Ok((Value::Array(Vec::new()), 0, retries))
-                    } else {
-                        Err(e)
-                    }
-                })?;
-            let (pending, lag) = group_info(&groups, &q.options.group);
-            let undelivered = lag.unwrap_or_else(|| len.saturating_sub(pending));
-            Ok(usize::try_from(pending + undelivered + retries).unwrap_or(usize::MAX))
-        })
+        let mut depth = 0usize;
+        for keys in &self.shards {
+            depth =
+                depth.saturating_add(self.with_conn("measure the push queue", |conn, q| q.shard_depth(conn, keys))?);
+        }
+        Ok(depth)
     }
 }
 
 impl RedisQueue {
-    fn dead_job(&self, entry: &Entry) -> Option<DeadJob> {
+    /// The entries of a shard's dead stream, oldest first.
+    fn dead_entries(&self, keys: &QueueKeys) -> Result<Vec<Entry>, StoreError> {
+        self.with_conn("read the dead push jobs", |conn, _| {
+            let reply: Value = redis::cmd("XRANGE").arg(&keys.dead_stream).arg("-").arg("+").query(conn)?;
+            Ok(parse_entries(&reply))
+        })
+    }
+
+    /// One shard's part of [`JobQueue::depth`].
+    fn shard_depth(&self, conn: &mut Conn, keys: &QueueKeys) -> Result<usize, Failure> {
+        let (groups, len, retries): (Value, u64, u64) = redis::pipe()
+            .cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&keys.stream)
+            .cmd("XLEN")
+            .arg(&keys.stream)
+            .cmd("ZCARD")
+            .arg(&keys.retry_key)
+            .query(conn)
+            .or_else(|e: RedisError| {
+                // No stream (deleted under us): nothing pending or undelivered.
+                if e.code() == Some("ERR") && e.to_string().contains("no such key") {
+                    let retries: u64 = redis::cmd("ZCARD").arg(&keys.retry_key).query(conn)?;
+                    Ok((Value::Array(Vec::new()), 0, retries))
+                } else {
+                    Err(e)
+                }
+            })?;
+        let (pending, lag) = group_info(&groups, &self.options.group);
+        let undelivered = lag.unwrap_or_else(|| len.saturating_sub(pending));
+        Ok(usize::try_from(pending + undelivered + retries).unwrap_or(usize::MAX))
+    }
+
+    fn dead_job(&self, keys: &QueueKeys, entry: &Entry) -> Option<DeadJob> {
         let job = match serde_json::from_str::<PushJob>(entry.field("job")?) {
             Ok(job) => job,
             Err(e) => {
-                tracing::warn!(stream = %self.options.dead_stream, entry = %entry.id, error = %e, "unreadable dead push job");
+                tracing::warn!(stream = %keys.dead_stream, entry = %entry.id, error = %e, "unreadable dead push job");
                 return None;
             }
         };
@@ -462,7 +535,7 @@ impl RedisQueue {
 /// `$`: settled entries are deleted, so whatever the stream holds is a job not yet
 /// delivered, and a group recreated after it was lost (a FLUSHALL, a Redis that kept the
 /// stream but not the group) must still deliver the jobs forwarded meanwhile.
-fn create_group(conn: &mut Connection, stream: &str, group: &str) -> Result<(), RedisError> {
+fn create_group(conn: &mut Conn, stream: &str, group: &str) -> Result<(), RedisError> {
     let created: Result<(), RedisError> =
         redis::cmd("XGROUP").arg("CREATE").arg(stream).arg(group).arg("0").arg("MKSTREAM").query(conn);
     match created {

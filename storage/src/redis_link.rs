@@ -6,9 +6,16 @@
 //! `redis` crate's synchronous one: every store method already runs on a blocking thread
 //! (or is a short call an actor makes, as it makes sled's), so an async client would buy
 //! nothing but a runtime hop per command.
+//!
+//! The server is one Redis, or a Redis Cluster ([`Topology::Cluster`]): then each
+//! connection is the crate's cluster connection, which routes every command (a script,
+//! a pipeline) to the primary of its first key's hash slot and follows MOVED and ASK
+//! redirects. A caller never sees the difference, as long as the keys of one command,
+//! script or pipeline share a hash tag (the store's shards: `redis_keys.rs`).
 
 use crate::{RedisFailure, StoreError};
-use redis::{Connection, ConnectionLike, RedisError};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -35,14 +42,90 @@ impl From<StoreError> for Failure {
 }
 
 /// What a new connection must set up before it is used (the push queue's consumer group).
-type OnConnect = Box<dyn Fn(&mut Connection) -> Result<(), RedisError> + Send + Sync>;
+type OnConnect = Box<dyn Fn(&mut Conn) -> Result<(), RedisError> + Send + Sync>;
+
+/// Whether the URL names one Redis server or a seed node of a Redis Cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Topology {
+    #[default]
+    Single,
+    /// The other nodes are found from the seed (`CLUSTER SLOTS`).
+    Cluster,
+}
+
+/// One open connection: to the server, or to the cluster (one socket per primary).
+pub(crate) enum Conn {
+    Single(redis::Connection),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    fn set_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> RedisResult<()> {
+        match self {
+            Conn::Single(c) => c.set_read_timeout(read).and_then(|()| c.set_write_timeout(write)),
+            Conn::Cluster(c) => c.set_read_timeout(read).and_then(|()| c.set_write_timeout(write)),
+        }
+    }
+}
+
+/// Every call goes to the connection it wraps.
+impl ConnectionLike for Conn {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands(&mut self, cmd: &[u8], offset: usize, count: usize) -> RedisResult<Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Conn::Single(c) => c.req_command(cmd),
+            Conn::Cluster(c) => c.req_command(cmd),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+
+    fn check_connection(&mut self) -> bool {
+        match self {
+            Conn::Single(c) => c.check_connection(),
+            Conn::Cluster(c) => c.check_connection(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            Conn::Single(c) => c.is_open(),
+            Conn::Cluster(c) => c.is_open(),
+        }
+    }
+}
+
+/// How connections are made: to one server, or to a cluster from its seed node (the
+/// seed's own client is kept for what only one server can do: Pub/Sub).
+enum Client {
+    Single(redis::Client),
+    Cluster { cluster: ClusterClient, seed: redis::Client },
+}
 
 /// Connections to one server. Send + Sync; a call takes a free connection, or waits for
 /// one, so at most `conns.len()` commands are in flight at once.
 pub(crate) struct RedisLink {
-    client: redis::Client,
+    client: Client,
     /// Each open connection with the [`RedisLink::broken`] count it was opened under.
-    conns: Vec<Mutex<Option<(Connection, u64)>>>,
+    conns: Vec<Mutex<Option<(Conn, u64)>>>,
     next: AtomicUsize,
     /// How many connections broke so far: one that broke tells every other connection,
     /// opened before, to reopen at its next use, so that a Redis restart costs one failed
@@ -60,13 +143,29 @@ pub(crate) struct RedisLink {
 }
 
 impl RedisLink {
-    /// A link of `pool` connections to `url`, none open yet: the first call connects. Only
-    /// a URL that is not a Redis URL fails here.
-    pub fn open(url: &str, pool: usize, role: &'static str) -> Result<Self, StoreError> {
+    /// A link of `pool` connections to the one server at `url`, or to the cluster `url` is
+    /// a node of, none open yet: the first call connects. Only a URL that is not a Redis
+    /// URL fails here.
+    pub fn open_on(url: &str, topology: Topology, pool: usize, role: &'static str) -> Result<Self, StoreError> {
         let shown_url = crate::redact_url(url);
-        let client = redis::Client::open(url)
-            .map_err(|e| failure(RedisFailure::InvalidUrl, format!("invalid Redis URL {shown_url}: {e}"), None))?;
-        let password = client.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
+        let invalid =
+            |e: RedisError| failure(RedisFailure::InvalidUrl, format!("invalid Redis URL {shown_url}: {e}"), None);
+        let seed = redis::Client::open(url).map_err(invalid)?;
+        let password = seed.get_connection_info().redis.password.clone().filter(|p| !p.is_empty());
+        let client = match topology {
+            Topology::Single => Client::Single(seed),
+            Topology::Cluster => {
+                // Few retries: a cluster that is down answers STORE_UNAVAILABLE soon, as
+                // one server does, rather than after the crate's sixteen waits.
+                let cluster = ClusterClient::builder(vec![url])
+                    .connection_timeout(IO_TIMEOUT)
+                    .response_timeout(IO_TIMEOUT)
+                    .retries(2)
+                    .build()
+                    .map_err(invalid)?;
+                Client::Cluster { cluster, seed }
+            }
+        };
         Ok(RedisLink {
             client,
             conns: (0..pool.max(1)).map(|_| Mutex::new(None)).collect(),
@@ -81,10 +180,7 @@ impl RedisLink {
     }
 
     /// Runs `setup` on every new connection before its first use.
-    pub fn on_connect(
-        mut self,
-        setup: impl Fn(&mut Connection) -> Result<(), RedisError> + Send + Sync + 'static,
-    ) -> Self {
+    pub fn on_connect(mut self, setup: impl Fn(&mut Conn) -> Result<(), RedisError> + Send + Sync + 'static) -> Self {
         self.on_connect = Box::new(setup);
         self
     }
@@ -95,22 +191,42 @@ impl RedisLink {
     }
 
     /// A connection of the caller's own, outside the pool (a blocking read holds its
-    /// connection: a follower of a task's events, the cancel listener), with `timeout` on
-    /// reads.
-    pub fn dedicated(&self, timeout: Duration) -> Result<Connection, StoreError> {
+    /// connection: a follower of a task's events), with `timeout` on reads.
+    pub fn dedicated(&self, timeout: Duration) -> Result<Conn, StoreError> {
         let conn = self.open_connection()?;
-        conn.set_read_timeout(Some(timeout))
+        conn.set_timeouts(Some(timeout), Some(IO_TIMEOUT))
+            .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
+        Ok(conn)
+    }
+
+    /// A connection to one server, outside the pool, for Pub/Sub: the server itself, or
+    /// the cluster's seed node (a cluster passes every PUBLISH to all its nodes, so a
+    /// subscriber on any one of them hears every channel).
+    pub fn dedicated_server(&self) -> Result<redis::Connection, StoreError> {
+        let client = match &self.client {
+            Client::Single(client) | Client::Cluster { seed: client, .. } => client,
+        };
+        let conn = client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
+            self.redis_failure(&format!("cannot connect to Redis at {} ({})", self.shown_url, self.role), &e)
+        })?;
+        conn.set_read_timeout(Some(IO_TIMEOUT))
+            .and_then(|()| conn.set_write_timeout(Some(IO_TIMEOUT)))
             .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
         Ok(conn)
     }
 
     /// A new connection with its timeouts and set-up.
-    fn open_connection(&self) -> Result<Connection, StoreError> {
-        let mut conn = self.client.get_connection_with_timeout(IO_TIMEOUT).map_err(|e| {
+    fn open_connection(&self) -> Result<Conn, StoreError> {
+        let connect_failed = |e: RedisError| {
             self.redis_failure(&format!("cannot connect to Redis at {} ({})", self.shown_url, self.role), &e)
-        })?;
-        conn.set_read_timeout(Some(IO_TIMEOUT))
-            .and_then(|()| conn.set_write_timeout(Some(IO_TIMEOUT)))
+        };
+        let mut conn = match &self.client {
+            Client::Single(client) => {
+                Conn::Single(client.get_connection_with_timeout(IO_TIMEOUT).map_err(connect_failed)?)
+            }
+            Client::Cluster { cluster, .. } => Conn::Cluster(cluster.get_connection().map_err(connect_failed)?),
+        };
+        conn.set_timeouts(Some(IO_TIMEOUT), Some(IO_TIMEOUT))
             .map_err(|e| self.redis_failure("cannot set the Redis socket timeouts", &e))?;
         (self.on_connect)(&mut conn).map_err(|e| {
             self.redis_failure(&format!("Redis at {}: cannot set up the {}", self.shown_url, self.role), &e)
@@ -119,7 +235,7 @@ impl RedisLink {
     }
 
     /// A free connection slot, else the next one in turn (waiting for it).
-    fn slot(&self) -> MutexGuard<'_, Option<(Connection, u64)>> {
+    fn slot(&self) -> MutexGuard<'_, Option<(Conn, u64)>> {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let count = self.conns.len();
         for i in 0..count {
@@ -142,11 +258,7 @@ impl RedisLink {
 
     /// Runs `f` on a connection (opened first if need be); a broken connection is dropped,
     /// and the next call on its slot opens another.
-    pub fn with_conn<T>(
-        &self,
-        what: &str,
-        f: impl FnOnce(&mut Connection) -> Result<T, Failure>,
-    ) -> Result<T, StoreError> {
+    pub fn with_conn<T>(&self, what: &str, f: impl FnOnce(&mut Conn) -> Result<T, Failure>) -> Result<T, StoreError> {
         let _signals = SignalsHeld::block();
         let mut guard = self.slot();
         let broken = self.broken.load(Ordering::Acquire);

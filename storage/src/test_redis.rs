@@ -37,6 +37,23 @@ impl RedisServer {
     }
 }
 
+/// A Redis Cluster of three primaries of the test's own (`test_redis_cluster.rs`), keeping
+/// nothing on disk, or `None` as [`redis`] gives it.
+pub(crate) fn redis_cluster() -> Option<crate::test_redis_cluster::RedisCluster> {
+    let binary = redis_server_binary().or_else(|| {
+        assert!(
+            std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
+            "A2AD_REQUIRE_REDIS is set but there is no redis-server"
+        );
+        eprintln!("skipped: no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh)");
+        None
+    })?;
+    Some(
+        crate::test_redis_cluster::RedisCluster::start(&binary, 3, &["--appendonly", "no"])
+            .expect("a Redis Cluster starts"),
+    )
+}
+
 /// `A2AD_REDIS_SERVER`, else `redis-server` on PATH.
 fn redis_server_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("A2AD_REDIS_SERVER").filter(|p| !p.is_empty()) {

@@ -1,11 +1,13 @@
 //! Cluster mode (`store: redis`): three node processes on one redis-server of the test's
-//! own (AOF with `appendfsync always`), each on its own port and data dir, as an operator
-//! runs them behind a load balancer. Any node serves any task; turns stay one at a time
+//! own (AOF with `appendfsync always`), or on a Redis Cluster of three primaries in the
+//! suite's `A2AD_TEST_STORE=redis-cluster` pass, each node on its own port and data dir,
+//! as an operator runs them behind a load balancer. Any node serves any task; turns stay one at a time
 //! per context across nodes; a node killed mid-turn loses its turn to the lease expiry,
 //! and nothing acknowledged is lost, not even across a Redis restart.
 
 use crate::receiver::Receiver;
 use crate::redis::RedisServer;
+use crate::shared_redis::SharedRedis;
 use crate::support::{eventually, send_params, NodeProcess, RemoteNode, SseReader};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -20,7 +22,7 @@ const PUSH_KEY: &str = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
 const DURABLE: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
 
 struct Cluster {
-    redis: RedisServer,
+    redis: SharedRedis,
     nodes: Vec<NodeProcess>,
     dir: tempfile::TempDir,
     config: String,
@@ -28,21 +30,22 @@ struct Cluster {
 
 /// The config every node shares: the store, and a slow echo agent (a turn takes
 /// ~`chunks` × 100 ms) whose tasks, with `end-state`, end as asked.
-fn config(redis_port: u16, extra: &str) -> String {
+fn config(redis: &SharedRedis, extra: &str) -> String {
     format!(
-        "store: redis\nredis:\n  url: redis://127.0.0.1:{redis_port}/\n  lease-ttl: {LEASE_TTL}\n\
+        "store: redis\nredis:\n{}  lease-ttl: {LEASE_TTL}\n\
          agents:\n  - {{id: slow, kind: echo, echo: {{chunk-size: 1, chunk-delay: 100ms}}}}\n\
-         {extra}"
+         {extra}",
+        redis.config_lines()
     )
 }
 
 impl Cluster {
     /// `count` nodes, or `None` (skipped) without a redis-server.
     fn start(count: usize, extra: &str) -> Option<Cluster> {
-        let redis = RedisServer::start_with(DURABLE)?;
+        let redis = SharedRedis::start_with(DURABLE)?;
         let dir = tempfile::tempdir().unwrap();
         let config_path = dir.path().join("a2ad.yaml");
-        std::fs::write(&config_path, config(redis.port, extra)).unwrap();
+        std::fs::write(&config_path, config(&redis, extra)).unwrap();
         let config = config_path.to_str().unwrap().to_owned();
         let mut cluster = Cluster { redis, nodes: Vec::new(), dir, config };
         for _ in 0..count {
@@ -271,6 +274,21 @@ fn a_node_refuses_a_redis_that_evicts_keys_or_may_lose_acknowledged_writes() {
     assert!(!ok && stderr.contains("maxmemory-policy is allkeys-lru"), "evicting is never allowed: {stderr}");
 }
 
+#[test]
+fn on_a_redis_cluster_every_primarys_settings_are_checked() {
+    let Some(probe) = RedisServer::start() else { return };
+    drop(probe); // There is a redis-server to start: the cluster's nodes are the same binary.
+    let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let cluster = crate::shared_redis::RedisCluster::start(Path::new(&binary), 3, DURABLE).unwrap();
+    let second = cluster.ports()[1];
+    let mut conn = redis::Client::open(format!("redis://127.0.0.1:{second}/")).unwrap().get_connection().unwrap();
+    redis::cmd("CONFIG").arg("SET").arg("appendfsync").arg("everysec").query::<()>(&mut conn).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("store: redis\nredis:\n  url: {}\n  cluster: true\n", cluster.url());
+    let (ok, stderr) = refused_start(dir.path(), &config);
+    assert!(!ok && stderr.contains(&format!("appendfsync is everysec on 127.0.0.1:{second}")), "{stderr}");
+}
+
 #[actix_web::test]
 async fn pushes_are_delivered_at_least_once_across_a_node_kill() {
     let push = "push-notifications: true\npush-allow: [127.0.0.1/32]\npush-retry-base: 200ms\n\
@@ -310,11 +328,11 @@ fn move_to_redis(args: &[&str]) -> (bool, String) {
 
 #[actix_web::test]
 async fn a_sled_nodes_data_moves_into_redis_and_a_redis_node_goes_on_with_it() {
-    let Some(redis) = RedisServer::start_with(DURABLE) else { return };
+    let Some(redis) = SharedRedis::start_with(DURABLE) else { return };
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let (data, url) = (data.to_str().unwrap(), format!("redis://127.0.0.1:{}/", redis.port));
-    let common = format!("push-notifications: true\npush-allow: [127.0.0.1/32]\nredis:\n  url: {url}\n");
+    let data = data.to_str().unwrap();
+    let common = format!("push-notifications: true\npush-allow: [127.0.0.1/32]\nredis:\n{}", redis.config_lines());
     let sled_config = dir.path().join("sled.yaml");
     std::fs::write(&sled_config, &common).unwrap();
     let sled_args = ["--config", sled_config.to_str().unwrap(), "--data-dir", data];

@@ -49,6 +49,7 @@ mod redis_transport;
 mod reply_only;
 mod retention;
 mod retention_tenants;
+mod shared_redis;
 mod signing;
 mod startup;
 mod stdio;

@@ -61,18 +61,20 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
 
 /// With `A2AD_TEST_STORE=redis`, the node runs on the shared store (`store: redis`) of
 /// one redis-server this test binary starts, under a key prefix of its own, so that the
-/// suite's scenarios run against both backends (`scripts/test.sh` runs it both ways).
+/// suite's scenarios run against both backends (`scripts/test.sh` runs it both ways);
+/// with `A2AD_TEST_STORE=redis-cluster`, on a Redis Cluster of three primaries (16 shards).
 fn on_shared_store_if_asked(config: &mut Config) {
     if !on_shared_store() {
         return;
     }
-    static SERVER: std::sync::OnceLock<crate::redis::RedisServer> = std::sync::OnceLock::new();
+    static SERVER: std::sync::OnceLock<crate::shared_redis::SharedRedis> = std::sync::OnceLock::new();
     let server = SERVER.get_or_init(|| {
-        crate::redis::RedisServer::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
+        crate::shared_redis::SharedRedis::start_with(&["--appendonly", "yes", "--appendfsync", "always"])
             .expect("A2AD_TEST_STORE=redis needs a redis-server (scripts/redis.sh)")
     });
     config.store = a2ad::config::StoreKind::Redis;
-    config.redis.url = format!("redis://127.0.0.1:{}/", server.port);
+    config.redis.url = server.url();
+    config.redis.cluster = crate::shared_redis::on_a_cluster();
     config.redis.prefix = format!("t{}", a2ad_protocol::ids::new_id());
     // The push queue's keys too: the test binary's nodes share the one server.
     config.push.stream = format!("{}:push", config.redis.prefix);
@@ -82,7 +84,7 @@ fn on_shared_store_if_asked(config: &mut Config) {
 
 /// Whether the suite runs on the shared store (see [`on_shared_store_if_asked`]).
 pub fn on_shared_store() -> bool {
-    std::env::var("A2AD_TEST_STORE").as_deref() == Ok("redis")
+    matches!(std::env::var("A2AD_TEST_STORE").as_deref(), Ok("redis" | "redis-cluster"))
 }
 
 /// An echo agent with the given settings.

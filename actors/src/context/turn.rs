@@ -193,7 +193,7 @@ impl ContextActor {
             owner: owner.clone(),
             agent: skill.to_owned(),
             task: Task {
-                id: id.unwrap_or_else(ids::new_id),
+                id: id.unwrap_or_else(|| ids::new_task_id(owner.shard_hash())),
                 context_id: self.key.context_id.clone(),
                 status: TaskStatus::now(TaskState::Working, None),
                 artifacts: Vec::new(),

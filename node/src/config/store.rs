@@ -19,8 +19,16 @@ pub enum StoreKind {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct RedisStoreConfig {
-    /// `redis://[user][:password@]host[:port][/db]` or `unix://...`.
+    /// `redis://[user][:password@]host[:port][/db]` or `unix://...`; with `cluster`, one
+    /// node of the Redis Cluster (the others are found from it).
     pub url: String,
+    /// `url` is a node of a Redis Cluster: commands go to the primary of their keys' hash
+    /// slot (docs/cluster.md, "Redis Cluster").
+    pub cluster: bool,
+    /// How many hash tags the keys are spread over: an owner's keys share one, so every
+    /// commit is one slot's script. Default 1 on one server, 16 on a cluster; fixed for
+    /// the life of the data (a node refuses to start on a store made with another count).
+    pub shards: Option<u16>,
     /// What every key starts with: nodes of one cluster share it.
     pub prefix: String,
     /// Connections each node keeps to Redis (commands in flight at once).
@@ -38,6 +46,8 @@ impl Default for RedisStoreConfig {
     fn default() -> Self {
         RedisStoreConfig {
             url: String::new(),
+            cluster: false,
+            shards: None,
             prefix: "a2ad:store".into(),
             connections: 8,
             lease_ttl: Duration::from_secs(10),
@@ -61,13 +71,30 @@ impl RedisStoreConfig {
         if self.lease_ttl < Duration::from_millis(500) {
             return Err(("redis.lease-ttl", "must be at least 500ms"));
         }
+        if self.cluster && self.url.starts_with("unix://") {
+            return Err((
+                "redis.url",
+                "must be a redis:// URL with redis.cluster (a cluster's nodes are found by address)",
+            ));
+        }
+        if self.shards.is_some_and(|n| n == 0 || n > a2ad_storage::MAX_SHARDS) {
+            return Err(("redis.shards", "must be from 1 to 1024"));
+        }
         Ok(())
+    }
+
+    /// `shards`, or its default: 1 on one server, 16 on a cluster (enough to share the
+    /// owners out over a few primaries).
+    pub fn shard_count(&self) -> u16 {
+        self.shards.unwrap_or(if self.cluster { 16 } else { 1 })
     }
 
     /// The storage crate's options.
     pub fn store_options(&self) -> a2ad_storage::RedisStoreOptions {
         a2ad_storage::RedisStoreOptions {
             url: self.url.clone(),
+            topology: if self.cluster { a2ad_storage::Topology::Cluster } else { a2ad_storage::Topology::Single },
+            shards: self.shard_count(),
             prefix: self.prefix.clone(),
             connections: self.connections,
             push_stream: None,

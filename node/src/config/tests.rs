@@ -207,6 +207,9 @@ fn bad_transport_values_name_their_key() {
         ("store: redis\nredis: {url: 'redis://x/', lease-ttl: 100ms}", "redis.lease-ttl"),
         ("store: redis\nredis: {url: 'redis://x/', connections: 0}", "redis.connections"),
         ("store: redis\nredis: {url: 'redis://x/', prefix: 'a{b}'}", "redis.prefix"),
+        ("store: redis\nredis: {url: 'redis://x/', shards: 0}", "redis.shards"),
+        ("store: redis\nredis: {url: 'redis://x/', shards: 1025}", "redis.shards"),
+        ("store: redis\nredis: {url: 'unix:///tmp/r.sock', cluster: true}", "redis.url"),
         ("redis: {url: 'redis://x/', colour: red}", "redis"),
     ] {
         let error = load_text(yaml, &[]).unwrap_err().to_string();
@@ -352,4 +355,18 @@ fn optional_size_keys_take_units() {
     assert!(e.contains("limits.rest-body-limit"), "{e}");
     let c = load_text("", &[("limits.rest-body-limit", "8KiB")]).unwrap();
     assert_eq!(c.limits.rest_body_limit, Some(8192));
+}
+
+#[test]
+fn a_redis_cluster_spreads_the_store_over_sixteen_shards_unless_told() {
+    let one = load_text("store: redis\nredis: {url: 'redis://x/'}", &[]).unwrap();
+    assert_eq!(
+        (one.redis.store_options().shards, one.redis.store_options().topology),
+        (1, a2ad_storage::Topology::Single)
+    );
+    let cluster = load_text("store: redis\nredis: {url: 'redis://x/', cluster: true}", &[]).unwrap();
+    assert_eq!(cluster.redis.store_options().shards, 16);
+    assert_eq!(cluster.redis.store_options().topology, a2ad_storage::Topology::Cluster);
+    let set = load_text("store: redis\nredis: {url: 'redis://x/', cluster: true, shards: 64}", &[]).unwrap();
+    assert_eq!(set.redis.store_options().shards, 64);
 }

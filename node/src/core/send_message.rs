@@ -70,7 +70,7 @@ impl Core {
         push: Option<TaskPushNotificationConfig>,
     ) -> Result<TurnTicket, A2aError> {
         let Some(mut push) = push else { return self.call(key, start).await? };
-        let task_id = start.task_id.clone().unwrap_or_else(ids::new_id);
+        let task_id = start.task_id.clone().unwrap_or_else(|| ids::new_task_id(owner.shard_hash()));
         push.task_id = Some(task_id.clone());
         let config_id = push.id.get_or_insert_with(ids::new_id).clone();
         self.check_push_host(&push).await?;

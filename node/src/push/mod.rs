@@ -94,7 +94,7 @@ impl PushStack {
             }
             _ => shared.redis_url = Some(store.options().url.clone()),
         }
-        let options = redis_options(&shared)?;
+        let options = shared_queue_options(&shared, store)?;
         let stream = options.stream.clone();
         let queue = Arc::new(RedisQueue::connect(options)?) as Arc<dyn JobQueue>;
         Ok((Self::assemble(config, configs, queue, None, None, None)?, stream))
@@ -189,6 +189,22 @@ fn redis_options(config: &PushConfig) -> Result<RedisQueueOptions, PushSetupErro
         options.consumer = name.clone();
     }
     Ok(options)
+}
+
+/// The options of the queue on the shared store: on its Redis (one server or the cluster),
+/// in its shards, so that each step's commit adds its jobs in its own hash slot.
+fn shared_queue_options(config: &PushConfig, store: &RedisStore) -> Result<RedisQueueOptions, PushSetupError> {
+    let mut options = redis_options(config)?;
+    options.topology = store.topology();
+    options.shards = store.queue_keys(&options);
+    Ok(options)
+}
+
+/// The queue of the shared store `store`, for the admin commands (connected to).
+pub fn open_shared_queue(config: &PushConfig, store: &RedisStore) -> Result<Arc<dyn JobQueue>, PushSetupError> {
+    let mut shared = config.clone();
+    shared.redis_url = Some(store.options().url.clone());
+    Ok(Arc::new(RedisQueue::connect(shared_queue_options(&shared, store)?)?))
 }
 
 /// The queue `push-queue` names, for the admin commands: the local-file queue lives in

@@ -1,21 +1,24 @@
 //! The memory store, and the Redis store, answer every trait method as the sled store
 //! does: each test plays the same writes on all of them and compares every answer. The
-//! Redis store joins when there is a redis-server to start (`crate::test_redis`).
+//! Redis store joins, on one server and on a Redis Cluster, when there is a redis-server to
+//! start (`crate::test_redis`).
 
 use super::MemoryStore;
 use crate::sled_store::tests::record;
-use crate::test_redis::{redis, RedisServer};
+use crate::test_redis::{redis, redis_cluster, RedisServer};
+use crate::test_redis_cluster::RedisCluster;
 use crate::{
     ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, TaskQuery, TaskStore,
 };
 use a2ad_protocol::{Message, StreamResponse, TaskState};
 
 /// What the stores of [`both`] live in.
-type Held = (tempfile::TempDir, Option<RedisServer>);
+type Held = (tempfile::TempDir, Option<RedisServer>, Option<RedisCluster>);
 
 /// A fresh sled store (in a temporary directory), a memory store and, when a
-/// redis-server can be started, a Redis store, all keeping `retention` events per task.
-/// The directory and the server live as long as the first value.
+/// redis-server can be started, a Redis store on one server and one on a Redis Cluster of
+/// three primaries (16 shards), all keeping `retention` events per task. The directory
+/// and the servers live as long as the first value.
 fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
     let dir = tempfile::tempdir().unwrap();
     let sled = SledStore::open(dir.path()).unwrap().with_event_retention(retention);
@@ -26,7 +29,17 @@ fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
         let options = RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() };
         stores.push(Box::new(RedisStore::connect(options).unwrap().with_event_retention(retention)));
     }
-    ((dir, server), stores)
+    let cluster = redis_cluster();
+    if let Some(cluster) = &cluster {
+        let options = RedisStoreOptions {
+            url: cluster.url(),
+            topology: crate::Topology::Cluster,
+            shards: 16,
+            ..RedisStoreOptions::default()
+        };
+        stores.push(Box::new(RedisStore::connect(options).unwrap().with_event_retention(retention)));
+    }
+    ((dir, server, cluster), stores)
 }
 
 /// Runs `probe` on each store and asserts that they all answer alike.

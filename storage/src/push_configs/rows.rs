@@ -3,10 +3,13 @@
 //! configs. [`super::PushConfigStore`] seals and scopes; this only keeps bytes by
 //! (task id, config id).
 //!
-//! In Redis: `<p>:push:<task id>` is a hash, config id → record; `<p>:push-tasks` is the
-//! set of task ids with configs (the start-up sweep of orphans).
+//! In Redis: `<t>:push:<task id>` is a hash, config id → record; `<t>:push-tasks` is the
+//! set of the shard's task ids with configs (the start-up sweep of orphans). `<t>` is the
+//! tag of the shard the task id names (`redis_keys.rs`), so both keys of a write
+//! are in one hash slot.
 
 use super::{key_task_id, record_key, task_prefix};
+use crate::redis_keys::Keys;
 use crate::redis_link::RedisLink;
 use crate::StoreError;
 use std::sync::Arc;
@@ -31,24 +34,25 @@ pub(crate) enum Rows {
     Redis(Arc<RedisRows>),
 }
 
-/// The Redis side: the store's connections and key prefix.
+/// The Redis side: the store's connections and keys.
 pub(crate) struct RedisRows {
     link: Arc<RedisLink>,
-    prefix: String,
+    keys: Keys,
     remove_if: redis::Script,
 }
 
 impl RedisRows {
-    pub(crate) fn new(link: Arc<RedisLink>, prefix: &str) -> Self {
-        RedisRows { link, prefix: prefix.to_owned(), remove_if: redis::Script::new(REMOVE_IF) }
+    pub(crate) fn new(link: Arc<RedisLink>, keys: Keys) -> Self {
+        RedisRows { link, keys, remove_if: redis::Script::new(REMOVE_IF) }
     }
 
-    fn hash(&self, task_id: &str) -> String {
-        format!("{}:push:{task_id}", self.prefix)
+    fn hash(&self, task_id: &str) -> Vec<u8> {
+        self.keys.push_configs(task_id)
     }
 
-    fn tasks(&self) -> String {
-        format!("{}:push-tasks", self.prefix)
+    /// The set of task ids with configs of the shard `task_id` names.
+    fn tasks(&self, task_id: &str) -> Vec<u8> {
+        self.keys.push_tasks(self.keys.hinted(task_id))
     }
 }
 
@@ -64,7 +68,7 @@ impl Rows {
             }
             Rows::Redis(r) => r.link.with_conn("store a push config", |conn| {
                 let mut pipe = redis::pipe();
-                pipe.atomic().hset(r.hash(task_id), id, value).ignore().sadd(r.tasks(), task_id).ignore();
+                pipe.atomic().hset(r.hash(task_id), id, value).ignore().sadd(r.tasks(task_id), task_id).ignore();
                 Ok(pipe.query::<()>(conn)?)
             })?,
         }
@@ -134,7 +138,7 @@ impl Rows {
                 let removed: i64 = r.link.with_conn("remove a push config", |conn| {
                     Ok(r.remove_if
                         .key(r.hash(task_id))
-                        .key(r.tasks())
+                        .key(r.tasks(task_id))
                         .arg(id)
                         .arg(current)
                         .arg(task_id)
@@ -163,7 +167,12 @@ impl Rows {
             }
             Rows::Redis(r) => r.link.with_conn("remove a task's push configs", |conn| {
                 let mut pipe = redis::pipe();
-                pipe.atomic().hlen(r.hash(task_id)).del(r.hash(task_id)).ignore().srem(r.tasks(), task_id).ignore();
+                pipe.atomic()
+                    .hlen(r.hash(task_id))
+                    .del(r.hash(task_id))
+                    .ignore()
+                    .srem(r.tasks(task_id), task_id)
+                    .ignore();
                 let (count,): (usize,) = pipe.query(conn)?;
                 Ok(count)
             }),
@@ -186,9 +195,13 @@ impl Rows {
                 Ok(ids)
             }
             Rows::Redis(r) => {
-                let mut ids: Vec<String> = r.link.with_conn("list the tasks with push configs", |conn| {
-                    Ok(redis::cmd("SMEMBERS").arg(r.tasks()).query(conn)?)
-                })?;
+                let mut ids: Vec<String> = Vec::new();
+                for shard in r.keys.all_shards() {
+                    let shard_ids: Vec<String> = r.link.with_conn("list the tasks with push configs", |conn| {
+                        Ok(redis::cmd("SMEMBERS").arg(r.keys.push_tasks(shard)).query(conn)?)
+                    })?;
+                    ids.extend(shard_ids);
+                }
                 ids.sort();
                 Ok(ids)
             }

@@ -2,8 +2,17 @@
 //! with their defaults, and the URL redaction every message and log that names the
 //! server goes through, so a password in the URL never leaves the process.
 
+use crate::redis_link::Topology;
 use std::fmt;
 use std::time::Duration;
+
+/// The keys of one shard of the queue: its stream, retry set and dead stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueKeys {
+    pub stream: String,
+    pub retry_key: String,
+    pub dead_stream: String,
+}
 
 /// Where the Redis queue lives and who this worker is.
 #[derive(Clone)]
@@ -22,6 +31,26 @@ pub struct RedisQueueOptions {
     pub consumer: String,
     /// How long a worker may hold a job before another worker takes it over.
     pub lease_timeout: Duration,
+    /// One server, or a Redis Cluster (`url` is one of its nodes).
+    pub topology: Topology,
+    /// The queue's shards, when it is the shared store's ([`crate::RedisStore::queue_keys`]:
+    /// each shard's steps add their jobs to the shard's stream, in their own hash slot);
+    /// empty for the one set of keys above.
+    pub shards: Vec<QueueKeys>,
+}
+
+impl RedisQueueOptions {
+    /// The queue's shards: [`RedisQueueOptions::shards`], or the one set of keys.
+    pub fn queue_keys(&self) -> Vec<QueueKeys> {
+        match self.shards.is_empty() {
+            true => vec![QueueKeys {
+                stream: self.stream.clone(),
+                retry_key: self.retry_key.clone(),
+                dead_stream: self.dead_stream.clone(),
+            }],
+            false => self.shards.clone(),
+        }
+    }
 }
 
 impl Default for RedisQueueOptions {
@@ -34,6 +63,8 @@ impl Default for RedisQueueOptions {
             group: "a2ad".to_owned(),
             consumer: default_consumer(),
             lease_timeout: Duration::from_secs(30),
+            topology: Topology::Single,
+            shards: Vec::new(),
         }
     }
 }
@@ -49,6 +80,8 @@ impl fmt::Debug for RedisQueueOptions {
             .field("group", &self.group)
             .field("consumer", &self.consumer)
             .field("lease_timeout", &self.lease_timeout)
+            .field("topology", &self.topology)
+            .field("shards", &self.shards.len())
             .finish()
     }
 }

@@ -15,7 +15,7 @@
 use super::writes::events_from;
 use super::RedisStore;
 use crate::push_queue_redis::reply::parse_read;
-use crate::redis_link::RedisLink;
+use crate::redis_link::{Conn, RedisLink};
 use crate::{CancelHandler, CancelRequest, Cluster, ContextKey, EventSink, StoreError};
 use redis::Value;
 use std::sync::atomic::Ordering;
@@ -37,7 +37,7 @@ impl Cluster for RedisStore {
     }
 
     fn acquire_lease(&self, key: &ContextKey) -> Result<bool, StoreError> {
-        self.leases.acquire(self.keys.lease(key))
+        self.leases.acquire(key)
     }
 
     fn release_lease(&self, key: &ContextKey) {
@@ -49,11 +49,13 @@ impl Cluster for RedisStore {
     }
 
     fn follow(&self, task_id: &str, after: u64, sink: EventSink) -> Result<(), StoreError> {
+        // A task that is gone already: its follower finds it so at its first read.
+        let shard = self.task_shard(crate::Scope::Node, task_id)?.unwrap_or_else(|| self.keys.hinted(task_id));
         let conn = self.link.dedicated(FOLLOW_READ_TIMEOUT)?;
         let follower = Follower {
             link: std::sync::Arc::clone(&self.link),
-            events_key: self.keys.events(task_id),
-            task_key: self.keys.task(task_id),
+            events_key: self.keys.events(shard, task_id),
+            task_key: self.keys.task(shard, task_id),
             cursor: after,
             sink,
             closing: std::sync::Arc::clone(&self.closing),
@@ -104,7 +106,7 @@ struct Follower {
 }
 
 impl Follower {
-    fn run(mut self, conn: redis::Connection) {
+    fn run(mut self, conn: Conn) {
         // A thread of its own: no signal interrupts its reads (see `SignalsHeld`).
         let _signals = crate::redis_link::SignalsHeld::block();
         let mut conn = Some(conn);
@@ -138,7 +140,7 @@ impl Follower {
     }
 
     /// One blocking read from the cursor; `None` when the task no longer exists.
-    fn read(&self, conn: &mut redis::Connection) -> Result<Option<Vec<crate::LoggedEvent>>, StoreError> {
+    fn read(&self, conn: &mut Conn) -> Result<Option<Vec<crate::LoggedEvent>>, StoreError> {
         let reply: Value = redis::cmd("XREAD")
             .arg("COUNT")
             .arg(FOLLOW_BATCH)
@@ -150,7 +152,7 @@ impl Follower {
             .query(conn)
             .map_err(|e| self.link.redis_failure("follow a task", &e))?;
         let events = events_from(parse_read(&reply));
-        let exists = |conn: &mut redis::Connection| redis::cmd("EXISTS").arg(&self.task_key).query::<bool>(conn);
+        let exists = |conn: &mut Conn| redis::cmd("EXISTS").arg(&self.task_key).query::<bool>(conn);
         if events.is_empty() && !exists(conn).map_err(|e| self.link.redis_failure("follow a task", &e))? {
             return Ok(None);
         }
@@ -169,7 +171,7 @@ fn listen_for_cancels(
     let _signals = crate::redis_link::SignalsHeld::block();
     let mut pause = RETRY_BASE;
     while !closing.load(Ordering::Acquire) {
-        let Ok(mut conn) = link.dedicated(crate::redis_link::IO_TIMEOUT) else {
+        let Ok(mut conn) = link.dedicated_server() else {
             std::thread::sleep(pause);
             pause = (pause * 2).min(RETRY_MAX);
             continue;

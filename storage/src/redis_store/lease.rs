@@ -1,8 +1,10 @@
 //! Context leases: one turn at a time per context across nodes.
 //!
-//! A lease is the key `<p>:lease:<context>` holding `<node id>:<epoch>`, set only if
-//! absent, with an expiry of `lease_ttl`. The epoch comes from one counter
-//! (`<p>:lease-epoch`), so every grant has a token no earlier grant had: a fencing token.
+//! A lease is the key `<t>:lease:<context>` holding `<node id>:<epoch>`, set only if
+//! absent, with an expiry of `lease_ttl`. The epoch comes from the counter of the
+//! context's shard (`<t>:lease-epoch`, in the lease's hash slot, so the grant is one
+//! script on a cluster too), so every grant of the lease has a token no earlier grant had:
+//! a fencing token.
 //! The node keeps the tokens it holds; its keeper thread renews them every third of the
 //! TTL (never the agent's loop: a stalled agent does not lose its context, a stalled or
 //! dead node does), and every commit of the context's steps from this node passes its
@@ -11,9 +13,10 @@
 //! sweeps first marks the turn FAILED (`a2ad_actors::recovery`), and the context runs
 //! anywhere again.
 
+use crate::redis_keys::{Keys, Shard};
 use crate::redis_link::RedisLink;
 use crate::thread_owner::{StopSignal, ThreadOwner};
-use crate::StoreError;
+use crate::{ContextKey, StoreError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,7 +40,8 @@ return token
 ";
 
 /// Extends each lease KEYS[i] still held by token ARGV[i+1] to ARGV[1] ms. Returns, per
-/// lease, 1 (renewed) or 0 (lost: expired, or granted to another node since).
+/// lease, 1 (renewed) or 0 (lost: expired, or granted to another node since). The keys of
+/// one call are of one shard (one hash slot).
 const RENEW: &str = r"
 local out = {}
 for i, key in ipairs(KEYS) do
@@ -64,9 +68,9 @@ pub(super) struct Leases {
     link: RedisLink,
     node_id: String,
     ttl: Duration,
-    epoch_key: Vec<u8>,
-    /// Lease key → token, for every lease this node holds.
-    held: Mutex<HashMap<Vec<u8>, String>>,
+    keys: Keys,
+    /// Lease key → (token, the lease's shard), for every lease this node holds.
+    held: Mutex<HashMap<Vec<u8>, (String, Shard)>>,
     /// The last health check (the keeper's round) reached Redis.
     reachable: AtomicBool,
     acquire: redis::Script,
@@ -75,12 +79,12 @@ pub(super) struct Leases {
 }
 
 impl Leases {
-    pub fn new(link: RedisLink, node_id: String, ttl: Duration, epoch_key: Vec<u8>) -> Self {
+    pub fn new(link: RedisLink, node_id: String, ttl: Duration, keys: Keys) -> Self {
         Leases {
             link,
             node_id,
             ttl,
-            epoch_key,
+            keys,
             held: Mutex::default(),
             reachable: AtomicBool::new(true),
             acquire: redis::Script::new(ACQUIRE),
@@ -97,7 +101,7 @@ impl Leases {
         self.reachable.load(Ordering::Acquire)
     }
 
-    fn held(&self) -> MutexGuard<'_, HashMap<Vec<u8>, String>> {
+    fn held(&self) -> MutexGuard<'_, HashMap<Vec<u8>, (String, Shard)>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -107,30 +111,32 @@ impl Leases {
 
     /// The token this node holds the lease `key` under ("" for none).
     pub fn token(&self, key: &[u8]) -> String {
-        self.held().get(key).cloned().unwrap_or_default()
+        self.held().get(key).map(|(token, _)| token.clone()).unwrap_or_default()
     }
 
-    /// Takes or extends the lease `key`; false when another node holds it.
-    pub fn acquire(&self, key: Vec<u8>) -> Result<bool, StoreError> {
+    /// Takes or extends the lease of `context`; false when another node holds it.
+    pub fn acquire(&self, context: &ContextKey) -> Result<bool, StoreError> {
+        let (key, shard) = (self.keys.lease(context), self.keys.of_owner(&context.owner));
+        let epoch = self.keys.lease_epoch(shard);
         let token: Option<String> = self.link.with_conn("take a context lease", |conn| {
-            Ok(self.acquire.key(&key).key(&self.epoch_key).arg(&self.node_id).arg(self.ttl_ms()).invoke(conn)?)
+            Ok(self.acquire.key(&key).key(&epoch).arg(&self.node_id).arg(self.ttl_ms()).invoke(conn)?)
         })?;
         let Some(token) = token else { return Ok(false) };
-        self.held().insert(key, token);
+        self.held().insert(key, (token, shard));
         Ok(true)
     }
 
     /// Stops renewing the lease `key`, held under `token`, which a commit just deleted.
     pub fn forget(&self, key: &[u8], token: &str) {
         let mut held = self.held();
-        if held.get(key).is_some_and(|t| t == token) {
+        if held.get(key).is_some_and(|(t, _)| t == token) {
             held.remove(key);
         }
     }
 
     /// Stops renewing the lease `key` and deletes it if this node still holds it.
     pub fn release(&self, key: &[u8]) {
-        let Some(token) = self.held().remove(key) else { return };
+        let Some((token, _)) = self.held().remove(key) else { return };
         let released = self
             .link
             .with_conn("release a context lease", |conn| Ok(self.release.key(key).arg(&token).invoke::<i64>(conn)?));
@@ -146,27 +152,32 @@ impl Leases {
         Ok(token.and_then(|t| t.rsplit_once(':').map(|(node, _)| node.to_owned())))
     }
 
-    /// One keeper round: renews every held lease in one script, forgets the lost ones,
-    /// and records whether Redis answered.
+    /// One keeper round: renews the held leases, one script per shard, forgets the lost
+    /// ones, and records whether Redis answered.
     fn renew_all(&self) {
-        let held: Vec<(Vec<u8>, String)> = self.held().iter().map(|(k, t)| (k.clone(), t.clone())).collect();
-        let renewed = self.link.with_conn("renew the context leases", |conn| {
-            if held.is_empty() {
-                return Ok(redis::cmd("PING").query::<()>(conn).map(|()| Vec::new())?);
-            }
-            let mut call = self.renew.prepare_invoke();
-            call.arg(self.ttl_ms());
-            for (key, token) in &held {
-                call.key(key).arg(token);
-            }
-            Ok(call.invoke::<Vec<i64>>(conn)?)
-        });
-        match renewed {
-            Ok(renewed) => {
-                self.reachable.store(true, Ordering::Release);
+        let mut by_shard: std::collections::BTreeMap<Shard, Vec<(Vec<u8>, String)>> = Default::default();
+        for (key, (token, shard)) in self.held().iter() {
+            by_shard.entry(*shard).or_default().push((key.clone(), token.clone()));
+        }
+        if by_shard.is_empty() {
+            let pinged =
+                self.link.with_conn("reach the context leases", |conn| Ok(redis::cmd("PING").query::<()>(conn)?));
+            return self.reached(pinged.map(drop));
+        }
+        for (_, held) in by_shard {
+            let renewed = self.link.with_conn("renew the context leases", |conn| {
+                let mut call = self.renew.prepare_invoke();
+                call.arg(self.ttl_ms());
+                for (key, token) in &held {
+                    call.key(key).arg(token);
+                }
+                Ok(call.invoke::<Vec<i64>>(conn)?)
+            });
+            let lost = renewed.as_ref().map(|kept| held.iter().zip(kept).filter(|(_, kept)| **kept == 0));
+            if let Ok(lost) = lost {
                 let mut map = self.held();
-                for ((key, token), kept) in held.iter().zip(renewed) {
-                    if kept == 0 && map.get(key) == Some(token) {
+                for ((key, token), _) in lost {
+                    if map.get(key).is_some_and(|(t, _)| t == token) {
                         tracing::warn!(
                             "a context lease was lost (it expired before its renewal); the turn's writes are refused"
                         );
@@ -174,6 +185,14 @@ impl Leases {
                     }
                 }
             }
+            self.reached(renewed.map(drop));
+        }
+    }
+
+    /// Records whether the keeper's last call reached Redis.
+    fn reached(&self, call: Result<(), StoreError>) {
+        match call {
+            Ok(()) => self.reachable.store(true, Ordering::Release),
             Err(e) => {
                 self.reachable.store(false, Ordering::Release);
                 tracing::warn!(error = %e, "cannot renew the context leases");

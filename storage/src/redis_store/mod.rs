@@ -23,13 +23,14 @@ mod scripts;
 mod tests;
 mod writes;
 
-use crate::redis_link::RedisLink;
+use crate::redis_keys::{Keys, Shard};
+use crate::redis_link::{Conn, RedisLink, Topology};
 use crate::{
     ContextKey, DurableSteps, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
     TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
-use keys::Keys;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -44,8 +45,15 @@ pub(crate) const FOLLOW_SLACK: u64 = 256;
 /// Where the store lives.
 #[derive(Clone)]
 pub struct RedisStoreOptions {
-    /// `redis://[user][:password@]host[:port][/db]`.
+    /// `redis://[user][:password@]host[:port][/db]`: the server, or with
+    /// [`Topology::Cluster`] one node of the Redis Cluster.
     pub url: String,
+    /// One server, or a Redis Cluster.
+    pub topology: Topology,
+    /// How many hash tags the keys are spread over (`keys.rs`): 1 on one server; on a
+    /// cluster, enough for its primaries to share the owners out. Fixed for the life of
+    /// the data: every node of a store must use the same.
+    pub shards: u16,
     /// What every key starts with.
     pub prefix: String,
     /// How many connections the node keeps (commands in flight at once).
@@ -63,6 +71,8 @@ impl Default for RedisStoreOptions {
     fn default() -> Self {
         RedisStoreOptions {
             url: "redis://127.0.0.1:6379/".to_owned(),
+            topology: Topology::Single,
+            shards: 1,
             prefix: "a2ad:store".to_owned(),
             connections: 8,
             push_stream: None,
@@ -76,6 +86,8 @@ impl std::fmt::Debug for RedisStoreOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStoreOptions")
             .field("url", &crate::redact_url(&self.url))
+            .field("topology", &self.topology)
+            .field("shards", &self.shards)
             .field("prefix", &self.prefix)
             .field("connections", &self.connections)
             .field("push_stream", &self.push_stream)
@@ -113,12 +125,11 @@ impl RedisStore {
     /// The store at `options.url`, not connected yet (the first call connects). Only a
     /// URL that is not a Redis URL fails here.
     pub fn open(options: RedisStoreOptions) -> Result<Self, StoreError> {
-        let keys = Keys::new(&options.prefix);
-        let lease_link = RedisLink::open(&options.url, 1, "lease keeper")?;
-        let leases =
-            Arc::new(lease::Leases::new(lease_link, options.node_id.clone(), options.lease_ttl, keys.lease_epoch()));
+        let keys = Keys::new(&options.prefix, options.shards);
+        let lease_link = RedisLink::open_on(&options.url, options.topology, 1, "lease keeper")?;
+        let leases = Arc::new(lease::Leases::new(lease_link, options.node_id.clone(), options.lease_ttl, keys.clone()));
         Ok(RedisStore {
-            link: Arc::new(RedisLink::open(&options.url, options.connections, "task store")?),
+            link: Arc::new(RedisLink::open_on(&options.url, options.topology, options.connections, "task store")?),
             _keeper: leases.start_keeper()?,
             leases,
             closing: Arc::default(),
@@ -138,7 +149,21 @@ impl RedisStore {
     pub fn connect(options: RedisStoreOptions) -> Result<Self, StoreError> {
         let store = RedisStore::open(options)?;
         store.ping()?;
+        store.check_layout()?;
         Ok(store)
+    }
+
+    /// Records the shard count in a new store, or checks it against the one the store was
+    /// made with: keys spread over another count would not be found.
+    fn check_layout(&self) -> Result<(), StoreError> {
+        let configured = self.keys.shard_count();
+        let stored: u16 = self.link.with_conn("read the store's layout", |conn| {
+            Ok(redis::Script::new(scripts::RECORD_LAYOUT).key(self.keys.layout()).arg(configured).invoke(conn)?)
+        })?;
+        match stored == configured {
+            true => Ok(()),
+            false => Err(StoreError::ShardCount { stored, configured }),
+        }
     }
 
     /// Keeps the last `events` events of each task (at least 1).
@@ -153,13 +178,33 @@ impl RedisStore {
 
     /// The rows of push configs in this store ([`crate::PushConfigStore::in_redis`]).
     pub(crate) fn push_config_rows(&self) -> crate::push_configs::RedisRows {
-        crate::push_configs::RedisRows::new(Arc::clone(&self.link), &self.options.prefix)
+        crate::push_configs::RedisRows::new(Arc::clone(&self.link), self.keys.clone())
     }
 
-    /// Sets the push queue's stream, which each step's commit adds its push jobs to.
+    /// Sets the push queue's stream, which each step's commit adds its push jobs to (the
+    /// shard's stream of it: [`RedisStore::queue_keys`]).
     pub fn with_push_stream(mut self, stream: impl Into<String>) -> Self {
         self.options.push_stream = Some(stream.into());
         self
+    }
+
+    /// The push queue's keys of each shard, for `options`' base names: the queue the
+    /// commits of this store add their jobs to.
+    pub fn queue_keys(&self, options: &crate::RedisQueueOptions) -> Vec<crate::QueueKeys> {
+        let key = |base: &str, shard| self.keys.queue_key(base, shard);
+        self.keys
+            .all_shards()
+            .map(|shard| crate::QueueKeys {
+                stream: key(&options.stream, shard),
+                retry_key: key(&options.retry_key, shard),
+                dead_stream: key(&options.dead_stream, shard),
+            })
+            .collect()
+    }
+
+    /// How the store reaches Redis (the push queue on it connects the same way).
+    pub fn topology(&self) -> Topology {
+        self.options.topology
     }
 
     /// One round trip: whether Redis answers now (readiness).
@@ -167,13 +212,35 @@ impl RedisStore {
         self.link.with_conn("reach the task store", |conn| Ok(redis::cmd("PING").query::<()>(conn)?))
     }
 
-    /// The server's setting `name` (`CONFIG GET`), `None` when it has no such setting.
-    /// Fails where CONFIG is disabled (some hosted Redis services rename it).
-    pub fn server_setting(&self, name: &str) -> Result<Option<String>, StoreError> {
-        let pairs: Vec<(String, String)> = self
-            .link
-            .with_conn("read a server setting", |conn| Ok(redis::cmd("CONFIG").arg("GET").arg(name).query(conn)?))?;
-        Ok(pairs.into_iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value))
+    /// The setting `name` (`CONFIG GET`) of every server that holds the store's data: the
+    /// one server, or each primary of the cluster, as (server, value), the value `None`
+    /// where the server has no such setting. Fails where CONFIG is disabled (some hosted
+    /// Redis services rename it).
+    pub fn server_settings(&self, name: &str) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("GET").arg(name);
+        let value_of = |reply: &Value| -> Result<Option<String>, redis::RedisError> {
+            let pairs: Vec<(String, String)> = redis::from_redis_value(reply)?;
+            Ok(pairs.into_iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value))
+        };
+        self.link.with_conn("read a server setting", |conn| match conn {
+            Conn::Single(single) => {
+                let reply: Value = cmd.query(single)?;
+                Ok(vec![(crate::redact_url(&self.options.url), value_of(&reply)?)])
+            }
+            Conn::Cluster(cluster) => {
+                let every_primary = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+                let Value::Map(per_primary) = cluster.route_command(&cmd, every_primary)? else {
+                    return Err(
+                        StoreError::Corrupt("CONFIG GET on the cluster: an answer of another shape".into()).into()
+                    );
+                };
+                per_primary
+                    .iter()
+                    .map(|(primary, reply)| Ok((redis::from_redis_value(primary)?, value_of(reply)?)))
+                    .collect()
+            }
+        })
     }
 
     /// Tells `listener` of every task step from now on, once it is committed.
@@ -192,33 +259,76 @@ impl RedisStore {
         serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))
     }
 
-    /// The records of `ids`, in order, skipping any removed meanwhile (one pipeline).
-    fn records(&self, ids: &[String]) -> Result<Vec<TaskRecord>, StoreError> {
+    /// The records of the shard's tasks `ids`, in order, skipping any removed meanwhile
+    /// (one pipeline).
+    fn records(&self, shard: Shard, ids: &[String]) -> Result<Vec<TaskRecord>, StoreError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let mut pipe = redis::pipe();
         for id in ids {
-            pipe.cmd("HGET").arg(self.keys.task(id)).arg("r");
+            pipe.cmd("HGET").arg(self.keys.task(shard, id)).arg("r");
         }
         let raw: Vec<Option<Vec<u8>>> = self.link.with_conn("read tasks", |conn| Ok(pipe.query(conn)?))?;
         raw.into_iter().flatten().map(|json| Self::decode(&json)).collect()
     }
 
-    /// The node-wide index, as (id, value) pairs.
-    fn all_entries(&self) -> Result<Vec<(String, String)>, StoreError> {
-        self.link.with_conn("read the task index", |conn| {
-            let (mut entries, mut cursor) = (Vec::new(), 0u64);
-            loop {
-                let (next, page): (u64, Vec<(String, String)>) =
-                    redis::cmd("HSCAN").arg(self.keys.all()).arg(cursor).arg("COUNT").arg(500).query(conn)?;
-                entries.extend(page);
-                if next == 0 {
-                    return Ok(entries);
+    /// The records of `(shard, id)` pairs, in order: one pipeline per shard.
+    fn records_across(&self, mut ids: Vec<(Shard, String)>) -> Result<Vec<TaskRecord>, StoreError> {
+        ids.sort_by(|a, b| a.1.cmp(&b.1)); // In id order, as the other stores give them.
+        let mut by_shard: std::collections::BTreeMap<Shard, Vec<String>> = Default::default();
+        for (shard, id) in &ids {
+            by_shard.entry(*shard).or_default().push(id.clone());
+        }
+        let mut records = Vec::with_capacity(ids.len());
+        for (shard, shard_ids) in by_shard {
+            records.extend(self.records(shard, &shard_ids)?);
+        }
+        records.sort_by(|a, b| a.task.id.cmp(&b.task.id));
+        Ok(records)
+    }
+
+    /// Every shard's task index, as (shard, id, value).
+    fn all_entries(&self) -> Result<Vec<(Shard, String, String)>, StoreError> {
+        let mut entries = Vec::new();
+        for shard in self.keys.all_shards() {
+            let key = self.keys.all(shard);
+            self.link.with_conn("read the task index", |conn| {
+                let mut cursor = 0u64;
+                loop {
+                    let (next, page): (u64, Vec<(String, String)>) =
+                        redis::cmd("HSCAN").arg(&key).arg(cursor).arg("COUNT").arg(500).query(conn)?;
+                    entries.extend(page.into_iter().map(|(id, value)| (shard, id, value)));
+                    if next == 0 {
+                        return Ok(());
+                    }
+                    cursor = next;
                 }
-                cursor = next;
+            })?;
+        }
+        Ok(entries)
+    }
+
+    /// The shard that holds task `task_id` for `scope`: an owner's, without a round trip
+    /// (another owner's task is not there, and reads as absent); for the node, the one
+    /// whose task hash exists, looking first where the id points ([`Keys::search_order`]),
+    /// or `None`.
+    fn task_shard(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<Shard>, StoreError> {
+        match scope {
+            Scope::Owner(owner) => Ok(Some(self.keys.of_owner(owner))),
+            Scope::Node if self.keys.shard_count() == 1 => Ok(Some(Shard(0))),
+            Scope::Node => {
+                for shard in self.keys.search_order(task_id) {
+                    let key = self.keys.task(shard, task_id);
+                    let exists: bool =
+                        self.link.with_conn("find a task", |conn| Ok(redis::cmd("EXISTS").arg(key).query(conn)?))?;
+                    if exists {
+                        return Ok(Some(shard));
+                    }
+                }
+                Ok(None)
             }
-        })
+        }
     }
 }
 
@@ -256,13 +366,14 @@ impl TaskStore for RedisStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let Some(shard) = self.task_shard(scope, task_id)? else { return Ok(Vec::new()) };
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(self.keys.task(task_id)).arg("o").arg("l");
+        pipe.cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("o").arg("l");
         let start = format!("{}-0", after.saturating_add(1));
         // The stream keeps FOLLOW_SLACK events more than the retention (for followers):
         // read past them, and keep only the retained ones.
         let count = limit.saturating_add(FOLLOW_SLACK as usize).min(i64::MAX as usize);
-        pipe.cmd("XRANGE").arg(self.keys.events(task_id)).arg(start).arg("+").arg("COUNT").arg(count);
+        pipe.cmd("XRANGE").arg(self.keys.events(shard, task_id)).arg(start).arg("+").arg("COUNT").arg(count);
         let ((owner, last), entries): ((Option<Vec<u8>>, Option<u64>), Value) =
             self.link.with_conn("read task events", |conn| Ok(pipe.query(conn)?))?;
         if !writes::owner_admits(scope, owner.as_deref()) {
@@ -274,8 +385,9 @@ impl TaskStore for RedisStore {
     }
 
     fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(shard) = self.task_shard(scope, task_id)? else { return Ok(None) };
         let (owner, json): (Option<Vec<u8>>, Option<Vec<u8>>) = self.link.with_conn("read a task", |conn| {
-            Ok(redis::cmd("HMGET").arg(self.keys.task(task_id)).arg("o").arg("r").query(conn)?)
+            Ok(redis::cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("o").arg("r").query(conn)?)
         })?;
         match (writes::owner_admits(scope, owner.as_deref()), json) {
             (true, Some(json)) => Ok(Some(Self::decode(&json)?)),
@@ -287,7 +399,7 @@ impl TaskStore for RedisStore {
         let (total, mut ids) = self.list_ids(query)?;
         let more = ids.len() > query.page_size;
         ids.truncate(query.page_size);
-        let records = self.records(&ids)?;
+        let records = self.records(self.keys.of_owner(&query.owner), &ids)?;
         let next_cursor = match more {
             true => records.last().map(|r| crate::Cursor { ts: r.status_millis().max(0), id: r.task.id.clone() }),
             false => None,
@@ -297,22 +409,25 @@ impl TaskStore for RedisStore {
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
         if !states.is_empty() && states.iter().all(|s| s.is_active()) {
-            // The sweep's question, answered from the active set, not a scan of every task.
-            let mut ids: Vec<String> = self.link.with_conn("read the active tasks", |conn| {
-                Ok(redis::cmd("SMEMBERS").arg(self.keys.active()).query(conn)?)
-            })?;
-            ids.sort(); // In id order, as the other stores give them.
-            let records = self.records(&ids)?;
+            // The sweep's question, answered from the active sets, not a scan of every task.
+            let mut ids = Vec::new();
+            for shard in self.keys.all_shards() {
+                let active: Vec<String> = self.link.with_conn("read the active tasks", |conn| {
+                    Ok(redis::cmd("SMEMBERS").arg(self.keys.active(shard)).query(conn)?)
+                })?;
+                ids.extend(active.into_iter().map(|id| (shard, id)));
+            }
+            let records = self.records_across(ids)?;
             return Ok(records.into_iter().filter(|r| states.contains(&r.state())).collect());
         }
         let wanted: Vec<String> = states.iter().map(|s| keys::state_code(*s)).collect();
-        let ids: Vec<String> = self
+        let ids: Vec<(Shard, String)> = self
             .all_entries()?
             .into_iter()
-            .filter(|(_, value)| value.split_once(':').is_some_and(|(state, _)| wanted.iter().any(|w| w == state)))
-            .map(|(id, _)| id)
+            .filter(|(_, _, value)| value.split_once(':').is_some_and(|(state, _)| wanted.iter().any(|w| w == state)))
+            .map(|(shard, id, _)| (shard, id))
             .collect();
-        self.records(&ids)
+        self.records_across(ids)
     }
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
@@ -357,9 +472,10 @@ impl TaskStore for RedisStore {
 
     /// The task version without decoding the record (one HMGET).
     fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        let Some(shard) = self.task_shard(Scope::Node, task_id)? else { return Ok(None) };
         let (generation, state): (Option<u64>, Option<String>) =
             self.link.with_conn("read a task version", |conn| {
-                Ok(redis::cmd("HMGET").arg(self.keys.task(task_id)).arg("g").arg("s").query(conn)?)
+                Ok(redis::cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("g").arg("s").query(conn)?)
             })?;
         Ok(generation.zip(state.as_deref().and_then(keys::parse_state)))
     }
@@ -374,7 +490,7 @@ impl TaskStore for RedisStore {
     }
 
     fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
-        for (task_id, value) in self.all_entries()? {
+        for (_, task_id, value) in self.all_entries()? {
             if let Some((state, status_millis, owner)) = keys::parse_all_value(&value) {
                 visit(TaskEntry { owner, task_id, status_millis, state });
             }
@@ -402,13 +518,19 @@ impl TaskStore for RedisStore {
     }
 
     fn counts(&self) -> Result<StoreCounts, StoreError> {
-        let ids: Vec<String> = self.all_entries()?.into_iter().map(|(id, _)| id).collect();
-        let contexts: Vec<Vec<u8>> = self.link.with_conn("read the sessions", |conn| {
-            Ok(redis::cmd("SMEMBERS").arg(self.keys.sessions()).query(conn)?)
-        })?;
-        let events = self.sum_lengths("XLEN", ids.iter().map(|id| self.keys.events(id)), self.event_retention)?;
-        let messages = self.sum_lengths("LLEN", contexts.iter().map(|c| self.keys.messages_of(c)), u64::MAX)?;
-        Ok(StoreCounts { events, sessions: contexts.len() as u64, session_messages: messages })
+        let entries = self.all_entries()?;
+        let mut counts = StoreCounts { events: 0, sessions: 0, session_messages: 0 };
+        for shard in self.keys.all_shards() {
+            let contexts: Vec<Vec<u8>> = self.link.with_conn("read the sessions", |conn| {
+                Ok(redis::cmd("SMEMBERS").arg(self.keys.sessions(shard)).query(conn)?)
+            })?;
+            let ids = entries.iter().filter(|(s, _, _)| *s == shard).map(|(_, id, _)| self.keys.events(shard, id));
+            counts.events += self.sum_lengths("XLEN", ids, self.event_retention)?;
+            let lists = contexts.iter().map(|c| self.keys.messages_of(shard, c));
+            counts.session_messages += self.sum_lengths("LLEN", lists, u64::MAX)?;
+            counts.sessions += contexts.len() as u64;
+        }
+        Ok(counts)
     }
 
     fn settle_reply(

@@ -17,9 +17,9 @@
 //!
 //! Key and argument layouts (the Rust side builds them in `writes.rs`):
 //! * `TASK_KEYS`: task hash, event stream, owner index, owner filters, node index, context
-//!   tasks, active tasks ([`super::keys::Keys::of_task`]);
+//!   tasks, active tasks ([`crate::redis_keys::Keys::of_task`]);
 //! * `SESSION_KEYS`: session metadata, session messages, sessions set
-//!   ([`super::keys::Keys::of_session`]).
+//!   ([`crate::redis_keys::Keys::of_session`]).
 
 /// Helpers every write script starts with. `a` is ARGV, `i` the next argument to read;
 /// each helper returns what it read up to.
@@ -151,6 +151,16 @@ if removed > 0 then
 end
 return 0
 "#;
+
+/// The store's shard count in KEYS[1]: set to ARGV[1] if absent. Returns the one stored.
+pub(super) const RECORD_LAYOUT: &str = r"
+local stored = redis.call('GET', KEYS[1])
+if not stored then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return tonumber(ARGV[1])
+end
+return tonumber(stored)
+";
 
 /// One page of an owner's tasks: KEYS = owner index, owner filters; ARGV = lowest status
 /// ms ("-inf" for none), context filter, state filter ("" for none: each filter value is

@@ -5,7 +5,8 @@
 
 use super::*;
 use crate::sled_store::tests::record;
-use crate::test_redis::{redis, redis_with, RedisServer};
+use crate::test_redis::{redis, redis_cluster, redis_with, RedisServer};
+use crate::test_redis_cluster::RedisCluster;
 use crate::{Cluster, JobQueue, Owner, PushJob, RedisFailure, RedisQueue, RedisQueueOptions, TaskStore};
 use a2ad_protocol::TaskState;
 
@@ -105,14 +106,15 @@ fn a_steps_push_jobs_join_the_push_stream_in_its_commit() {
     let refused = without.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap_err();
     assert!(matches!(refused, StoreError::NoPushQueue(1)), "jobs are refused, never dropped: {refused:?}");
     assert!(without.get_task(Scope::Node, "t1").unwrap().is_none(), "and the step is not written");
-    let queue_options = RedisQueueOptions { url: server.url(), ..RedisQueueOptions::default() };
-    let queue = RedisQueue::connect(queue_options.clone()).unwrap();
+    let mut queue_options = RedisQueueOptions { url: server.url(), ..RedisQueueOptions::default() };
     let options = RedisStoreOptions {
         url: server.url(),
         push_stream: Some(queue_options.stream.clone()),
         ..RedisStoreOptions::default()
     };
     let with = RedisStore::connect(options).unwrap();
+    queue_options.shards = with.queue_keys(&queue_options);
+    let queue = RedisQueue::connect(queue_options).unwrap();
     with.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap();
     let due = queue.due(0, 10, &Default::default()).unwrap();
     assert_eq!(due.iter().map(|j| j.event_seq).collect::<Vec<_>>(), [1]);
@@ -245,4 +247,121 @@ fn the_step_that_ends_a_turn_gives_the_lease_back_with_it() {
     node1.put_task(&at(&owner, 2, TaskState::InputRequired), &[event(2)]).unwrap();
     assert_eq!(node1.lease_holder(&context).unwrap(), None, "the turn's end released it in its commit");
     assert!(node2.acquire_lease(&context).unwrap());
+}
+
+/// A store on the Redis Cluster `cluster`, 16 shards, its push jobs in `queue`'s streams.
+fn cluster_store(cluster: &RedisCluster, queue: &RedisQueueOptions) -> RedisStore {
+    let options = RedisStoreOptions {
+        url: cluster.url(),
+        topology: crate::Topology::Cluster,
+        shards: 16,
+        push_stream: Some(queue.stream.clone()),
+        node_id: lease::new_node_id(),
+        ..RedisStoreOptions::default()
+    };
+    RedisStore::connect(options).unwrap()
+}
+
+#[test]
+fn on_a_redis_cluster_owners_spread_over_the_primaries_and_each_step_is_one_slots_script() {
+    let Some(cluster) = redis_cluster() else { return };
+    let queue_options =
+        RedisQueueOptions { url: cluster.url(), topology: crate::Topology::Cluster, ..RedisQueueOptions::default() };
+    let (node1, node2) = (cluster_store(&cluster, &queue_options), cluster_store(&cluster, &queue_options));
+    let queue =
+        RedisQueue::connect(RedisQueueOptions { shards: node1.queue_keys(&queue_options), ..queue_options }).unwrap();
+    let owners: Vec<Owner> = (0..24).map(|i| Owner { tenant: format!("tenant-{i}"), principal: "p".into() }).collect();
+    let mut ids = Vec::new();
+    for owner in &owners {
+        // An id minted for the owner, as the node mints them: found by id alone at once.
+        let id = a2ad_protocol::ids::new_task_id(owner.shard_hash());
+        let context = crate::ContextKey::new(owner.clone(), "c1");
+        assert!(node1.acquire_lease(&context).unwrap(), "the lease and its epoch are one slot's script");
+        let record = TaskRecord { last_event_seq: 1, ..record(owner, &id, "c1", TaskState::Working, 1000) };
+        let job = PushJob { task_id: id.clone(), ..job(1) };
+        node1.put_step(&record, &[event(1)], vec![job]).unwrap();
+        let done = TaskRecord { last_event_seq: 2, ..record.clone() };
+        node1
+            .put_task(
+                &TaskRecord {
+                    task: a2ad_protocol::Task {
+                        status: a2ad_protocol::TaskStatus::now(TaskState::Completed, None),
+                        ..done.task.clone()
+                    },
+                    ..done
+                },
+                &[event(2)],
+            )
+            .unwrap();
+        assert_eq!(node2.lease_holder(&context).unwrap(), None, "the turn's end gave the lease back in its commit");
+        ids.push((owner.clone(), id));
+    }
+    // Any node reads any task, by its owner or by id alone; another owner's reads absent.
+    for (owner, id) in &ids {
+        let by_owner = node2.get_task(Scope::Owner(owner), id).unwrap().expect("read by its owner");
+        assert_eq!(by_owner.state(), TaskState::Completed);
+        assert_eq!(node2.events_after(Scope::Node, id, 0, 10).unwrap(), vec![event(1), event(2)]);
+        assert!(node2.get_task(Scope::Owner(&owners[0]), id).unwrap().is_none() || owner == &owners[0]);
+    }
+    let listed = node2.list_tasks(&crate::TaskQuery {
+        owner: owners[3].clone(),
+        context_id: Some("c1".into()),
+        state: None,
+        status_after_millis: None,
+        page_size: 10,
+        cursor: None,
+    });
+    assert_eq!(listed.unwrap().total, 1);
+    // The keys are spread: every primary holds some of them.
+    for port in cluster.ports() {
+        let mut conn = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap().get_connection().unwrap();
+        let keys: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+        assert!(keys > 0, "primary {port} holds some owners' keys");
+    }
+    // The push jobs went to their shards' streams in their commits; one worker reads them all.
+    let mut due = Vec::new();
+    for _ in 0..32 {
+        due.extend(queue.due(0, 100, &Default::default()).unwrap());
+    }
+    assert_eq!(due.len(), owners.len(), "one job per step that had one");
+    for job in &due {
+        queue.ack(job).unwrap();
+    }
+    assert_eq!(queue.depth().unwrap(), 0, "each job settled in the shard it came from");
+    // Node-wide questions span the shards.
+    assert_eq!(node2.tasks_in_states(&[TaskState::Completed]).unwrap().len(), owners.len());
+    let (_, legacy) = &ids[5];
+    assert!(node1.delete_task(legacy).unwrap().is_some(), "a removal by id alone");
+    assert!(node2.get_task(Scope::Node, legacy).unwrap().is_none());
+}
+
+#[test]
+fn a_whole_cluster_outage_is_a_redis_error_and_the_store_reconnects_after_it() {
+    let Some(mut cluster) = redis_cluster() else { return };
+    let node = cluster_store(&cluster, &RedisQueueOptions::default());
+    let owner = Owner::anonymous();
+    node.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    cluster.kill();
+    let down = node.get_task(Scope::Owner(&owner), "t1").unwrap_err();
+    assert!(matches!(down, StoreError::Redis { .. }), "{down:?}");
+    cluster.restart().unwrap();
+    // The nodes kept their slots (nodes.conf), not their data (no AOF here): a new
+    // write goes through once the pool has reconnected.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while node.put_task(&at(&Owner::anonymous(), 1, TaskState::Working), &[event(1)]).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the store reconnects to the cluster");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_store_made_with_one_shard_count_refuses_a_node_with_another() {
+    let Some(server) = redis() else { return };
+    let with =
+        |shards| RedisStore::connect(RedisStoreOptions { url: server.url(), shards, ..RedisStoreOptions::default() });
+    with(4).expect("a new store records its shard count");
+    with(4).expect("the same count again");
+    let refused = with(1).err().expect("another count is refused");
+    assert!(matches!(refused, StoreError::ShardCount { stored: 4, configured: 1 }), "{refused:?}");
+    assert!(refused.to_string().contains("redis.shards 4; this node has 1"), "names both: {refused}");
 }

@@ -19,9 +19,10 @@ impl RedisStore {
         jobs: &[PushJob],
         session: Option<SessionWrite<'_>>,
     ) -> Result<Option<TaskState>, StoreError> {
+        // The queue's stream of the step's shard: in the step's hash slot.
         let push_stream = match (&self.options.push_stream, jobs.is_empty()) {
             (_, true) => None,
-            (Some(stream), false) => Some(stream.as_str()),
+            (Some(stream), false) => Some(self.keys.queue_key(stream, self.keys.of_owner(&record.owner))),
             (None, false) => return Err(StoreError::NoPushQueue(jobs.len())),
         };
         let context = record.context_key();
@@ -39,7 +40,8 @@ impl RedisStore {
         for key in self.keys.of_session(&context) {
             call.key(key);
         }
-        call.key(push_stream.unwrap_or("-"));
+        // No stream: a key of the step's slot all the same (a cluster routes by every key).
+        call.key(push_stream.unwrap_or_else(|| self.keys.queue_key("-", self.keys.of_owner(&record.owner))));
         call.arg(&token);
         task_args(&mut call, record, events, self.event_retention + super::FOLLOW_SLACK)?;
         session_args(&mut call, session)?;
@@ -67,10 +69,16 @@ impl RedisStore {
             Some(id) => self.get_task(Scope::Node, id)?,
             None => None,
         };
+        let shard = match (&removed, &session) {
+            (Some(record), _) => self.keys.of_owner(&record.owner),
+            (None, Some(write)) => self.keys.of_owner(&write.session.key.owner),
+            (None, None) => return Ok(None),
+        };
         let mut call = self.settle.prepare_invoke();
-        // The keys of the task as it was read: a task's owner and context never change.
+        // The keys of the task as it was read (a task's owner and context never change);
+        // without one, unused keys of the same slot (a cluster routes by every key).
         let task_keys = removed.as_ref().map(|r| self.keys.of_task(r));
-        for key in task_keys.unwrap_or_else(|| std::array::from_fn(|_| b"-".to_vec())) {
+        for key in task_keys.unwrap_or_else(|| std::array::from_fn(|_| self.keys.queue_key("-", shard).into_bytes())) {
             call.key(key);
         }
         for key in session.iter().flat_map(|s| self.keys.of_session(&s.session.key)) {

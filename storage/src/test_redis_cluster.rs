@@ -1,0 +1,157 @@
+//! A Redis Cluster of a test's own: a few redis-server processes in cluster mode on free
+//! loopback ports, each in a temp dir of its own, the 16,384 hash slots split evenly
+//! between them (no replicas); killed on drop.
+//!
+//! The storage tests use it (`test_redis.rs`), and so do the end-to-end tests, which
+//! include this very file (`tests/node/redis.rs`), so it needs nothing but std, `redis`
+//! and `tempfile`.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the nodes may take to agree that the cluster is up.
+const FORM_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One primary: its process, client port and cluster bus port.
+struct Primary {
+    child: Option<Child>,
+    port: u16,
+    bus_port: u16,
+    dir: PathBuf,
+}
+
+/// A cluster of primaries; killed on drop.
+pub struct RedisCluster {
+    primaries: Vec<Primary>,
+    binary: PathBuf,
+    extra: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl RedisCluster {
+    /// `count` primaries started with the server options `extra` (persistence), the slots
+    /// assigned, the nodes introduced, once every node says `cluster_state:ok`.
+    pub fn start(binary: &Path, count: usize, extra: &[&str]) -> Result<RedisCluster, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut cluster = RedisCluster {
+            primaries: Vec::new(),
+            binary: binary.to_owned(),
+            extra: extra.iter().map(|s| (*s).to_owned()).collect(),
+            _dir: dir,
+        };
+        for i in 0..count {
+            let node_dir = cluster._dir.path().join(format!("node{i}"));
+            std::fs::create_dir_all(&node_dir).map_err(|e| e.to_string())?;
+            let (port, bus_port) = (free_port()?, free_port()?);
+            cluster.primaries.push(Primary { child: None, port, bus_port, dir: node_dir });
+        }
+        cluster.spawn_all()?;
+        let slots_each = 16_384 / count;
+        for (i, primary) in cluster.primaries.iter().enumerate() {
+            let first = i * slots_each;
+            let last = if i + 1 == count { 16_383 } else { first + slots_each - 1 };
+            query::<()>(primary.port, redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(first).arg(last))?;
+        }
+        for other in &cluster.primaries[1..] {
+            let meet = redis::cmd("CLUSTER").arg("MEET").arg("127.0.0.1").arg(other.port).arg(other.bus_port).clone();
+            query::<()>(cluster.primaries[0].port, &meet)?;
+        }
+        cluster.wait_until_formed()?;
+        Ok(cluster)
+    }
+
+    /// The URL of the first primary: the seed a client finds the others from.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.primaries[0].port)
+    }
+
+    /// Every primary's client port.
+    pub fn ports(&self) -> Vec<u16> {
+        self.primaries.iter().map(|p| p.port).collect()
+    }
+
+    /// SIGKILL of every node: an outage of the whole cluster.
+    pub fn kill(&mut self) {
+        for primary in &mut self.primaries {
+            if let Some(mut child) = primary.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    /// Starts every node again on its ports and dir (each rejoins from its `nodes.conf`),
+    /// once the cluster is up again.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.spawn_all()?;
+        self.wait_until_formed()
+    }
+
+    fn spawn_all(&mut self) -> Result<(), String> {
+        for primary in &mut self.primaries {
+            let child = Command::new(&self.binary)
+                .args(["--port", &primary.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+                .args(["--cluster-enabled", "yes", "--cluster-port", &primary.bus_port.to_string()])
+                .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"])
+                .args(&self.extra)
+                .arg("--dir")
+                .arg(&primary.dir)
+                .current_dir(&primary.dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
+            primary.child = Some(child);
+        }
+        for primary in &self.primaries {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while query::<String>(primary.port, &redis::cmd("PING")).is_err() {
+                if Instant::now() >= deadline {
+                    return Err(format!("redis-server on port {} did not answer PING within 5 s", primary.port));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every node knows every other and says the cluster is up.
+    fn wait_until_formed(&self) -> Result<(), String> {
+        let deadline = Instant::now() + FORM_TIMEOUT;
+        let known = format!("cluster_known_nodes:{}", self.primaries.len());
+        loop {
+            let formed = self.primaries.iter().all(|p| {
+                let info = query::<String>(p.port, redis::cmd("CLUSTER").arg("INFO")).unwrap_or_default();
+                info.contains("cluster_state:ok") && info.contains(&known)
+            });
+            if formed {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("the cluster did not form within {} s", FORM_TIMEOUT.as_secs()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// One command to the node on `port`.
+fn query<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> Result<T, String> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
+    let mut conn = client.get_connection_with_timeout(Duration::from_millis(500)).map_err(|e| e.to_string())?;
+    cmd.query(&mut conn).map_err(|e| format!("port {port}: {e}"))
+}

@@ -9,10 +9,17 @@
 //!    node B, and an observer blocked in `XREAD` on the task's stream marks when each event
 //!    was committed; the latency is the subscriber's arrival minus the observer's;
 //! 4. the total of 1, 2 and 3 nodes on the one Redis, each node given an equal share of
-//!    the connections, with the nodes' CPU seconds: throughput per node-CPU-second.
+//!    the connections, with the nodes' CPU seconds: throughput per node-CPU-second;
+//! 5. one node on a Redis Cluster of three primaries (`redis.cluster: true`, 16 shards),
+//!    against the one Redis of part 1: what slot routing costs.
 //!
 //! Every node, and Redis, run on CPU 0 (the driver on CPU 1): a second node adds no CPU,
 //! it shares the one core, so what more nodes show here is their overhead, not a scaling.
+
+/// The storage crate's Redis Cluster harness (the same file its tests use).
+#[allow(dead_code)]
+#[path = "../../storage/src/test_redis_cluster.rs"]
+mod redis_cluster;
 
 use crate::client::{self, LoadResult, Target};
 use crate::node::Node;
@@ -89,7 +96,7 @@ pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration:
     drop(sled);
 
     println!("{}  {sled_us:.0} us node CPU per request", on_sled.summary("one node, sled"));
-    let mut node = None;
+    let (mut node, mut on_one_redis) = (None, 0.0);
     for workers in ["1", "8"] {
         let shared = shared_node(bin, dir.path(), port, usize::from(workers == "8"), workers);
         let (cpu_before, calls_before) = (shared.cpu_seconds(), command_calls(&mut stats));
@@ -101,13 +108,47 @@ pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration:
         println!("{}  {redis_us:.0} us node CPU per request", on_redis.summary(&label));
         println!("ratio Redis / sled: {:.2}", on_redis.throughput() / on_sled.throughput());
         print_calls(&calls_before, &calls_after, requests);
-        node = Some(shared);
+        (node, on_one_redis) = (Some(shared), on_redis.throughput());
     }
     let node = node.expect("a node ran");
 
     subscribe_latency(bin, dir.path(), port, &node).await;
     drop(node);
     nodes_on_one_redis(bin, dir.path(), port, connections, warmup, duration).await;
+    on_a_redis_cluster(bin, dir.path(), connections, warmup, duration, on_one_redis).await;
+}
+
+/// One node (8 workers) on a Redis Cluster of three primaries, all on CPU 0 as the rest,
+/// against `one_redis` (req/s of the same node on one Redis, in this run).
+async fn on_a_redis_cluster(
+    bin: &Path,
+    dir: &Path,
+    connections: usize,
+    warmup: Duration,
+    duration: Duration,
+    one_redis: f64,
+) {
+    let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let cluster = match redis_cluster::RedisCluster::start(Path::new(&binary), 3, DURABLE) {
+        Ok(cluster) => cluster,
+        Err(e) => return println!("Redis Cluster: skipped ({e})"),
+    };
+    for pid in cluster.pids() {
+        let _ = std::process::Command::new("/usr/bin/taskset").args(["-cp", "0", &pid.to_string()]).output();
+    }
+    let config = format!(
+        "store: redis\nredis:\n  url: {}\n  cluster: true\nagents:\n  - {{id: echo, kind: echo}}\n",
+        cluster.url()
+    );
+    let extra = ["--grpc-listen", "127.0.0.1:0", "--workers", "8"];
+    let node = Node::start_in(bin, &dir.join("on-a-cluster"), &config, &extra);
+    let cpu_before = node.cpu_seconds();
+    let result = client::run(target(node.addr, 0), connections, warmup, duration, u64::MAX).await;
+    let requests = result.throughput() * (warmup + duration).as_secs_f64();
+    let us = (node.cpu_seconds() - cpu_before) / requests * 1e6;
+    let label = "one node, Redis Cluster (3 primaries, 16 shards), 8 worker(s)";
+    println!("{}  {us:.0} us node CPU per request", result.summary(label));
+    println!("ratio Redis Cluster / one Redis: {:.2}", result.throughput() / one_redis.max(1e-9));
 }
 
 /// The commands Redis ran per request, the scripts among them.

@@ -38,11 +38,11 @@ pub enum StoreError {
     /// Transient: the log retries, and commits succeed again once the disk heals.
     #[error("the store cannot make writes durable: {0}")]
     Unavailable(String),
-    /// Push jobs offered to a store that holds no push queue (a wiring bug: push is on but
-    /// the store was opened without its queue). Refused, never dropped.
     /// The shared store's data was laid out with another shard count than this node's.
     #[error("the shared store under this prefix was made with redis.shards {stored}; this node has {configured} (every node of a store must use the same)")]
     ShardCount { stored: u16, configured: u16 },
+    /// Push jobs offered to a store that holds no push queue (a wiring bug: push is on but
+    /// the store was opened without its queue). Refused, never dropped.
     #[error("{0} push job(s) for a store without a push queue")]
     NoPushQueue(usize),
 }

@@ -186,6 +186,17 @@ impl RedisQueue {
         }
     }
 
+    /// The shard and entry id `job` was taken from; `None` for a job without a receipt
+    /// (not taken from this queue); an error for a receipt that names no shard of this
+    /// queue, which would otherwise be settled nowhere and delivered again.
+    fn taken_from<'j>(&self, job: &'j PushJob) -> Result<Option<(usize, &'j str)>, StoreError> {
+        let Some(receipt) = job.receipt.as_deref() else { return Ok(None) };
+        match self.split_receipt(receipt) {
+            Some(taken) => Ok(Some(taken)),
+            None => Err(StoreError::Corrupt(format!("push job receipt {receipt:?} names no shard of this queue"))),
+        }
+    }
+
     /// A receipt's shard and entry id (`None`: not one of this queue's).
     fn split_receipt<'r>(&self, receipt: &'r str) -> Option<(usize, &'r str)> {
         if self.shards.len() == 1 {
@@ -195,8 +206,8 @@ impl RedisQueue {
         shard.parse().ok().filter(|s| *s < self.shards.len()).map(|s| (s, entry_id))
     }
 
-    /// The shard `job` is added to by [`JobQueue::enqueue`]: by its task id, so a task's
-    /// jobs stay in one stream.
+    /// The shard `job` is added to by [`JobQueue::enqueue`] (a job that was not taken from
+    /// this queue): a hash of its task id, which spreads them.
     fn shard_of(&self, job: &PushJob) -> usize {
         usize::from(crate::model::fold_hash(job.task_id.as_bytes())) % self.shards.len()
     }
@@ -331,31 +342,39 @@ impl JobQueue for RedisQueue {
     /// then expired leases (XAUTOCLAIM), then new entries (XREADGROUP), up to `max` in all,
     /// leaving out `in_flight` job ids (or receipts).
     fn due(&self, now_ms: i64, max: usize, in_flight: &HashSet<String>) -> Result<Vec<PushJob>, StoreError> {
-        let mut batch = Batch { max, in_flight, jobs: Vec::new() };
+        let (mut batch, mut failed) = (Batch { max, in_flight, jobs: Vec::new() }, None);
         let first = self.next_shard.fetch_add(1, Ordering::Relaxed);
         for turn in 0..self.shards.len() {
             if batch.room() == 0 {
                 break;
             }
             let shard = (first + turn) % self.shards.len();
-            self.with_conn("read due push jobs", |conn, q| match q.due_on(conn, shard, now_ms, &mut batch) {
-                // The stream or the group was deleted under us (FLUSHALL, an operator): recreate.
-                Err(e) if e.code() == Some("NOGROUP") => {
-                    create_group(conn, &q.shards[shard].stream, &q.options.group)?;
-                    Ok(q.due_on(conn, shard, now_ms, &mut batch)?)
-                }
-                other => Ok(other?),
-            })?;
+            let read =
+                self.with_conn("read due push jobs", |conn, q| match q.due_on(conn, shard, now_ms, &mut batch) {
+                    // The stream or the group was deleted under us (FLUSHALL, an operator): recreate.
+                    Err(e) if e.code() == Some("NOGROUP") => {
+                        create_group(conn, &q.shards[shard].stream, &q.options.group)?;
+                        Ok(q.due_on(conn, shard, now_ms, &mut batch)?)
+                    }
+                    other => Ok(other?),
+                });
+            // A shard on a primary that is down must not hold back the others' jobs, read
+            // already (they would wait in the pending list for the lease): they go out, and
+            // the failure is the call's only when it brought nothing.
+            if let Err(e) = read {
+                failed.get_or_insert(e);
+            }
         }
-        Ok(batch.jobs)
+        match failed {
+            Some(e) if batch.jobs.is_empty() => Err(e),
+            _ => Ok(batch.jobs),
+        }
     }
 
     /// XACK + XDEL of the job's entry. A job without a receipt was not taken from this
     /// queue, and there is nothing to settle.
     fn ack(&self, job: &PushJob) -> Result<(), StoreError> {
-        let Some((shard, entry_id)) = job.receipt.as_deref().and_then(|r| self.split_receipt(r)) else {
-            return Ok(());
-        };
+        let Some((shard, entry_id)) = self.taken_from(job)? else { return Ok(()) };
         let mut pipe = redis::pipe();
         pipe.atomic();
         self.settle_cmds(&mut pipe, &self.shards[shard], entry_id);
@@ -365,7 +384,7 @@ impl JobQueue for RedisQueue {
     /// ZADD of `next` at its due time, and XACK + XDEL of the job's entry, in one MULTI
     /// (in the entry's shard; a job without a receipt, in its task's).
     fn reschedule(&self, job: &PushJob, next: &PushJob) -> Result<(), StoreError> {
-        let taken = job.receipt.as_deref().and_then(|r| self.split_receipt(r));
+        let taken = self.taken_from(job)?;
         let keys = &self.shards[taken.map_or_else(|| self.shard_of(job), |(shard, _)| shard)];
         let mut pipe = redis::pipe();
         pipe.atomic().cmd("ZADD").arg(&keys.retry_key).arg(next.next_attempt_ms).arg(encode(next)?).ignore();
@@ -378,7 +397,7 @@ impl JobQueue for RedisQueue {
     /// XADD to the dead stream (job, reason, died_ms), and XACK + XDEL of the job's entry,
     /// in one MULTI (in the entry's shard, as [`JobQueue::reschedule`]).
     fn bury(&self, job: &PushJob, reason: &str, now_ms: i64) -> Result<(), StoreError> {
-        let taken = job.receipt.as_deref().and_then(|r| self.split_receipt(r));
+        let taken = self.taken_from(job)?;
         let keys = &self.shards[taken.map_or_else(|| self.shard_of(job), |(shard, _)| shard)];
         let mut pipe = redis::pipe();
         pipe.atomic()

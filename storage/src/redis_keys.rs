@@ -3,7 +3,9 @@
 //! (`redis_store/`) and the push configs' rows (`push_configs/rows.rs`) both build their
 //! keys here; the small values the indexes hold are `redis_store/keys.rs`.
 //!
-//! **Shards.** The store's keys are spread over `shards` hash tags, `{<prefix>#<n>}`. Every
+//! **Shards.** The store's keys are spread over `shards` hash tags, `{<prefix>#<n>}` (a
+//! store of one shard on one server keeps the layout from before shards: `<t>` is then
+//! the prefix alone, and the queue's keys are its configured names). Every
 //! key of an owner (its tasks, their event streams, its indexes, its contexts' sessions
 //! and leases) carries the tag of the owner's shard, so every script of a step touches
 //! keys of one hash slot: legal on a Redis Cluster, where a script must not span slots.
@@ -54,12 +56,26 @@ pub(crate) struct Shard(pub u16);
 pub(crate) struct Keys {
     prefix: String,
     shards: u16,
+    /// Whether keys carry their shard's hash tag (see [`Keys::head`]).
+    tagged: bool,
 }
 
 impl Keys {
-    /// The keys under `prefix` over `shards` shards (1 to [`MAX_SHARDS`]).
-    pub fn new(prefix: &str, shards: u16) -> Self {
-        Keys { prefix: prefix.to_owned(), shards: shards.clamp(1, MAX_SHARDS) }
+    /// The keys under `prefix` over `shards` shards (1 to [`MAX_SHARDS`]); on a Redis
+    /// Cluster (`cluster`) or over more than one shard, each with its shard's hash tag.
+    pub fn new(prefix: &str, shards: u16, cluster: bool) -> Self {
+        let shards = shards.clamp(1, MAX_SHARDS);
+        Keys { prefix: prefix.to_owned(), shards, tagged: cluster || shards > 1 }
+    }
+
+    /// Whether the keys carry hash tags (else the store is laid out as before shards).
+    pub fn tagged(&self) -> bool {
+        self.tagged
+    }
+
+    /// A key of the layout before shards (one server, one shard): `<prefix>:<kind>`.
+    pub fn untagged(&self, kind: &str) -> Vec<u8> {
+        format!("{}:{kind}", self.prefix).into_bytes()
     }
 
     pub fn shard_count(&self) -> u16 {
@@ -91,13 +107,18 @@ impl Keys {
         std::iter::once(first).chain(self.all_shards().filter(move |s| *s != first))
     }
 
-    /// The shard's hash tag, braces included.
-    pub fn tag(&self, shard: Shard) -> String {
-        format!("{{{}#{}}}", self.prefix, shard.0)
+    /// What a shard's keys start with: its hash tag `{<prefix>#<n>}`; or, for a store
+    /// of one shard on one server, the prefix alone, which is how the first Redis stores
+    /// were laid out (so that they read on, unchanged).
+    pub fn head(&self, shard: Shard) -> String {
+        match self.tagged {
+            true => format!("{{{}#{}}}", self.prefix, shard.0),
+            false => self.prefix.clone(),
+        }
     }
 
     fn key(&self, shard: Shard, kind: &str, rest: &[u8]) -> Vec<u8> {
-        let tag = self.tag(shard);
+        let tag = self.head(shard);
         let mut key = Vec::with_capacity(tag.len() + kind.len() + rest.len() + 2);
         key.extend_from_slice(tag.as_bytes());
         key.push(b':');
@@ -161,6 +182,15 @@ impl Keys {
         self.key(Shard(0), "shards", b"")
     }
 
+    /// Where a store of the other layout (tagged for an untagged one, and the other way
+    /// round) records its shard count, on one server.
+    pub fn other_layout(&self) -> Vec<u8> {
+        match self.tagged {
+            true => self.untagged("shards"),
+            false => format!("{{{}#0}}:shards", self.prefix).into_bytes(),
+        }
+    }
+
     /// The Pub/Sub channel of a node's cancel requests (not a key: no shard).
     pub fn cancel_channel(&self, node_id: &str) -> Vec<u8> {
         format!("{}:cancel:{node_id}", self.prefix).into_bytes()
@@ -181,9 +211,13 @@ impl Keys {
     }
 
     /// The push queue's key `base` (its stream, retry set or dead stream) of a shard:
-    /// `<base>:<tag>`, so that a step's commit script adds its jobs in the step's slot.
+    /// `<base>:<tag>`, so that a step's commit script adds its jobs in the step's slot
+    /// (`base` itself when keys carry no tag). `base` has no brace (the config says so).
     pub fn queue_key(&self, base: &str, shard: Shard) -> String {
-        format!("{base}:{}", self.tag(shard))
+        match self.tagged {
+            true => format!("{base}:{}", self.head(shard)),
+            false => base.to_owned(),
+        }
     }
 
     /// The keys of one task, in the order the scripts take them (`TASK_KEYS` of

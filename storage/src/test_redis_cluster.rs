@@ -2,9 +2,9 @@
 //! loopback ports, each in a temp dir of its own, the 16,384 hash slots split evenly
 //! between them (no replicas); killed on drop.
 //!
-//! The storage tests use it (`test_redis.rs`), and so do the end-to-end tests, which
-//! include this very file (`tests/node/redis.rs`), so it needs nothing but std, `redis`
-//! and `tempfile`.
+//! The storage tests use it (`test_redis.rs`), and so do the end-to-end tests and the load
+//! driver, which include this very file (`tests/node/shared_redis.rs`,
+//! `benches/load/cluster.rs`), so it needs nothing but std, `redis` and `tempfile`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -76,6 +76,11 @@ impl RedisCluster {
     /// Every primary's client port.
     pub fn ports(&self) -> Vec<u16> {
         self.primaries.iter().map(|p| p.port).collect()
+    }
+
+    /// Every node's process id (a benchmark pins them to a CPU).
+    pub fn pids(&self) -> Vec<u32> {
+        self.primaries.iter().filter_map(|p| p.child.as_ref().map(Child::id)).collect()
     }
 
     /// SIGKILL of every node: an outage of the whole cluster.

@@ -314,6 +314,36 @@ async fn pushes_are_delivered_at_least_once_across_a_node_kill() {
     assert!(all, "every acknowledged task's push arrives after the node that ran it died: {got:?} of {acknowledged:?}");
 }
 
+/// `a2ad push dead <args>` against the config `config` (offline: no `--url`).
+fn dead_letters(config: &str, args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["push", "dead"])
+        .args(args)
+        .args(["--config", config])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), text)
+}
+
+#[actix_web::test]
+async fn the_offline_dead_letter_commands_work_on_the_shared_stores_queue() {
+    let push = "push-notifications: true\npush-allow: [127.0.0.1/32]\npush-terminal-only: true\n\
+                push-max-attempts: 1\n";
+    let Some(cluster) = Cluster::start(1, push) else { return };
+    let receiver = Receiver::start();
+    let hook = json!({"url": format!("{}/gone", receiver.base)});
+    let params = send_params("x", json!({"configuration": {"taskPushNotificationConfig": hook}}));
+    cluster.node(0).ok("SendMessage", params).await;
+    let died = eventually(400, || async { dead_letters(&cluster.config, &["list"]).1.contains("HTTP 404") });
+    assert!(died.await, "the job that got a 404 is listed from the store's own queue: {:?}", receiver.received());
+    receiver.set_gone_ok(true);
+    let (ok, printed) = dead_letters(&cluster.config, &["retry", "--all"]);
+    assert!(ok && printed.contains("1 job(s) queued again"), "{printed}");
+    let delivered = eventually(400, || async { receiver.received().iter().any(|r| r.status == 200) });
+    assert!(delivered.await, "the revived job is delivered: {:?}", receiver.received());
+}
+
 /// `a2ad admin move-to-redis` with `args`: whether it succeeded, and what it printed.
 fn move_to_redis(args: &[&str]) -> (bool, String) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))

@@ -431,6 +431,16 @@ impl Config {
         }
         if self.store == StoreKind::Redis {
             self.redis.check().map_err(|(key, message)| ConfigError::invalid(key, message))?;
+            // The queue's keys get the store's shard tags: a brace of their own would be
+            // taken for the tag, and put a commit's push jobs in another hash slot.
+            let queue_keys = [
+                ("push-stream", &self.push.stream),
+                ("push-retry-key", &self.push.retry_key),
+                ("push-dead-stream", &self.push.dead_stream),
+            ];
+            if let Some((key, _)) = queue_keys.iter().find(|(_, name)| name.contains(['{', '}'])) {
+                return Err(ConfigError::invalid(key, "must not contain braces with store: redis"));
+            }
         }
         Ok(())
     }

@@ -210,6 +210,7 @@ fn bad_transport_values_name_their_key() {
         ("store: redis\nredis: {url: 'redis://x/', shards: 0}", "redis.shards"),
         ("store: redis\nredis: {url: 'redis://x/', shards: 1025}", "redis.shards"),
         ("store: redis\nredis: {url: 'unix:///tmp/r.sock', cluster: true}", "redis.url"),
+        ("store: redis\nredis: {url: 'redis://x/'}\npush-stream: '{a}:push'", "push-stream"),
         ("redis: {url: 'redis://x/', colour: red}", "redis"),
     ] {
         let error = load_text(yaml, &[]).unwrap_err().to_string();

@@ -164,6 +164,7 @@ impl Leases {
                 self.link.with_conn("reach the context leases", |conn| Ok(redis::cmd("PING").query::<()>(conn)?));
             return self.reached(pinged.map(drop));
         }
+        let mut outcome = Ok(());
         for (_, held) in by_shard {
             let renewed = self.link.with_conn("renew the context leases", |conn| {
                 let mut call = self.renew.prepare_invoke();
@@ -185,8 +186,11 @@ impl Leases {
                     }
                 }
             }
-            self.reached(renewed.map(drop));
+            if let Err(e) = renewed {
+                outcome = Err(e); // Unreachable if any shard's primary was.
+            }
         }
+        self.reached(outcome);
     }
 
     /// Records whether the keeper's last call reached Redis.

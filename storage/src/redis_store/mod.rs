@@ -125,7 +125,7 @@ impl RedisStore {
     /// The store at `options.url`, not connected yet (the first call connects). Only a
     /// URL that is not a Redis URL fails here.
     pub fn open(options: RedisStoreOptions) -> Result<Self, StoreError> {
-        let keys = Keys::new(&options.prefix, options.shards);
+        let keys = Keys::new(&options.prefix, options.shards, options.topology == Topology::Cluster);
         let lease_link = RedisLink::open_on(&options.url, options.topology, 1, "lease keeper")?;
         let leases = Arc::new(lease::Leases::new(lease_link, options.node_id.clone(), options.lease_ttl, keys.clone()));
         Ok(RedisStore {
@@ -154,16 +154,42 @@ impl RedisStore {
     }
 
     /// Records the shard count in a new store, or checks it against the one the store was
-    /// made with: keys spread over another count would not be found.
+    /// made with: keys spread over another count would not be found. A store from before
+    /// shards (untagged keys, no count recorded) was made with one.
     fn check_layout(&self) -> Result<(), StoreError> {
         let configured = self.keys.shard_count();
-        let stored: u16 = self.link.with_conn("read the store's layout", |conn| {
-            Ok(redis::Script::new(scripts::RECORD_LAYOUT).key(self.keys.layout()).arg(configured).invoke(conn)?)
-        })?;
+        let stored = match self.recorded_layout()? {
+            Some(stored) => stored,
+            None => self.link.with_conn("record the store's layout", |conn| {
+                Ok(redis::Script::new(scripts::RECORD_LAYOUT).key(self.keys.layout()).arg(configured).invoke(conn)?)
+            })?,
+        };
         match stored == configured {
             true => Ok(()),
             false => Err(StoreError::ShardCount { stored, configured }),
         }
+    }
+
+    /// The shard count recorded under this prefix: in this layout's key; on one server,
+    /// also in the other layout's, or 1 for untagged data that predates the record.
+    fn recorded_layout(&self) -> Result<Option<u16>, StoreError> {
+        let get = |key: Vec<u8>| -> Result<Option<u16>, StoreError> {
+            self.link.with_conn("read the store's layout", |conn| Ok(redis::cmd("GET").arg(key).query(conn)?))
+        };
+        if let Some(stored) = get(self.keys.layout())? {
+            return Ok(Some(stored));
+        }
+        if self.options.topology == Topology::Cluster {
+            return Ok(None); // A store without tags never ran on a cluster.
+        }
+        if let Some(stored) = get(self.keys.other_layout())? {
+            return Ok(Some(stored));
+        }
+        let (index, sessions) = (self.keys.untagged("all"), self.keys.untagged("sessions"));
+        let untagged_data: u64 = self.link.with_conn("read the store's layout", |conn| {
+            Ok(redis::cmd("EXISTS").arg(index).arg(sessions).query(conn)?)
+        })?;
+        Ok((self.keys.tagged() && untagged_data > 0).then_some(1))
     }
 
     /// Keeps the last `events` events of each task (at least 1).

@@ -6,7 +6,9 @@
 //! 1. checks the context's lease: held by another node, the write is refused
 //!    (`A2AD_LEASE`), so a node that lost its lease cannot write;
 //! 2. checks the task's generation (its last event seq): below the stored one, or events
-//!    at or below it, is a conflict (`A2AD_CONFLICT <stored>`), never an overwrite;
+//!    at or below it, is a conflict (`A2AD_CONFLICT <stored>`), never an overwrite; the
+//!    very commit already stored (same generation, same record: the cluster client sends
+//!    a command again after a dropped connection) is answered as done, and writes nothing;
 //! 3. writes the snapshot and its indexes;
 //! 4. appends the events to the task's stream, entry id `<seq>-0`, and trims the stream
 //!    to the last `retention` events;
@@ -59,9 +61,13 @@ local function check_task(k, a, i)
   local stored = redis.call('HMGET', KEYS[k], 'g', 's')
   local stored_gen = tonumber(stored[1])
   if stored_gen and (gen < stored_gen or (n > 0 and tonumber(a[i+11]) <= stored_gen)) then
+    if gen == stored_gen and redis.call('HGET', KEYS[k], 'r') == a[i+1] then
+      -- This very commit, sent again (a client retried after losing the reply): done.
+      return stored[2], nil, true
+    end
     return nil, redis.error_reply('A2AD_CONFLICT ' .. stored_gen)
   end
-  return stored[2] or ''
+  return stored[2] or '', nil, false
 end
 
 local function put_session(k, a, i)
@@ -105,9 +111,12 @@ local lease = redis.call('GET', KEYS[8])
 if lease and lease ~= ARGV[1] then
   return redis.error_reply('A2AD_LEASE held by another node')
 end
-local before, refused = check_task(1, ARGV, 2)
+local before, refused, replayed = check_task(1, ARGV, 2)
 if refused then
   return refused
+end
+if replayed then
+  return before
 end
 local i = put_task(1, ARGV, 2)
 if ARGV[i] == '1' then

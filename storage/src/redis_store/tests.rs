@@ -71,6 +71,22 @@ fn a_stale_generation_is_a_conflict_and_changes_nothing() {
 }
 
 #[test]
+fn the_same_commit_sent_again_is_done_and_writes_nothing_more() {
+    let Some(server) = redis() else { return };
+    let node = store(&server);
+    let owner = Owner::anonymous();
+    let step = at(&owner, 2, TaskState::Working);
+    node.put_task(&step, &[event(1), event(2)]).unwrap();
+    // As the cluster client sends it when the connection dropped before the reply.
+    node.put_task(&step, &[event(1), event(2)]).expect("a replay is not a conflict");
+    assert_eq!(node.events_after(Scope::Node, "t1", 0, 10).unwrap(), vec![event(1), event(2)]);
+    let changed =
+        TaskRecord { task: a2ad_protocol::Task { metadata: Some(Default::default()), ..step.task.clone() }, ..step };
+    let refused = node.put_task(&changed, &[event(1), event(2)]).unwrap_err();
+    assert!(matches!(refused, StoreError::Conflict { .. }), "another record at the same generation is: {refused:?}");
+}
+
+#[test]
 fn a_context_leased_by_another_node_refuses_the_write_and_changes_nothing() {
     let Some(server) = redis() else { return };
     let node = store(&server);
@@ -119,8 +135,10 @@ fn a_steps_push_jobs_join_the_push_stream_in_its_commit() {
     let due = queue.due(0, 10, &Default::default()).unwrap();
     assert_eq!(due.iter().map(|j| j.event_seq).collect::<Vec<_>>(), [1]);
     // A refused step adds no job.
-    let stale = with.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]);
+    let stale = with.put_step(&at(&owner, 1, TaskState::Completed), &[event(1)], vec![job(1)]);
     assert!(stale.is_err());
+    // Nor does the same step sent again (done already).
+    with.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap();
     assert!(queue.due(0, 10, &Default::default()).unwrap().is_empty());
 }
 
@@ -330,9 +348,16 @@ fn on_a_redis_cluster_owners_spread_over_the_primaries_and_each_step_is_one_slot
     assert_eq!(queue.depth().unwrap(), 0, "each job settled in the shard it came from");
     // Node-wide questions span the shards.
     assert_eq!(node2.tasks_in_states(&[TaskState::Completed]).unwrap().len(), owners.len());
-    let (_, legacy) = &ids[5];
-    assert!(node1.delete_task(legacy).unwrap().is_some(), "a removal by id alone");
-    assert!(node2.get_task(Scope::Node, legacy).unwrap().is_none());
+    let (_, minted) = &ids[5];
+    assert!(node1.delete_task(minted).unwrap().is_some(), "a removal by id alone");
+    assert!(node2.get_task(Scope::Node, minted).unwrap().is_none());
+    // An id not minted for its owner (a moved sled task's) is found in the other shards.
+    let moved = TaskRecord { last_event_seq: 1, ..record(&owners[7], "moved-1", "c9", TaskState::Completed, 9) };
+    node1.put_task(&moved, &[event(1)]).unwrap();
+    assert!(node2.get_task(Scope::Node, "moved-1").unwrap().is_some());
+    assert_eq!(node2.task_version("moved-1").unwrap(), Some((1, TaskState::Completed)));
+    assert!(node2.delete_task("moved-1").unwrap().is_some());
+    assert!(node1.get_task(Scope::Owner(&owners[7]), "moved-1").unwrap().is_none());
 }
 
 #[test]
@@ -364,4 +389,21 @@ fn a_store_made_with_one_shard_count_refuses_a_node_with_another() {
     let refused = with(1).err().expect("another count is refused");
     assert!(matches!(refused, StoreError::ShardCount { stored: 4, configured: 1 }), "{refused:?}");
     assert!(refused.to_string().contains("redis.shards 4; this node has 1"), "names both: {refused}");
+}
+
+#[test]
+fn a_store_of_one_shard_on_one_server_keeps_the_layout_from_before_shards() {
+    let Some(server) = redis() else { return };
+    let node = store(&server);
+    let owner = Owner::anonymous();
+    node.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    let mut conn = raw(&server);
+    let exists: bool = redis::cmd("EXISTS").arg("a2ad:store:task:t1").query(&mut conn).unwrap();
+    assert!(exists, "untagged keys, as the first Redis stores wrote them");
+    // Data from before the shard count was recorded: a node with more shards is refused.
+    redis::cmd("DEL").arg("a2ad:store:shards").query::<()>(&mut conn).unwrap();
+    let options = RedisStoreOptions { url: server.url(), shards: 8, ..RedisStoreOptions::default() };
+    let refused = RedisStore::connect(options).err().expect("refused");
+    assert!(matches!(refused, StoreError::ShardCount { stored: 1, configured: 8 }), "{refused:?}");
+    assert!(store(&server).get_task(Scope::Owner(&owner), "t1").unwrap().is_some(), "and it reads on");
 }

@@ -314,16 +314,22 @@ async fn pushes_are_delivered_at_least_once_across_a_node_kill() {
     assert!(all, "every acknowledged task's push arrives after the node that ran it died: {got:?} of {acknowledged:?}");
 }
 
-/// `a2ad push dead <args>` against the config `config` (offline: no `--url`).
-fn dead_letters(config: &str, args: &[&str]) -> (bool, String) {
+/// `a2ad <command> <args>`, without the push key in its environment: whether it
+/// succeeded, and what it printed.
+fn a2ad(command: &[&str], args: &[&str]) -> (bool, String) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
-        .args(["push", "dead"])
+        .args(command)
         .args(args)
-        .args(["--config", config])
+        .env_remove("A2AD_PUSH_KEY")
         .output()
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     (output.status.success(), text)
+}
+
+/// `a2ad push dead <args>` against the config `config` (offline: no `--url`).
+fn dead_letters(config: &str, args: &[&str]) -> (bool, String) {
+    a2ad(&["push", "dead"], &[args, &["--config", config]].concat())
 }
 
 #[actix_web::test]
@@ -346,14 +352,7 @@ async fn the_offline_dead_letter_commands_work_on_the_shared_stores_queue() {
 
 /// `a2ad admin move-to-redis` with `args`: whether it succeeded, and what it printed.
 fn move_to_redis(args: &[&str]) -> (bool, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
-        .args(["admin", "move-to-redis"])
-        .args(args)
-        .env_remove("A2AD_PUSH_KEY")
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    (output.status.success(), text)
+    a2ad(&["admin", "move-to-redis"], args)
 }
 
 #[actix_web::test]

@@ -299,14 +299,15 @@ impl RedisStore {
         raw.into_iter().flatten().map(|json| Self::decode(&json)).collect()
     }
 
-    /// The records of `(shard, id)` pairs, in order: one pipeline per shard.
-    fn records_across(&self, mut ids: Vec<(Shard, String)>) -> Result<Vec<TaskRecord>, StoreError> {
-        ids.sort_by(|a, b| a.1.cmp(&b.1)); // In id order, as the other stores give them.
+    /// The records of `(shard, id)` pairs, in id order (as the other stores give them):
+    /// one pipeline per shard.
+    fn records_across(&self, ids: Vec<(Shard, String)>) -> Result<Vec<TaskRecord>, StoreError> {
+        let count = ids.len();
         let mut by_shard: std::collections::BTreeMap<Shard, Vec<String>> = Default::default();
-        for (shard, id) in &ids {
-            by_shard.entry(*shard).or_default().push(id.clone());
+        for (shard, id) in ids {
+            by_shard.entry(shard).or_default().push(id);
         }
-        let mut records = Vec::with_capacity(ids.len());
+        let mut records = Vec::with_capacity(count);
         for (shard, shard_ids) in by_shard {
             records.extend(self.records(shard, &shard_ids)?);
         }

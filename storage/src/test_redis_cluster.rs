@@ -79,6 +79,7 @@ impl RedisCluster {
     }
 
     /// Every node's process id (a benchmark pins them to a CPU).
+    #[allow(dead_code)] // Only the load driver, which includes this file, uses it.
     pub fn pids(&self) -> Vec<u32> {
         self.primaries.iter().filter_map(|p| p.child.as_ref().map(Child::id)).collect()
     }

@@ -522,13 +522,21 @@ impl ContextActor {
                     Fanout::default()
                 }
             };
+            // The followers are queued back to the actor before anyone hears of the end,
+            // so what a caller sends on that answer (a cancel, the next message) finds them
+            // there (`Addr::send` queues at once when the mailbox has room).
+            let rewatch = match (home, followers.is_empty()) {
+                (Some(home), false) => {
+                    Some(home.send(super::watch::Rewatch { task_id, after: last.seq, subscribers: followers }))
+                }
+                _ => None,
+            };
             let outcome = result.map(TurnOutcome::Task);
             for waiter in waiters {
                 let _ = waiter.send(outcome.clone());
             }
-            if let (Some(home), false) = (home, followers.is_empty()) {
-                let rewatch = super::watch::Rewatch { task_id, after: last.seq, subscribers: followers };
-                if home.send(rewatch).await.is_err() {
+            if let Some(rewatch) = rewatch {
+                if rewatch.await.is_err() {
                     tracing::debug!("a context stopped before its task's followers came back");
                 }
             }

@@ -67,13 +67,20 @@ impl ContextActor {
 
     /// The task's watchers get `last` (a terminal status: cancel or expiry) once it is
     /// durable, and their streams end; if the commit fails they end with its error.
+    ///
+    /// The task's mark is raised even when nobody waits here now: followers on their way
+    /// back from the turn that interrupted the task ([`Rewatch`], still in the mailbox)
+    /// find `last` in the store and hold it until the mark reaches it.
     pub(super) fn close_watchers(&mut self, task_id: &str, last: LoggedEvent) {
         let mut subscribers = self.take_watchers(task_id);
+        let mark = self.marks.get(task_id).cloned();
         if subscribers.is_empty() {
+            if let Some(mark) = mark {
+                mark.advance_when_durable(&self.rt.commit, last.seq);
+            }
             return;
         }
         let commit = self.rt.commit.clone();
-        let mark = self.marks.get(task_id).cloned();
         actix::spawn(async move {
             match commit.commit().await {
                 Ok(()) => {

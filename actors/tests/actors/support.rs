@@ -255,8 +255,22 @@ pub async fn done(ticket: TurnTicket) -> Result<Task, A2aError> {
 pub struct Events(BoxStream<'static, Result<LoggedEvent, A2aError>>);
 
 impl Events {
-    pub fn of(subscription: Subscription) -> Self {
-        Events(subscription.into_items())
+    /// Each event is read only once the task's durable mark has reached it, as the node's
+    /// stream forwarder sends it: an event whose commit never raises the mark times out
+    /// here as it would hang a client's stream.
+    pub fn of(mut subscription: Subscription) -> Self {
+        let durable = subscription.durable.take();
+        let items = subscription.into_items().then(move |item| {
+            let mut durable = durable.clone();
+            async move {
+                if let (Ok(event), Some(mark)) = (&item, durable.as_mut()) {
+                    let reached = within("the event's commit", mark.wait_for(|seq| *seq >= event.seq)).await;
+                    assert!(reached.is_ok(), "the context went away before event {} was durable", event.seq);
+                }
+                item
+            }
+        });
+        Events(items.boxed())
     }
 
     /// The caller's stream of a streamed turn.

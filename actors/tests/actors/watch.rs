@@ -68,3 +68,20 @@ async fn a_context_with_a_watcher_is_not_evicted_until_the_watcher_goes() {
     drop(watcher);
     assert!(context.send(evict()).await.unwrap(), "a closed stream holds nothing");
 }
+
+#[actix::test]
+async fn a_cancel_sent_on_the_answer_of_an_interrupted_turn_reaches_its_followers() {
+    let mut node = Node::start();
+    let id = interrupted_task(&mut node, "ctx").await;
+    let mut watcher = node.subscribe("ctx", &id, None).await.unwrap();
+    let ticket = node.start_turn(answer("ctx", &id, "again")).await.unwrap();
+    node.turns.next().await.end(TaskState::InputRequired, Some("more?"));
+    // The cancel goes out the moment the turn's caller hears of its end: the followers
+    // the turn gives back to the context must already be there (or get the mark raised).
+    done(ticket).await.unwrap();
+    let context = node.context("ctx").await.unwrap();
+    let canceled = context.send(CancelTask { owner: Owner::anonymous(), task_id: id }).await.unwrap().unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    let expected = ["2 task INPUT_REQUIRED", "3 status WORKING", "4 status INPUT_REQUIRED", "5 status CANCELED"];
+    assert_eq!(watcher.rest().await, expected);
+}

@@ -99,7 +99,8 @@ fn start(binary: &Path, extra: &[&str]) -> Result<RedisServer, String> {
 
 /// A redis-server on `port` in `dir`, once it answers PING.
 fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[&str]) -> Result<Child, String> {
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
         .args(extra)
         .arg("--dir")
@@ -107,9 +108,8 @@ fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[&str]) -> Result<Child, 
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+        .stderr(Stdio::null());
+    let mut child = crate::test_redis_cluster::spawn_tied(command).map_err(|e| e.to_string())?;
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {

@@ -4,11 +4,17 @@
 //!
 //! The storage tests use it (`test_redis.rs`), and so do the end-to-end tests and the load
 //! driver, which include this very file (`tests/node/shared_redis.rs`,
-//! `benches/load/cluster.rs`), so it needs nothing but std, `redis` and `tempfile`.
+//! `benches/load/cluster.rs`), so it needs nothing but std, `libc`, `redis` and `tempfile`.
+//!
+//! Every redis-server of the harnesses is started by [`spawn_tied`], which ties it to the
+//! test process: a server kept in a `static` for the whole run is never dropped, and
+//! before, it outlived the run.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long the nodes may take to agree that the cluster is up.
@@ -103,7 +109,8 @@ impl RedisCluster {
 
     fn spawn_all(&mut self) -> Result<(), String> {
         for primary in &mut self.primaries {
-            let child = Command::new(&self.binary)
+            let mut command = Command::new(&self.binary);
+            command
                 .args(["--port", &primary.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
                 .args(["--cluster-enabled", "yes", "--cluster-port", &primary.bus_port.to_string()])
                 .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"])
@@ -113,9 +120,8 @@ impl RedisCluster {
                 .current_dir(&primary.dir)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
+                .stderr(Stdio::null());
+            let child = spawn_tied(command).map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
             primary.child = Some(child);
         }
         for primary in &self.primaries {
@@ -160,4 +166,39 @@ fn query<T: redis::FromRedisValue>(port: u16, cmd: &redis::Cmd) -> Result<T, Str
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
     let mut conn = client.get_connection_with_timeout(Duration::from_millis(500)).map_err(|e| e.to_string())?;
     cmd.query(&mut conn).map_err(|e| format!("port {port}: {e}"))
+}
+
+/// A command to start, and where its child goes.
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Starts `command` so that it is killed when the test process ends, however it ends (a
+/// panic, a timeout's SIGKILL): the child asks the kernel for SIGKILL when its parent
+/// goes (`PR_SET_PDEATHSIG`). The kernel means the parent *thread*, and a test's thread
+/// ends with the test, so every child is started by one thread that lives as long as the
+/// process.
+pub fn spawn_tied(command: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (requests, incoming) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("test-redis-spawner".into())
+            .spawn(move || {
+                for (mut command, answer) in incoming {
+                    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+                    unsafe {
+                        command.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+                            0 => Ok(()),
+                            _ => Err(std::io::Error::last_os_error()),
+                        });
+                    }
+                    let _ = answer.send(command.spawn());
+                }
+            })
+            .expect("the spawner thread starts");
+        Mutex::new(requests)
+    });
+    let (answer, child) = mpsc::channel();
+    let sent = spawner.lock().unwrap_or_else(|e| e.into_inner()).send((command, answer));
+    sent.map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+    child.recv().map_err(|_| std::io::Error::other("the spawner thread is gone"))?
 }

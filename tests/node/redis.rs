@@ -62,15 +62,16 @@ impl RedisServer {
 }
 
 fn spawn(binary: &str, port: u16, dir: &std::path::Path, extra: &[&str]) -> std::io::Result<Child> {
-    Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
         .args(extra)
         .arg("--dir")
         .arg(dir)
         .current_dir(dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
+        .stderr(Stdio::null());
+    crate::shared_redis::spawn_tied(command)
 }
 
 impl Drop for RedisServer {

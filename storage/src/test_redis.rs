@@ -4,7 +4,6 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A redis-server of the test's own, on a free loopback port, killed on drop.
 pub(crate) struct RedisServer {
@@ -110,24 +109,6 @@ fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[&str]) -> Result<Child, 
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut child = crate::test_redis_cluster::spawn_tied(command).map_err(|e| e.to_string())?;
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let pong: Result<String, _> = client
-            .get_connection_with_timeout(Duration::from_millis(200))
-            .and_then(|mut conn| redis::cmd("PING").query(&mut conn));
-        match pong {
-            Ok(pong) if pong == "PONG" => return Ok(child),
-            _ if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("no PONG on port {port} within 5 s"));
-            }
-            _ => {}
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited with {status} (port {port} taken?)"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::test_redis_cluster::wait_until_serving(&mut child, port)?;
+    Ok(child)
 }

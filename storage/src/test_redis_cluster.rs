@@ -44,8 +44,21 @@ impl Drop for RedisCluster {
 
 impl RedisCluster {
     /// `count` primaries started with the server options `extra` (persistence), the slots
-    /// assigned, the nodes introduced, once every node says `cluster_state:ok`.
+    /// assigned, the nodes introduced, once every node says `cluster_state:ok`. Tried
+    /// again on fresh ports when a start fails: another process may take a free port
+    /// between our probe and redis-server binding it.
     pub fn start(binary: &Path, count: usize, extra: &[&str]) -> Result<RedisCluster, String> {
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match Self::start_once(binary, count, extra) {
+                Ok(cluster) => return Ok(cluster),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(last_error)
+    }
+
+    fn start_once(binary: &Path, count: usize, extra: &[&str]) -> Result<RedisCluster, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let mut cluster = RedisCluster {
             primaries: Vec::new(),
@@ -124,13 +137,9 @@ impl RedisCluster {
             let child = spawn_tied(command).map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
             primary.child = Some(child);
         }
-        for primary in &self.primaries {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while query::<String>(primary.port, &redis::cmd("PING")).is_err() {
-                if Instant::now() >= deadline {
-                    return Err(format!("redis-server on port {} did not answer PING within 5 s", primary.port));
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        for primary in &mut self.primaries {
+            if let Some(child) = primary.child.as_mut() {
+                wait_until_serving(child, primary.port)?;
             }
         }
         Ok(())
@@ -154,6 +163,31 @@ impl RedisCluster {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Waits until the redis-server `child` answers on `port`, for 5 s. The answer must be
+/// its own (`INFO server` names its process id): when another process took the port
+/// first, redis-server exits and whatever holds the port may well answer, even PING (the
+/// redis-server of another test).
+pub fn wait_until_serving(child: &mut Child, port: u16) -> Result<(), String> {
+    let own = format!("process_id:{}\r\n", child.id());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let failure = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break format!("redis-server exited with {status} (port {port} taken?)");
+        }
+        match query::<String>(port, redis::cmd("INFO").arg("server")) {
+            Ok(info) if info.contains(&own) => return Ok(()),
+            Ok(_) => break format!("port {port} is another server's"),
+            Err(_) if Instant::now() >= deadline => {
+                break format!("redis-server on port {port} did not answer within 5 s")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(failure)
 }
 
 fn free_port() -> Result<u16, String> {

@@ -1,11 +1,11 @@
 //! Push delivery through Redis Streams, with a real redis-server started by the test.
 
 use crate::receiver::Receiver;
+use crate::shared_redis::wait_until_serving;
 use crate::support::{eventually, send_params, NodeProcess};
 use serde_json::json;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A redis-server on a free loopback port; killed on drop.
 pub(crate) struct RedisServer {
@@ -22,22 +22,32 @@ impl RedisServer {
         Self::start_with(&["--appendonly", "no"])
     }
 
-    /// [`RedisServer::start`] with the server options `extra` (persistence).
+    /// [`RedisServer::start`] with the server options `extra` (persistence). Tried again
+    /// on a fresh port when the start fails: another test's process may take the free
+    /// port between our probe and redis-server binding it.
     pub(crate) fn start_with(extra: &[&str]) -> Option<RedisServer> {
         let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let Ok(child) = spawn(&binary, port, dir.path(), extra) else {
-            assert!(
-                std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
-                "A2AD_REQUIRE_REDIS is set but {binary} cannot start"
-            );
-            eprintln!("skipped: no redis-server (scripts/test.sh installs one)");
-            return None;
-        };
-        let server = RedisServer { child, port, binary, dir };
-        server.wait_until_up();
-        Some(server)
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut child = match spawn(&binary, port, dir.path(), extra) {
+                Ok(child) => child,
+                Err(e) => {
+                    assert!(
+                        std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
+                        "A2AD_REQUIRE_REDIS is set but {binary} cannot start: {e}"
+                    );
+                    eprintln!("skipped: no redis-server (scripts/test.sh installs one)");
+                    return None;
+                }
+            };
+            match wait_until_serving(&mut child, port) {
+                Ok(()) => return Some(RedisServer { child, port, binary, dir }),
+                Err(e) => last_error = e,
+            }
+        }
+        panic!("could not start {binary}: {last_error}");
     }
 
     /// SIGKILL: an outage.
@@ -49,15 +59,7 @@ impl RedisServer {
     /// Starts the server again on the same port and directory, with the options `extra`.
     pub(crate) fn restart(&mut self, extra: &[&str]) {
         self.child = spawn(&self.binary, self.port, self.dir.path(), extra).expect("redis-server restarts");
-        self.wait_until_up();
-    }
-
-    fn wait_until_up(&self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until_serving(&mut self.child, self.port).expect("redis-server restarts");
     }
 }
 

@@ -136,7 +136,11 @@ impl Drop for Node {
 /// `taskset -c 0 <program>` when there are two CPUs or more, so that the server under
 /// test has exactly one core and the load driver another.
 pub fn pinned(program: &Path) -> Command {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // The machine's CPUs, not `available_parallelism`: that counts the driver's own
+    // affinity mask, which is one CPU under the documented `taskset -c 1`, and then no
+    // server was ever pinned (they all shared CPU 1 with the driver until 2026-12-03).
+    // SAFETY: sysconf reads a constant of the system and touches no memory of ours.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if cpus >= 2 && Path::new("/usr/bin/taskset").exists() {
         let mut cmd = Command::new("/usr/bin/taskset");
         cmd.args(["-c", "0"]).arg(program);

@@ -6,9 +6,12 @@
 //! driver, which include this very file (`tests/node/shared_redis.rs`,
 //! `benches/load/cluster.rs`), so it needs nothing but std, `libc`, `redis` and `tempfile`.
 //!
-//! Every redis-server of the harnesses is started by [`spawn_tied`], which ties it to the
-//! test process: a server kept in a `static` for the whole run is never dropped, and
-//! before, it outlived the run.
+//! It also starts the one-server harnesses' redis-server ([`start_server`],
+//! [`spawn_server`]: `test_redis.rs`, `tests/node/redis.rs`), so all of them share one
+//! command line and one check that the server answering is the one started. Every
+//! redis-server of the harnesses is started by [`spawn_tied`], which ties it to the test
+//! process: a server kept in a `static` for the whole run is never dropped, and before, it
+//! outlived the run.
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt as _;
@@ -122,18 +125,13 @@ impl RedisCluster {
 
     fn spawn_all(&mut self) -> Result<(), String> {
         for primary in &mut self.primaries {
-            let mut command = Command::new(&self.binary);
-            command
-                .args(["--port", &primary.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-                .args(["--cluster-enabled", "yes", "--cluster-port", &primary.bus_port.to_string()])
-                .args(["--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"])
-                .args(&self.extra)
-                .arg("--dir")
-                .arg(&primary.dir)
-                .current_dir(&primary.dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+            let mut command = server_command(&self.binary, primary.port, &primary.dir, &self.extra);
+            command.args(["--cluster-enabled", "yes", "--cluster-port", &primary.bus_port.to_string()]).args([
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+            ]);
             let child = spawn_tied(command).map_err(|e| format!("cannot start {}: {e}", self.binary.display()))?;
             primary.child = Some(child);
         }
@@ -163,6 +161,56 @@ impl RedisCluster {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// The redis-server to start: `A2AD_REDIS_SERVER`, else `redis-server` on PATH.
+pub fn redis_server_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("A2AD_REDIS_SERVER").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("redis-server"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// A redis-server on a free loopback port, keeping its files in `dir`, once it serves
+/// ([`spawn_server`]); with its port. Tried on up to three fresh ports: another process
+/// may take a free port between our probe and redis-server binding it.
+pub fn start_server(binary: &Path, dir: &Path, extra: &[&str]) -> Result<(Child, u16), String> {
+    let mut last_error = String::new();
+    for _ in 0..3 {
+        let port = free_port()?;
+        match spawn_server(binary, port, dir, extra) {
+            Ok(child) => return Ok((child, port)),
+            Err(e) => last_error = e,
+        }
+    }
+    Err(last_error)
+}
+
+/// A redis-server on `port` in `dir` with the server options `extra`, once it serves as
+/// itself ([`wait_until_serving`]).
+pub fn spawn_server(binary: &Path, port: u16, dir: &Path, extra: &[&str]) -> Result<Child, String> {
+    let command = server_command(binary, port, dir, extra);
+    let mut child = spawn_tied(command).map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    wait_until_serving(&mut child, port)?;
+    Ok(child)
+}
+
+/// The command line of every test redis-server: loopback only, no RDB snapshots, its files
+/// in `dir`, its output dropped, with the server options `extra`.
+fn server_command(binary: &Path, port: u16, dir: &Path, extra: &[impl AsRef<std::ffi::OsStr>]) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(extra)
+        .arg("--dir")
+        .arg(dir)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
 }
 
 /// Waits until the redis-server `child` answers on `port`, for 5 s. The answer must be

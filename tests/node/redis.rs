@@ -1,17 +1,17 @@
 //! Push delivery through Redis Streams, with a real redis-server started by the test.
 
 use crate::receiver::Receiver;
-use crate::shared_redis::wait_until_serving;
+use crate::shared_redis::{redis_server_binary, spawn_server, start_server};
 use crate::support::{eventually, send_params, NodeProcess};
 use serde_json::json;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command};
 
 /// A redis-server on a free loopback port; killed on drop.
 pub(crate) struct RedisServer {
     child: Child,
     pub(crate) port: u16,
-    binary: String,
+    binary: PathBuf,
     dir: tempfile::TempDir,
 }
 
@@ -22,32 +22,21 @@ impl RedisServer {
         Self::start_with(&["--appendonly", "no"])
     }
 
-    /// [`RedisServer::start`] with the server options `extra` (persistence). Tried again
-    /// on a fresh port when the start fails: another test's process may take the free
-    /// port between our probe and redis-server binding it.
+    /// [`RedisServer::start`] with the server options `extra` (persistence).
     pub(crate) fn start_with(extra: &[&str]) -> Option<RedisServer> {
-        let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            let dir = tempfile::tempdir().unwrap();
-            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let mut child = match spawn(&binary, port, dir.path(), extra) {
-                Ok(child) => child,
-                Err(e) => {
-                    assert!(
-                        std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
-                        "A2AD_REQUIRE_REDIS is set but {binary} cannot start: {e}"
-                    );
-                    eprintln!("skipped: no redis-server (scripts/test.sh installs one)");
-                    return None;
-                }
-            };
-            match wait_until_serving(&mut child, port) {
-                Ok(()) => return Some(RedisServer { child, port, binary, dir }),
-                Err(e) => last_error = e,
-            }
+        let Some(binary) = redis_server_binary() else {
+            assert!(
+                std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
+                "A2AD_REQUIRE_REDIS is set but there is no redis-server"
+            );
+            eprintln!("skipped: no redis-server (scripts/test.sh installs one)");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        match start_server(&binary, dir.path(), extra) {
+            Ok((child, port)) => Some(RedisServer { child, port, binary, dir }),
+            Err(e) => panic!("could not start {}: {e}", binary.display()),
         }
-        panic!("could not start {binary}: {last_error}");
     }
 
     /// SIGKILL: an outage.
@@ -58,22 +47,8 @@ impl RedisServer {
 
     /// Starts the server again on the same port and directory, with the options `extra`.
     pub(crate) fn restart(&mut self, extra: &[&str]) {
-        self.child = spawn(&self.binary, self.port, self.dir.path(), extra).expect("redis-server restarts");
-        wait_until_serving(&mut self.child, self.port).expect("redis-server restarts");
+        self.child = spawn_server(&self.binary, self.port, self.dir.path(), extra).expect("redis-server restarts");
     }
-}
-
-fn spawn(binary: &str, port: u16, dir: &std::path::Path, extra: &[&str]) -> std::io::Result<Child> {
-    let mut command = Command::new(binary);
-    command
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-        .args(extra)
-        .arg("--dir")
-        .arg(dir)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    crate::shared_redis::spawn_tied(command)
 }
 
 impl Drop for RedisServer {

@@ -9,7 +9,7 @@ use crate::redis::RedisServer;
 #[allow(dead_code)]
 #[path = "../../storage/src/test_redis_cluster.rs"]
 mod harness;
-pub(crate) use harness::{spawn_tied, wait_until_serving, RedisCluster};
+pub(crate) use harness::{redis_server_binary, spawn_server, start_server, RedisCluster};
 
 /// Whether this run puts the shared store on a Redis Cluster.
 pub(crate) fn on_a_cluster() -> bool {

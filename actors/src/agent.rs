@@ -25,7 +25,7 @@ pub struct TurnInput {
     /// The message that started (or resumed) this turn, with its ids filled in.
     pub message: Message,
     /// The context's history before `message`, oldest first (shared, not copied).
-    pub history: Arc<Vec<Message>>,
+    pub history: Arc<a2ad_storage::History>,
     /// The working directory the context is bound to (`message.metadata.a2ad.cwd` of
     /// its first message), exactly as the client sent it: unchecked. Agents that use a
     /// directory check it against their allowed roots before touching anything.

@@ -116,7 +116,8 @@ fn move_sessions(
             continue;
         }
         let Some(session) = source.get_session(key, limit)? else { continue };
-        target.put_session(&session, &session.history, limit)?;
+        let history: Vec<_> = session.history.iter().cloned().collect();
+        target.put_session(&session, &history, limit)?;
         report.sessions += 1;
     }
     Ok(())

@@ -14,7 +14,10 @@
 //! file system's journal, written by its own thread, is not in it); `cpu us/commit` sums
 //! every thread's on-CPU time from `/proc/self/task/*/schedstat`.
 
+mod common;
+
 use a2ad_storage::wal::{Wal, WalOptions};
+use common::{cpu_nanos, process_write_bytes};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -87,19 +90,4 @@ fn record(task: usize) -> Vec<u8> {
     bytes.resize(RECORD_BYTES - 3, b'x');
     bytes.extend_from_slice(b"\"]}");
     bytes
-}
-
-/// `write_bytes` of `/proc/self/io` (0 where unavailable).
-fn process_write_bytes() -> u64 {
-    let io = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
-    io.lines().find_map(|line| line.strip_prefix("write_bytes: ")).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
-
-/// On-CPU nanoseconds of every live thread of this process (0 where unavailable).
-fn cpu_nanos() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
-    tasks
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
-        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
 }

@@ -38,7 +38,8 @@ pub use journal::{Checkpointer, DurableSteps, ReplayReport, WalStore, WAL_DIR};
 pub use keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use memory::MemoryStore;
 pub use model::{
-    ContextKey, LoggedEvent, Owner, Scope, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+    ContextKey, History, LoggedEvent, Owner, Scope, SessionRecord, StoreCounts, TaskEntry, TaskPage, TaskQuery,
+    TaskRecord,
 };
 pub use page_token::{decode_page_token, encode_page_token, Cursor};
 pub use push_configs::{PushConfigStore, StoredPushConfig};

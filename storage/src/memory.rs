@@ -185,7 +185,7 @@ impl TaskStore for MemoryStore {
         let Some(stored) = state.sessions.get(key) else { return Ok(None) };
         let mut history: Vec<Message> = stored.messages.values().rev().take(history_limit).cloned().collect();
         history.reverse();
-        Ok(Some(SessionRecord { history: Arc::new(history), ..stored.meta.clone() }))
+        Ok(Some(SessionRecord { history: Arc::new(history.into()), ..stored.meta.clone() }))
     }
 
     fn put_session(

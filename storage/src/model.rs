@@ -190,6 +190,9 @@ impl TaskRecord {
     }
 }
 
+/// A session's recent messages, oldest first.
+pub type History = std::collections::VecDeque<Message>;
+
 /// A context's conversation, as its actor rebuilds it after eviction or restart.
 ///
 /// The metadata is one small record; the messages are stored one key each, so that a
@@ -210,7 +213,7 @@ pub struct SessionRecord {
     /// The most recent messages, oldest first. Shared with the running turn's agent
     /// without copying; not part of the metadata record.
     #[serde(skip)]
-    pub history: Arc<Vec<Message>>,
+    pub history: Arc<History>,
 }
 
 impl SessionRecord {
@@ -226,10 +229,12 @@ impl SessionRecord {
         }
     }
 
-    /// Appends messages, keeping at most `limit` in memory.
+    /// Appends messages, keeping at most `limit` in memory. A ring buffer: a full
+    /// history drops its oldest messages without moving the rest (a `Vec`'s `drain`
+    /// moved all 200 of a busy context's messages on every turn).
     pub fn append(&mut self, messages: &[Message], limit: usize) {
         let history = Arc::make_mut(&mut self.history);
-        history.extend_from_slice(messages);
+        history.extend(messages.iter().cloned());
         let excess = history.len().saturating_sub(limit);
         history.drain(..excess);
         self.message_count += messages.len() as u64;

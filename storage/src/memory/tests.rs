@@ -146,6 +146,13 @@ fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
     });
 }
 
+/// A store's counts without its session messages: the sled store keeps whole turns, so
+/// the turn that straddles the history limit is still counted whole there (its reads cut
+/// it, as every store's do).
+fn counts_but_messages(store: &dyn TaskStore) -> crate::StoreCounts {
+    crate::StoreCounts { session_messages: 0, ..store.counts().unwrap() }
+}
+
 #[test]
 fn sessions_keep_their_last_messages_settle_atomically_and_are_forgotten_when_unused() {
     let (_dir, stores) = both(10);
@@ -161,7 +168,7 @@ fn sessions_keep_their_last_messages_settle_atomically_and_are_forgotten_when_un
     let loaded = same(&stores, |s| s.get_session(&key, 3).unwrap());
     assert_eq!(loaded.map(|s| s.history), Some(session.history.clone()));
     same(&stores, |s| s.get_session(&key, 2).unwrap());
-    same(&stores, |s| s.counts().unwrap());
+    same(&stores, |s| counts_but_messages(s));
 
     same(&stores, |s| s.put_task(&record(&owner, "reply", "ctx", TaskState::Working, 1000), &[event(1)]).unwrap());
     assert!(!same(&stores, |s| s.forget_session_if_unused(&key).unwrap()), "a task is left");
@@ -170,7 +177,7 @@ fn sessions_keep_their_last_messages_settle_atomically_and_are_forgotten_when_un
     let settled = same(&stores, |s| s.settle_reply("reply", &session, &reply, 3).unwrap().map(|r| r.task.id));
     assert_eq!(settled.as_deref(), Some("reply"));
     same(&stores, |s| {
-        (s.get_task(crate::Scope::Node, "reply").unwrap(), s.get_session(&key, 3).unwrap(), s.counts().unwrap())
+        (s.get_task(crate::Scope::Node, "reply").unwrap(), s.get_session(&key, 3).unwrap(), counts_but_messages(s))
     });
     assert!(same(&stores, |s| s.forget_session_if_unused(&key).unwrap()));
     same(&stores, |s| (s.forget_session_if_unused(&key).unwrap(), s.get_session(&key, 3).unwrap()));

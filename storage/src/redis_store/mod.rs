@@ -478,7 +478,7 @@ impl TaskStore for RedisStore {
         let mut session: SessionRecord =
             serde_json::from_slice(&meta).map_err(|e| StoreError::Corrupt(format!("session: {e}")))?;
         let history: Result<Vec<Message>, _> = messages.iter().map(|m| serde_json::from_slice(m)).collect();
-        session.history = Arc::new(history.map_err(|e| StoreError::Corrupt(format!("session message: {e}")))?);
+        session.history = Arc::new(history.map_err(|e| StoreError::Corrupt(format!("session message: {e}")))?.into());
         Ok(Some(session))
     }
 

@@ -14,7 +14,10 @@ pub(super) enum Prefix {
     Active = b'a',
     Event = b'e',
     SessionMeta = b'm',
+    /// One message a key: stores before 2026-12-03 only (migrated at open, `sessions.rs`).
     SessionMessage = b'h',
+    /// One turn's messages a key (`sessions.rs`).
+    SessionChunk = b'H',
     /// Task counters (see `counters.rs`).
     Counter = b'n',
     /// Facts about the store itself (that counters are maintained).
@@ -90,13 +93,6 @@ pub(super) fn event_prefix(task_id: &str) -> Vec<u8> {
 /// `e` ‖ task id ‖ sequence number (big-endian).
 pub(super) fn event_key(task_id: &str, seq: u64) -> Vec<u8> {
     let mut k = event_prefix(task_id);
-    k.extend_from_slice(&seq.to_be_bytes());
-    k
-}
-
-/// `h` ‖ context ‖ sequence number (big-endian, so keys sort in append order).
-pub(super) fn message_key(context: &[u8], seq: u64) -> Vec<u8> {
-    let mut k = key(Prefix::SessionMessage, context);
     k.extend_from_slice(&seq.to_be_bytes());
     k
 }

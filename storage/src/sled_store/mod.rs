@@ -20,10 +20,10 @@
 //!   the indexes, or, behind the log, held in memory and written back at each flush;
 //!   `v` ‖ `counters-v1` says they are kept (else they are rebuilt at open).
 //!
-//! `sessions`:
+//! `sessions` (`sessions.rs`):
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.
-//! * `h` ‖ owner ‖ context id ‖ sequence (BE) → one message as JSON; the last
-//!   `history_limit` are kept.
+//! * `H` ‖ owner ‖ context id ‖ first sequence ‖ count → one turn's messages, with the
+//!   metadata after them; the chunks holding the last `history_limit` are kept.
 //!
 //! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
 //! and a context's session once the context has no task left. A Message-only reply
@@ -38,6 +38,7 @@ mod counters;
 mod durable;
 mod index;
 mod removal;
+mod sessions;
 mod settle;
 mod writes;
 
@@ -50,7 +51,6 @@ use crate::{
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
-use std::sync::Arc;
 use writes::{Atomicity, Writes};
 
 /// The sled-backed [`TaskStore`].
@@ -161,12 +161,17 @@ impl SledStore {
             .open()
             .map_err(|e| locked_or_engine(dir, e))?;
         let tasks = db.open_tree("tasks")?;
+        let sessions = db.open_tree("sessions")?;
+        let migrated = sessions::migrate_message_keys(&sessions)?;
+        if migrated > 0 {
+            tracing::info!(messages = migrated, "session messages rewritten as one chunk per turn");
+        }
         if counters::rebuild_if_missing(&tasks)? {
             tracing::info!("task counters built from the indexes");
         }
         Ok(SledStore {
             tasks,
-            sessions: db.open_tree("sessions")?,
+            sessions,
             db,
             dir: dir.to_path_buf(),
             event_retention: DEFAULT_EVENT_RETENTION as u64,
@@ -205,29 +210,6 @@ impl SledStore {
             keys.push(session.key);
         }
         Ok(keys)
-    }
-
-    /// The `sessions`-tree batch of [`TaskStore::put_session`]: the metadata, the
-    /// appended messages, and the removal of those past the last `history_limit`.
-    fn session_batch(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<Writes, StoreError> {
-        let context = session.key.storage_key();
-        let count = session.message_count;
-        let first_new = count.saturating_sub(appended.len() as u64);
-        let limit = history_limit as u64;
-        let mut batch = Writes::default();
-        batch.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(session).map_err(corrupt)?);
-        for (seq, message) in (first_new..).zip(appended) {
-            batch.insert(index::message_key(&context, seq), serde_json::to_vec(message).map_err(corrupt)?);
-        }
-        for seq in first_new.saturating_sub(limit)..count.saturating_sub(limit) {
-            batch.remove(index::message_key(&context, seq));
-        }
-        Ok(batch)
     }
 
     /// The stored value of task `task_id` if it is in `scope`: the owner is compared on
@@ -407,22 +389,7 @@ impl TaskStore for SledStore {
     }
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
-        let context = key.storage_key();
-        let Some(bytes) = self.sessions.get(index::key(Prefix::SessionMeta, &context))? else {
-            return Ok(None);
-        };
-        let mut session: SessionRecord =
-            serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(format!("session record: {e}")))?;
-        let mut history = Vec::with_capacity(history_limit.min(64));
-        for entry in self.sessions.scan_prefix(index::key(Prefix::SessionMessage, &context)).rev().take(history_limit) {
-            let (_, value) = entry?;
-            history.push(
-                serde_json::from_slice(&value).map_err(|e| StoreError::Corrupt(format!("session message: {e}")))?,
-            );
-        }
-        history.reverse();
-        session.history = Arc::new(history);
-        Ok(Some(session))
+        self.load_session(key, history_limit)
     }
 
     fn put_session(

@@ -88,10 +88,7 @@ impl SledStore {
         let meta = index::key(Prefix::SessionMeta, &context);
         let had_session = self.sessions.contains_key(&meta)?;
         let mut batch = Writes::default();
-        for entry in self.sessions.scan_prefix(index::key(Prefix::SessionMessage, &context)) {
-            let (message_key, _) = entry?;
-            batch.remove(message_key);
-        }
+        self.remove_chunks(&context, &mut batch)?;
         batch.remove(meta);
         batch.apply(&self.sessions, self.atomicity)?;
         Ok(had_session)
@@ -109,7 +106,7 @@ impl SledStore {
         Ok(StoreCounts {
             events: count(&self.tasks, Prefix::Event)?,
             sessions: count(&self.sessions, Prefix::SessionMeta)?,
-            session_messages: count(&self.sessions, Prefix::SessionMessage)?,
+            session_messages: self.count_session_messages()?,
         })
     }
 }

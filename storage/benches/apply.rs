@@ -1,0 +1,87 @@
+//! The sled store's apply of one echo turn's step, as the write-ahead log's flusher runs it
+//! after each sync: a new COMPLETED task with its two events, and the session's two new
+//! messages, over 64 busy contexts (the `core` load's shape). No log in front: this is the
+//! CPU and the bytes that the store itself costs per turn, which the load driver cannot
+//! separate from HTTP and the actors.
+//!
+//! ```text
+//! nice cargo bench -p a2ad-storage --bench apply
+//! APPLY_BENCH_TURNS=50000 APPLY_BENCH_DIR=/var/lib/a2ad nice cargo bench -p a2ad-storage --bench apply
+//! ```
+//!
+//! The store is flushed durably every 4,000 turns (about the node's one checkpoint a
+//! second at its throughput) and once at the end. Columns: `cpu us/turn` sums every
+//! thread's on-CPU time (sled's own threads too); `io B/turn` is the process's
+//! `write_bytes` (`/proc/self/io`); `disk B` is the store's size after the run.
+
+mod common;
+
+use a2ad_protocol::{Message, StreamResponse, Task, TaskState, TaskStatus};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskRecord, TaskStore};
+use common::{cpu_nanos, process_write_bytes};
+use std::path::PathBuf;
+use std::time::Instant;
+
+const CONTEXTS: usize = 64;
+const HISTORY_LIMIT: usize = 200;
+const FLUSH_EVERY: usize = 4000;
+
+fn main() {
+    let turns: usize = std::env::var("APPLY_BENCH_TURNS").ok().and_then(|s| s.parse().ok()).unwrap_or(30_000);
+    let base = std::env::var_os("APPLY_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let dir = tempfile::tempdir_in(&base).expect("temporary directory");
+    let store = SledStore::open_behind_log(dir.path()).expect("open the store");
+    let mut sessions: Vec<SessionRecord> = (0..CONTEXTS)
+        .map(|c| SessionRecord::new(ContextKey::new(Owner::anonymous(), format!("bench-{c}")), "echo"))
+        .collect();
+    let (io_before, cpu_before) = (process_write_bytes(), cpu_nanos());
+    let started = Instant::now();
+    for turn in 0..turns {
+        let session = &mut sessions[turn % CONTEXTS];
+        let (record, events, appended) = echo_turn(&session.key.context_id, turn);
+        session.append(&appended, HISTORY_LIMIT);
+        session.last_task_id = Some(record.task.id.clone());
+        store.put_task(&record, &events).expect("put the task");
+        store.put_session(session, &appended, HISTORY_LIMIT).expect("put the session");
+        if (turn + 1) % FLUSH_EVERY == 0 {
+            store.flush().expect("flush");
+        }
+    }
+    store.flush().expect("flush");
+    let elapsed = started.elapsed().as_secs_f64();
+    let (io_after, cpu_after) = (process_write_bytes(), cpu_nanos());
+    let per_turn = |value: u64| value as f64 / turns as f64;
+    println!("sled apply of an echo turn, {CONTEXTS} contexts, history limit {HISTORY_LIMIT}, in {}", base.display());
+    println!("{:>8} {:>9} {:>12} {:>10} {:>12}", "turns", "turns/s", "cpu us/turn", "io B/turn", "disk B");
+    println!(
+        "{:>8} {:>9.0} {:>12.1} {:>10.0} {:>12}",
+        turns,
+        turns as f64 / elapsed,
+        per_turn(cpu_after.saturating_sub(cpu_before)) / 1000.0,
+        per_turn(io_after.saturating_sub(io_before)),
+        store.size_on_disk().unwrap_or(0),
+    );
+}
+
+/// One turn as the echo agent ends it: the user's message, the agent's answer (also the
+/// final status message), an `echo` artifact; a task snapshot event and a final status.
+fn echo_turn(context_id: &str, turn: usize) -> (TaskRecord, Vec<LoggedEvent>, Vec<Message>) {
+    let task_id = format!("01a23bf6-fbaf-7032-b4e4-{turn:012x}");
+    let text = "hello from the load driver";
+    let mut user = Message::agent_text(format!("m-{turn}"), context_id, Some(&task_id), text);
+    user.role = a2ad_protocol::Role::User;
+    let answer = Message::agent_text(format!("01a23bf6-fbaf-7032-b4e4-a{turn:011x}"), context_id, Some(&task_id), text);
+    let mut task: Task = serde_json::from_value(serde_json::json!({
+        "id": task_id, "contextId": context_id,
+        "status": {"state": "TASK_STATE_SUBMITTED"},
+        "artifacts": [{"artifactId": "echo", "name": "echo", "parts": [{"text": text}]}],
+    }))
+    .expect("a task");
+    task.history = vec![user.clone()];
+    let submitted = LoggedEvent::encode(1, &StreamResponse::Task(task.clone()));
+    task.history.push(answer.clone());
+    task.status = TaskStatus::now(TaskState::Completed, Some(answer.clone()));
+    let record = TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task: task.clone(), last_event_seq: 2 };
+    let completed = LoggedEvent::encode(2, &StreamResponse::Task(task));
+    (record, vec![submitted, completed], vec![user, answer])
+}

@@ -10,8 +10,9 @@
 //! 1-byte values) over 64 contexts, and the session's metadata (150 bytes); then:
 //! * `store`: the task record (1,300 B) and two events (700 B each), a key each, and one
 //!   500-byte session chunk with, past 100 turns a context, the removal of the oldest
-//!   (the layout of `sled_store/`);
-//! * `store-split`: the same, the record and events in a tree of their own;
+//!   (the layout of `sled_store/` before 2026-12-04);
+//! * `store-split`: the same, the record and events in a tree of their own (the layout of
+//!   `sled_store/` since);
 //! * `one-value`: the record and events as one 2,700-byte value;
 //! * `small-value`: one 300-byte value instead (the record as a pointer would be);
 //! * `no-values`: no record, no events (the indexes and the session alone);

@@ -10,9 +10,11 @@
 //! 1-byte values) over 64 contexts, and the session's metadata (150 bytes); then:
 //! * `store`: the task record (1,300 B) and two events (700 B each), a key each, and one
 //!   500-byte session chunk with, past 100 turns a context, the removal of the oldest
-//!   (the layout of `sled_store/` before 2026-12-04);
-//! * `store-split`: the same, the record and events in a tree of their own (the layout of
-//!   `sled_store/` since);
+//!   (the layout of `sled_store/`);
+//! * `store-split`: the same, the record and events in a tree of their own (10-13% less
+//!   CPU here, but built into the store, commit `e7515f7`, it gained nothing measurable:
+//!   `apply.rs` and the core load within noise, callgrind 10% more instructions; so it
+//!   was reverted, BENCHMARKS.md, issue 15, 2026-12-04);
 //! * `one-value`: the record and events as one 2,700-byte value;
 //! * `small-value`: one 300-byte value instead (the record as a pointer would be);
 //! * `no-values`: no record, no events (the indexes and the session alone);

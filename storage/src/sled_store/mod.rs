@@ -1,28 +1,20 @@
 //! The embedded sled store.
 //!
-//! Three trees, written with atomic batches (a sled transaction where a write spans two),
-//! or, behind the write-ahead log, key by key in the same order (`writes.rs`: there the
-//! log record makes a step atomic):
+//! Two trees, each written with atomic batches (cheaper than sled transactions, and atomic
+//! all the same within one tree), or, behind the write-ahead log, key by key in the same
+//! order (`writes.rs`: there the log record makes a step atomic):
 //!
-//! `records`, a task's large values:
+//! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status
 //!   time (ms, BE) and the state number, so that an update finds the index keys it
 //!   replaces without decoding the old record.
-//! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
-//!   log; only the last `event_retention` are kept.
-//!
-//! They were once in `tasks` with the small index keys, and that cost sled ~40% more CPU
-//! per step (BENCHMARKS.md, issue 15: `sled_shapes`, "store" against "store-split"):
-//! every index key's node then sat among kilobytes of records and events, and each of a
-//! step's small writes rewrote such a node. Apart, the index nodes stay small and dense.
-//! A store made before is moved over at open ([`migrate_records`]).
-//!
-//! `tasks`, the indexes, with one key space per prefix byte:
 //! * `s` ‖ owner ‖ status ms ‖ task id → state: `ListTasks` order is a reverse scan of an
 //!   owner's prefix (from the page token's position on), and the state in the value
 //!   answers status filters without reading tasks.
 //! * `c` ‖ owner ‖ context id ‖ status ms ‖ task id → state: the same, per context.
 //! * `a` ‖ task id → (): tasks in SUBMITTED or WORKING, for start-up recovery.
+//! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
+//!   log; only the last `event_retention` are kept.
 //! * `n` ‖ owner ‖ … → task counts per owner, per owner and state, per owner and context,
 //!   so `totalSize` is a read, not a scan (`counters.rs`): written in the same batches as
 //!   the indexes, or, behind the log, held in memory and written back at each flush;
@@ -36,7 +28,7 @@
 //! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
 //! and a context's session once the context has no task left. A Message-only reply
 //! writes its session and removes its task in one sled transaction across both trees
-//! ([`TaskStore::settle_reply`]).
+//! ([`TaskStore::settle_reply`]), the one write that spans them.
 //!
 //! A task is written only by its context's actor (and by recovery before serving), so
 //! reading the old stamp and then applying the batch cannot race with another writer.
@@ -59,7 +51,7 @@ use crate::{
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
-use writes::{Atomicity, TaskWrites};
+use writes::{Atomicity, Writes};
 
 /// The sled-backed [`TaskStore`].
 pub struct SledStore {
@@ -67,7 +59,6 @@ pub struct SledStore {
     /// The directory sled's files are in (for the `fsync`s of [`TaskStore::flush`]).
     dir: std::path::PathBuf,
     tasks: sled::Tree,
-    records: sled::Tree,
     sessions: sled::Tree,
     event_retention: u64,
     /// The task counters: their locks, and behind the log their held values
@@ -170,12 +161,6 @@ impl SledStore {
             .open()
             .map_err(|e| locked_or_engine(dir, e))?;
         let tasks = db.open_tree("tasks")?;
-        let records = db.open_tree("records")?;
-        let moved = migrate_records(&tasks, &records)?;
-        if moved > 0 {
-            tracing::info!(keys = moved, "task records and events moved to a tree of their own");
-            db.flush()?;
-        }
         let sessions = db.open_tree("sessions")?;
         let migrated = sessions::migrate_message_keys(&sessions)?;
         if migrated > 0 {
@@ -186,7 +171,6 @@ impl SledStore {
         }
         Ok(SledStore {
             tasks,
-            records,
             sessions,
             db,
             dir: dir.to_path_buf(),
@@ -233,7 +217,7 @@ impl SledStore {
     /// start with its owner is decoded to compare.
     fn scoped_task_bytes(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<sled::IVec>, StoreError> {
         let prefix = scope.json_prefix();
-        let Some(bytes) = self.records.get(index::key(Prefix::Task, task_id.as_bytes()))? else {
+        let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else {
             // The comparison a found record costs, so that a miss costs about the same.
             std::hint::black_box(Scope::admits_json(prefix.as_deref(), std::hint::black_box(UNKNOWN_OWNER)));
             return Ok(None);
@@ -277,7 +261,7 @@ impl TaskStore for SledStore {
         let stamp = Stamp::of(record);
         let mut value = stamp.encode().to_vec();
         serde_json::to_writer(&mut value, record).map_err(corrupt)?;
-        let stored = self.records.get(index::key(Prefix::Task, id))?;
+        let stored = self.tasks.get(index::key(Prefix::Task, id))?;
         if let Some(generation) = stored.as_deref().and_then(stored_generation) {
             if generation > record.last_event_seq {
                 let (task_id, offered) = (record.task.id.clone(), record.last_event_seq);
@@ -290,8 +274,7 @@ impl TaskStore for SledStore {
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counters.lock(&record.owner));
         // The record goes last: key by key (behind the log), a step a crash cut short
         // still has the old record, whose stamp names the index keys its replay replaces.
-        let mut writes = TaskWrites::default();
-        let batch = &mut writes.index;
+        let mut batch = Writes::default();
         if old != Some(stamp) {
             if let Some(old) = old {
                 batch.remove(index::time_key(record, old.millis));
@@ -308,16 +291,16 @@ impl TaskStore for SledStore {
                 batch.remove(index::key(Prefix::Active, id));
             }
         }
-        let deltas = counting.as_ref().map(|_| counters::on_write(record, old, stamp)).unwrap_or_default();
-        self.counters.add_to_batch(&self.tasks, batch, &deltas)?;
         for event in events {
-            writes.records.insert(index::event_key(&record.task.id, event.seq), event.json.as_bytes());
+            batch.insert(index::event_key(&record.task.id, event.seq), event.json.as_bytes());
             if let Some(expired) = event.seq.checked_sub(self.event_retention) {
-                writes.records.remove(index::event_key(&record.task.id, expired));
+                batch.remove(index::event_key(&record.task.id, expired));
             }
         }
-        writes.records.insert(index::key(Prefix::Task, id), value);
-        writes.apply(&self.tasks, &self.records, self.atomicity)?;
+        let deltas = counting.as_ref().map(|_| counters::on_write(record, old, stamp)).unwrap_or_default();
+        self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
+        batch.insert(index::key(Prefix::Task, id), value);
+        batch.apply(&self.tasks, self.atomicity)?;
         self.counters.hold(&self.tasks, &deltas)?;
         drop(counting);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
@@ -343,7 +326,7 @@ impl TaskStore for SledStore {
         let start = index::event_key(task_id, after.saturating_add(1));
         let prefix = index::event_prefix(task_id);
         let mut out = Vec::new();
-        for entry in self.records.range(start..).take(limit) {
+        for entry in self.tasks.range(start..).take(limit) {
             let (key, value) = entry?;
             if !key.starts_with(&prefix) {
                 break;
@@ -363,7 +346,7 @@ impl TaskStore for SledStore {
 
     /// Read off the stamp and the end of the stored JSON, without decoding the record.
     fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        let Some(bytes) = self.records.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
+        let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
         let state = Stamp::decode(&bytes).and_then(|stamp| TaskState::from_number(i64::from(stamp.state)));
         match (stored_generation(&bytes), state) {
             (Some(generation), Some(state)) => Ok(Some((generation, state))),
@@ -458,35 +441,6 @@ impl TaskStore for SledStore {
     ) -> Result<Option<TaskRecord>, StoreError> {
         self.settle_reply_atomically(task_id, session, appended, history_limit)
     }
-}
-
-/// Moves the records and events of a store made before `records` (when they were keys of
-/// `tasks`) into `records`, a thousand keys a batch: each batch is first inserted there,
-/// then removed from `tasks`, so a crash midway leaves copies that the next open moves
-/// again (a blind insert of the same value; nothing writes before open returns). Returns
-/// how many keys moved.
-fn migrate_records(tasks: &sled::Tree, records: &sled::Tree) -> Result<u64, StoreError> {
-    const BATCH: usize = 1000;
-    let mut moved = 0;
-    for prefix in [Prefix::Task, Prefix::Event] {
-        loop {
-            let (mut inserts, mut removals) = (sled::Batch::default(), sled::Batch::default());
-            let mut n = 0;
-            for entry in tasks.scan_prefix([prefix as u8]).take(BATCH) {
-                let (key, value) = entry?;
-                inserts.insert(key.clone(), value);
-                removals.remove(key);
-                n += 1;
-            }
-            if n == 0 {
-                break;
-            }
-            records.apply_batch(inserts)?;
-            tasks.apply_batch(removals)?;
-            moved += n;
-        }
-    }
-    Ok(moved)
 }
 
 /// Opens a store that this process just closed. sled releases its file lock from a

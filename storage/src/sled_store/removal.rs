@@ -2,25 +2,25 @@
 //! `a2ad admin stats` need from the sled store.
 
 use super::index::{self, Prefix, Stamp};
-use super::writes::{TaskWrites, Writes};
+use super::writes::Writes;
 use super::{counters, SledStore};
 use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
 use a2ad_protocol::TaskState;
 
-/// A prepared task removal: apply `writes` while holding it (it holds the owner's counter
+/// A prepared task removal: apply `batch` while holding it (it holds the owner's counter
 /// lock), then drop it; behind the log, [`Removal::apply`] does both and moves the held
 /// counters.
 pub(super) struct Removal<'a> {
     pub record: TaskRecord,
-    pub writes: TaskWrites,
+    pub batch: Writes,
     deltas: Vec<(Vec<u8>, i64)>,
     _counting: std::sync::MutexGuard<'a, ()>,
 }
 
 impl Removal<'_> {
-    /// Applies the removal to `store`'s trees; returns the removed record.
+    /// Applies the removal to `store`'s tasks tree; returns the removed record.
     pub fn apply(self, store: &SledStore) -> Result<TaskRecord, StoreError> {
-        self.writes.apply(&store.tasks, &store.records, store.atomicity)?;
+        self.batch.apply(&store.tasks, store.atomicity)?;
         store.counters.hold(&store.tasks, &self.deltas)?;
         Ok(self.record)
     }
@@ -47,13 +47,13 @@ impl SledStore {
         removal.apply(self).map(Some)
     }
 
-    /// The writes that remove a task with every index entry, its event log
+    /// The `tasks`-tree batch that removes a task with every index entry, its event log
     /// and its counts, and the record it removes; `None` when there is no such task. Both
     /// [`Self::remove_task`] and [`super::SledStore::settle_reply`] apply it, so whatever
     /// a removal must also update belongs here.
     pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<Removal<'_>>, StoreError> {
         let task_key = index::key(Prefix::Task, task_id.as_bytes());
-        let Some(bytes) = self.records.get(&task_key)? else {
+        let Some(bytes) = self.tasks.get(&task_key)? else {
             return Ok(None);
         };
         let record = Self::decode_task(&bytes)?;
@@ -62,21 +62,21 @@ impl SledStore {
         let millis = stamp.millis;
         // The record goes last, as in `put_task`: a removal a crash cut short is found
         // again by its replay, which removes the rest.
-        let mut writes = TaskWrites::default();
-        writes.index.remove(index::time_key(&record, millis));
-        writes.index.remove(index::context_key(&record, millis));
-        writes.index.remove(index::key(Prefix::Active, task_id.as_bytes()));
-        for entry in self.records.scan_prefix(index::event_prefix(task_id)) {
+        let mut batch = Writes::default();
+        batch.remove(index::time_key(&record, millis));
+        batch.remove(index::context_key(&record, millis));
+        batch.remove(index::key(Prefix::Active, task_id.as_bytes()));
+        for entry in self.tasks.scan_prefix(index::event_prefix(task_id)) {
             let (key, _) = entry?;
-            writes.records.remove(key);
+            batch.remove(key);
         }
         // The counters are read and rewritten in the batch: the owner's lock is held until
         // the caller has applied it, so that concurrent writers of that owner lose no count.
         let counting = self.counters.lock(&record.owner);
         let deltas = counters::removal(&record, stamp);
-        self.counters.add_to_batch(&self.tasks, &mut writes.index, &deltas)?;
-        writes.records.remove(task_key);
-        Ok(Some(Removal { record, writes, deltas, _counting: counting }))
+        self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
+        batch.remove(task_key);
+        Ok(Some(Removal { record, batch, deltas, _counting: counting }))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -104,7 +104,7 @@ impl SledStore {
             Ok(n)
         };
         Ok(StoreCounts {
-            events: count(&self.records, Prefix::Event)?,
+            events: count(&self.tasks, Prefix::Event)?,
             sessions: count(&self.sessions, Prefix::SessionMeta)?,
             session_messages: self.count_session_messages()?,
         })

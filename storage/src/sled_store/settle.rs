@@ -1,5 +1,5 @@
 //! Settling a Message-only reply: the session write and the task removal as one atomic
-//! write across the `sessions` tree and the two a task lives in (`tasks`, `records`).
+//! write across the `sessions` and `tasks` trees.
 //!
 //! A reply's turn stored its task (WORKING) when it started. Writing the session (the
 //! user's message and the reply) and removing that task separately would leave a window
@@ -8,11 +8,11 @@
 //! either the session has the reply and the task is gone, or neither happened (and
 //! recovery fails the interrupted turn, as for any other).
 
-use super::writes::{transaction_result, Atomicity};
+use super::writes::Atomicity;
 use super::SledStore;
 use crate::{SessionRecord, StoreError, TaskRecord};
 use a2ad_protocol::Message;
-use sled::transaction::ConflictableTransactionError;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
 impl SledStore {
@@ -35,17 +35,18 @@ impl SledStore {
             return removal.apply(self).map(Some);
         }
         let session_batch = session_writes.to_batch();
-        let removal_batches =
-            removal.as_ref().map(|removal| (removal.writes.index.to_batch(), removal.writes.records.to_batch()));
-        let result = (&self.tasks, &self.records, &self.sessions).transaction(|(tasks, records, sessions)| {
-            if let Some((index, task_records)) = &removal_batches {
-                tasks.apply_batch(index)?;
-                records.apply_batch(task_records)?;
+        let removal_batch = removal.as_ref().map(|removal| removal.batch.to_batch());
+        let result = (&self.tasks, &self.sessions).transaction(|(tasks, sessions)| {
+            if let Some(batch) = &removal_batch {
+                tasks.apply_batch(batch)?;
             }
             sessions.apply_batch(&session_batch)?;
             Ok::<(), ConflictableTransactionError<()>>(())
         });
-        transaction_result(result, "the reply's")?;
-        Ok(removal.map(|removal| removal.record))
+        match result {
+            Ok(()) => Ok(removal.map(|removal| removal.record)),
+            Err(TransactionError::Storage(e)) => Err(StoreError::Engine(e)),
+            Err(TransactionError::Abort(())) => Err(StoreError::Corrupt("the reply's transaction was aborted".into())),
+        }
     }
 }

@@ -174,14 +174,7 @@ fn delete_task_clears_the_record_every_index_and_the_event_log() {
 
     store.delete_task("t10").unwrap();
     assert!(store.tasks_in_states(&[TaskState::Working]).unwrap().is_empty(), "the active index");
-    let left: Vec<_> = store
-        .tasks
-        .iter()
-        .keys()
-        .chain(store.records.iter().keys())
-        .map(|k| k.unwrap())
-        .filter(|k| k[0] != b'v')
-        .collect();
+    let left: Vec<_> = store.tasks.iter().keys().map(|k| k.unwrap()).filter(|k| k[0] != b'v').collect();
     assert!(left.is_empty(), "no key of either task is left, and no counter: {left:?}");
 }
 
@@ -354,7 +347,7 @@ fn a_scoped_read_compares_the_owner_before_decoding() {
     let bob = Owner { tenant: "t".into(), principal: "bob".into() };
     let mut value = Stamp::of(&record(&alice, "x", "c", TaskState::Working, 1)).encode().to_vec();
     value.extend_from_slice(br#"{"owner":{"tenant":"t","principal":"alice"},"agent":"#);
-    store.records.insert(index::key(Prefix::Task, b"bad"), value).unwrap();
+    store.tasks.insert(index::key(Prefix::Task, b"bad"), value).unwrap();
     assert!(store.get_task(crate::Scope::Owner(&bob), "bad").unwrap().is_none(), "never decoded");
     assert!(matches!(store.get_task(crate::Scope::Owner(&alice), "bad"), Err(StoreError::Corrupt(_))));
 
@@ -363,47 +356,7 @@ fn a_scoped_read_compares_the_owner_before_decoding() {
     let mut value = Stamp::of(&task).encode().to_vec();
     let json = serde_json::json!({"agent": task.agent, "task": task.task, "owner": task.owner, "last_event_seq": 0});
     value.extend_from_slice(json.to_string().as_bytes());
-    store.records.insert(index::key(Prefix::Task, b"odd"), value).unwrap();
+    store.tasks.insert(index::key(Prefix::Task, b"odd"), value).unwrap();
     assert!(store.get_task(crate::Scope::Owner(&bob), "odd").unwrap().is_none());
     assert_eq!(store.get_task(crate::Scope::Owner(&alice), "odd").unwrap(), Some(task));
-}
-
-/// A store made before the `records` tree (records and events were keys of `tasks`) is
-/// moved over at open, and so is one whose move a crash cut short (copies in both trees):
-/// every task, event and count reads as before, and `tasks` keeps only its indexes.
-#[test]
-fn records_and_events_of_an_older_store_move_to_their_own_tree_at_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let alice = Owner { tenant: "t".into(), principal: "alice".into() };
-    {
-        let store = SledStore::open(dir.path()).unwrap();
-        for n in 0..1500 {
-            let mut task = record(&alice, &format!("t{n}"), "c", TaskState::Working, 1000 + n);
-            task.last_event_seq = 1;
-            let event = LoggedEvent { seq: 1, json: format!(r#"{{"n":{n}}}"#).into() };
-            store.put_task(&task, &[event]).unwrap();
-        }
-        // Back to the old layout: everything in `tasks`; the first 700 keys also left in
-        // `records`, as a crash between a move's insert and its removal would.
-        for (at, entry) in store.records.iter().enumerate() {
-            let (key, value) = entry.unwrap();
-            store.tasks.insert(&key, value).unwrap();
-            if at >= 700 {
-                store.records.remove(&key).unwrap();
-            }
-        }
-        store.db.flush().unwrap();
-    }
-    let store = open_retrying(dir.path());
-    let moved = |tree: &sled::Tree, prefix: Prefix| tree.scan_prefix([prefix as u8]).count();
-    assert_eq!((moved(&store.tasks, Prefix::Task), moved(&store.tasks, Prefix::Event)), (0, 0), "none left behind");
-    assert_eq!((moved(&store.records, Prefix::Task), moved(&store.records, Prefix::Event)), (1500, 1500));
-    let task = store.get_task(crate::Scope::Owner(&alice), "t1234").unwrap().expect("the task reads");
-    assert_eq!(task.last_event_seq, 1);
-    let events = store.events_after(crate::Scope::Node, "t1234", 0, 10).unwrap();
-    assert_eq!(events.iter().map(|e| (e.seq, e.json.as_ref())).collect::<Vec<_>>(), vec![(1, r#"{"n":1234}"#)]);
-    let page = store.list_tasks(&query(&alice)).unwrap();
-    assert_eq!((ids(&page), page.total), (vec!["t1499", "t1498"], 1500));
-    assert_eq!(store.counts().unwrap().events, 1500);
-    assert_eq!(store.delete_task("t7").unwrap().map(|r| r.task.id), Some("t7".into()), "and it removes as before");
 }

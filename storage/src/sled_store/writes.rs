@@ -1,6 +1,5 @@
-//! Writes to one sled tree, or to the two a task lives in: applied as one atomic
-//! `sled::Batch` (a sled transaction across two trees), or key by key behind the
-//! write-ahead log.
+//! Writes to one sled tree: applied as one atomic `sled::Batch`, or key by key behind
+//! the write-ahead log.
 //!
 //! Why two ways: sled's `apply_batch` seals and writes its log buffer before and after
 //! every batch (`PageCache::pin_log`, "rolling the io buffer before AND after"), and each
@@ -20,9 +19,7 @@
 //! order given, and sled's buffers fill before they are written. Without the log (admin
 //! commands on a stopped node, tests) a batch stays one atomic `sled::Batch`.
 
-use crate::StoreError;
-use sled::transaction::{ConflictableTransactionError, TransactionError};
-use sled::{IVec, Transactional};
+use sled::IVec;
 
 /// How a store applies its [`Writes`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,41 +79,5 @@ impl Writes {
             }
         }
         Ok(())
-    }
-}
-
-/// One step's writes to a task: its index keys and counters (the `tasks` tree) and its
-/// record and events (the `records` tree), applied in that order, so that behind the log
-/// the record still goes last (`mod.rs`). Without the log both trees take them in one
-/// sled transaction, atomic as one batch was when they were one tree.
-#[derive(Debug, Default)]
-pub(crate) struct TaskWrites {
-    pub index: Writes,
-    pub records: Writes,
-}
-
-impl TaskWrites {
-    pub fn apply(self, tasks: &sled::Tree, records: &sled::Tree, atomicity: Atomicity) -> Result<(), StoreError> {
-        if atomicity == Atomicity::Log {
-            self.index.apply(tasks, atomicity)?;
-            return Ok(self.records.apply(records, atomicity)?);
-        }
-        let (index, records_batch) = (self.index.to_batch(), self.records.to_batch());
-        let result = (tasks, records).transaction(|(tasks, records)| {
-            tasks.apply_batch(&index)?;
-            records.apply_batch(&records_batch)?;
-            Ok::<(), ConflictableTransactionError<()>>(())
-        });
-        transaction_result(result, "a task's write")
-    }
-}
-
-/// A sled transaction's result as the store's: its own aborts never happen (no closure
-/// here aborts), so one is reported as the corrupt state it would mean.
-pub(crate) fn transaction_result(result: Result<(), TransactionError<()>>, what: &str) -> Result<(), StoreError> {
-    match result {
-        Ok(()) => Ok(()),
-        Err(TransactionError::Storage(e)) => Err(StoreError::Engine(e)),
-        Err(TransactionError::Abort(())) => Err(StoreError::Corrupt(format!("{what} transaction was aborted"))),
     }
 }

@@ -244,3 +244,18 @@ impl StreamHandler<TurnSignal> for ContextActor {
     /// A turn's channel closes after its last signal; the actor lives on.
     fn finished(&mut self, _ctx: &mut Self::Context) {}
 }
+
+/// Hands every waiter of a turn its answer: a copy to each but the last, which gets the
+/// answer itself (a blocking send is the one waiter of its turn, and a task is a deep
+/// clone: its history, artifacts and status message).
+pub(super) fn answer_all(
+    waiters: Vec<oneshot::Sender<Result<TurnOutcome, A2aError>>>,
+    answer: Result<TurnOutcome, A2aError>,
+) {
+    let mut waiters = waiters.into_iter();
+    let Some(last) = waiters.next_back() else { return };
+    for waiter in waiters {
+        let _ = waiter.send(answer.clone());
+    }
+    let _ = last.send(answer);
+}

@@ -41,7 +41,7 @@
 //! could not be stored (with the correlation id the log has the cause under). A blocking
 //! send answers with that internal error; a stream gets the task and its FAILED status.
 
-use super::actor::{ContextActor, RunningTurn};
+use super::actor::{answer_all, ContextActor, RunningTurn};
 use crate::messages::TurnOutcome;
 use a2ad_protocol::{A2aError, Message, StreamResponse, TaskState};
 use a2ad_storage::{LoggedEvent, SessionRecord};
@@ -134,15 +134,5 @@ impl ContextActor {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not record a reply's failure");
         }
         answer_all(waiters, Err(error));
-    }
-}
-
-/// Hands every waiter of the turn its answer.
-fn answer_all(
-    waiters: Vec<tokio::sync::oneshot::Sender<Result<TurnOutcome, A2aError>>>,
-    result: Result<TurnOutcome, A2aError>,
-) {
-    for waiter in waiters {
-        let _ = waiter.send(result.clone());
     }
 }

@@ -424,13 +424,14 @@ impl ContextActor {
         let last = LoggedEvent::encode(turn.record.last_event_seq, &status_event(&turn.record));
         let mut events = std::mem::take(&mut turn.unsaved_events);
         events.push(last.clone());
+        // The caller's copy (a cancel answers with it); the waiters get the turn's own.
         let task = turn.record.task.clone();
         let saved = self.save_turn_end(&turn.record, &events);
         self.give_back_lease();
         self.schedule_hibernation(ctx);
         match saved {
             Ok(()) => {
-                self.notify_when_durable(turn, task.clone(), last, ctx);
+                self.notify_when_durable(turn, last, ctx);
                 Ok(task)
             }
             Err(e) => {
@@ -492,21 +493,16 @@ impl ContextActor {
 }
 
 impl ContextActor {
-    /// Makes what was saved durable, then hands `task` to every waiter and the final
+    /// Makes what was saved durable, then hands the turn's task to every waiter and the final
     /// event to every subscriber. Their streams then end, but for the followers of a task
     /// the turn left interrupted: those go back to the actor to wait for the next turn
     /// ([`super::watch`]). If the commit fails, waiters get the error and every stream
     /// ends with it (not silently).
-    pub(super) fn notify_when_durable(
-        &self,
-        turn: Box<RunningTurn>,
-        task: Task,
-        last: LoggedEvent,
-        ctx: &Context<Self>,
-    ) {
+    pub(super) fn notify_when_durable(&self, turn: Box<RunningTurn>, last: LoggedEvent, ctx: &Context<Self>) {
         let commit = self.rt.commit.clone();
+        let RunningTurn { waiters, mut subscribers, mark, record, .. } = *turn;
+        let task = record.task;
         let home = (!task.status.state.is_terminal()).then(|| ctx.address());
-        let RunningTurn { waiters, mut subscribers, mark, .. } = *turn;
         actix::spawn(async move {
             let task_id = task.id.clone();
             let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
@@ -531,10 +527,7 @@ impl ContextActor {
                 }
                 _ => None,
             };
-            let outcome = result.map(TurnOutcome::Task);
-            for waiter in waiters {
-                let _ = waiter.send(outcome.clone());
-            }
+            super::actor::answer_all(waiters, result.map(TurnOutcome::Task));
             if let Some(rewatch) = rewatch {
                 if rewatch.await.is_err() {
                     tracing::debug!("a context stopped before its task's followers came back");

@@ -56,7 +56,7 @@ fn chunk_key(context: &[u8], first: u64, count: u32) -> Vec<u8> {
 
 /// The first sequence number and message count a chunk key names.
 fn chunk_span(key: &[u8]) -> Result<(u64, u64), StoreError> {
-    let tail = key.len().checked_sub(12).map(|at| &key[at..]).ok_or_else(|| corrupt_key())?;
+    let tail = key.len().checked_sub(12).map(|at| &key[at..]).ok_or_else(corrupt_key)?;
     let first = u64::from_be_bytes(tail[..8].try_into().map_err(|_| corrupt_key())?);
     let count = u32::from_be_bytes(tail[8..].try_into().map_err(|_| corrupt_key())?);
     Ok((first, u64::from(count)))

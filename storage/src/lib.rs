@@ -68,6 +68,20 @@ pub trait TaskStore: Send + Sync + 'static {
     /// nothing (an equal one is a write without new events, and is fine).
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError>;
 
+    /// [`TaskStore::put_task`] with `record_json`, the record as `serde_json` writes it
+    /// (the bytes the write-ahead log's record already holds). A store that keeps the JSON
+    /// (sled) takes it instead of serializing the record again: on the log's writer
+    /// thread that was one serialization of every task per step (BENCHMARKS.md, issue 15).
+    fn put_task_json(
+        &self,
+        record: &TaskRecord,
+        record_json: &[u8],
+        events: &[LoggedEvent],
+    ) -> Result<Option<TaskState>, StoreError> {
+        let _ = record_json;
+        self.put_task(record, events)
+    }
+
     /// One step of a task: [`TaskStore::put_task`] plus the push `jobs` its `events`
     /// caused (each job is for one of `events`, of this task). A store that holds the
     /// node's local push queue (the local-file queue, or the outbox in front of Redis

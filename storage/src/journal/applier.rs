@@ -180,8 +180,8 @@ impl Applier {
     /// Applies one step as the live write meant it (also what replay runs).
     pub fn apply(&self, step: &Step) -> Result<(), StoreError> {
         match step {
-            Step::PutTask { record, events, jobs, session } => {
-                match self.apply_put(record, events, jobs) {
+            Step::PutTask { record, record_json, events, jobs, session } => {
+                match self.apply_put(record, record_json, events, jobs) {
                     // The store holds a newer write of the task already (flushed after
                     // this record): nothing to redo.
                     Err(StoreError::Conflict { .. }) | Ok(()) => {}
@@ -215,10 +215,11 @@ impl Applier {
     fn apply_put(
         &self,
         record: &TaskRecord,
+        record_json: &[u8],
         events: &[crate::LoggedEvent],
         jobs: &[crate::PushJob],
     ) -> Result<(), StoreError> {
-        self.inner.put_task(record, events)?;
+        self.inner.put_task_json(record, record_json, events)?;
         if let (Some(queue), false) = (&self.queue, jobs.is_empty()) {
             crate::JobQueue::enqueue(queue, jobs)?;
         }

@@ -183,7 +183,8 @@ impl WalStore {
         session: Option<SessionWrite<'_>>,
     ) -> Result<Option<TaskState>, StoreError> {
         crate::refuse_jobs_without_queue(self.applier.queue.is_some(), &jobs)?;
-        let payload = step::encode_put_task(record, events, &jobs, session)?;
+        let record_json = step::record_json(record)?;
+        let payload = step::encode_put_task(record, &record_json, events, &jobs, session)?;
         let record = Arc::new(record.clone());
         let session = session.map(SessionStep::of);
         let contexts = applier::contexts_of(&record, session.as_ref());
@@ -194,7 +195,7 @@ impl WalStore {
             return Err(StoreError::Conflict { task_id, stored, offered });
         }
         let task = (record.task.id.as_str(), Some(Arc::clone(&record)));
-        let step = Step::PutTask { record: Arc::clone(&record), events: events.to_vec(), jobs, session };
+        let step = Step::PutTask { record: Arc::clone(&record), record_json, events: events.to_vec(), jobs, session };
         unapplied.append(&self.wal, &payload, step, Some(task), contexts)?;
         Ok(previous.map(|(_, state)| state))
     }

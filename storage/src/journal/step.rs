@@ -31,6 +31,8 @@ pub(crate) enum Step {
     /// A task write; with the session write of the same commit when it ends a turn.
     PutTask {
         record: Arc<TaskRecord>,
+        /// `record` as JSON: the bytes of the log record, which the store keeps as they are.
+        record_json: Arc<[u8]>,
         events: Vec<LoggedEvent>,
         jobs: Vec<PushJob>,
         session: Option<SessionStep>,
@@ -96,14 +98,16 @@ impl SessionStep {
 
 /// Encodes a task write, and the session write of the same commit if any. Every job must
 /// be for one of `events` of this task.
+/// `record_json` is `record` as JSON ([`record_json`]).
 pub(crate) fn encode_put_task(
     record: &TaskRecord,
+    record_json: &[u8],
     events: &[LoggedEvent],
     jobs: &[PushJob],
     session: Option<SessionWrite<'_>>,
 ) -> Result<Vec<u8>, StoreError> {
     let mut out = Writer::new(if session.is_some() { 7 } else { 1 });
-    out.json(record)?;
+    out.bytes(record_json);
     out.varint(events.len() as u64);
     for event in events {
         out.varint(event.seq);
@@ -123,6 +127,11 @@ pub(crate) fn encode_put_task(
         out.session_fields(write)?;
     }
     Ok(out.0)
+}
+
+/// A task record as the log and the sled store keep it.
+pub(crate) fn record_json(record: &TaskRecord) -> Result<Arc<[u8]>, StoreError> {
+    serde_json::to_vec(record).map(Arc::from).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// Encodes a session write (`settle` names the reply task the same write removes).
@@ -191,7 +200,9 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
 }
 
 fn decode_put_task(r: &mut Reader<'_>, with_session: bool) -> Result<Step, StoreError> {
-    let record: TaskRecord = r.json()?;
+    let record_json = r.bytes()?;
+    let record: TaskRecord = serde_json::from_slice(record_json).map_err(|e| bad(&format!("JSON: {e}")))?;
+    let record_json = Arc::from(record_json);
     let mut events = Vec::new();
     for _ in 0..r.count()? {
         let seq = r.varint()?;
@@ -212,7 +223,7 @@ fn decode_put_task(r: &mut Reader<'_>, with_session: bool) -> Result<Step, Store
         }
         false => None,
     };
-    Ok(Step::PutTask { record: Arc::new(record), events, jobs, session })
+    Ok(Step::PutTask { record: Arc::new(record), record_json, events, jobs, session })
 }
 
 fn decode_session(r: &mut Reader<'_>) -> Result<(SessionRecord, usize, Vec<Message>), StoreError> {

@@ -174,20 +174,20 @@ fn a_record_that_does_not_decode_stops_the_open() {
 fn every_step_round_trips_through_its_encoding() {
     let task = record(&Owner::anonymous(), "t1", "c1", TaskState::Working, 5);
     let job = PushJob::new("t1", "cfg", 3, event(3).json.to_string(), 77);
-    let payload = step::encode_put_task(&task, &[event(3)], std::slice::from_ref(&job), None).unwrap();
-    assert_eq!(
-        step::decode(&payload).unwrap(),
-        Step::PutTask { record: Arc::new(task.clone()), events: vec![event(3)], jobs: vec![job], session: None }
-    );
+    let json = step::record_json(&task).unwrap();
+    let payload = step::encode_put_task(&task, &json, &[event(3)], std::slice::from_ref(&job), None).unwrap();
+    let (record, events, jobs) = (Arc::new(task.clone()), vec![event(3)], vec![job]);
+    let record_json = serde_json::to_vec(&task).unwrap().into();
+    assert_eq!(step::decode(&payload).unwrap(), Step::PutTask { record, record_json, events, jobs, session: None });
     let turn = [message("q")];
     let write = SessionWrite { session: &session("c1", 1), appended: &turn, history_limit: 4 };
-    let payload = step::encode_put_task(&task, &[event(3)], &[], Some(write)).unwrap();
+    let payload = step::encode_put_task(&task, &json, &[event(3)], &[], Some(write)).unwrap();
     let Step::PutTask { session: Some(ended), .. } = step::decode(&payload).unwrap() else {
         panic!("a task write with its session")
     };
     assert_eq!((ended.appended.len(), ended.history_limit, ended.session.message_count), (1, 4, 1));
     let stray = PushJob::new("t1", "cfg", 9, String::new(), 1);
-    let refused = step::encode_put_task(&task, &[event(3)], &[stray], None);
+    let refused = step::encode_put_task(&task, &json, &[event(3)], &[stray], None);
     assert!(refused.is_err(), "a job must be for an event of its step");
     let payload = step::encode_session(Some("t9"), &session("c1", 1), &[message("x")], 7).unwrap();
     let Step::SettleReply { task_id, appended, history_limit, .. } = step::decode(&payload).unwrap() else {

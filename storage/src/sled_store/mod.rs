@@ -257,10 +257,22 @@ fn corrupt(e: serde_json::Error) -> StoreError {
 
 impl TaskStore for SledStore {
     fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
+        let json = serde_json::to_vec(record).map_err(corrupt)?;
+        self.put_task_json(record, &json, events)
+    }
+
+    /// The stored value is the stamp, then `record_json` as given.
+    fn put_task_json(
+        &self,
+        record: &TaskRecord,
+        record_json: &[u8],
+        events: &[LoggedEvent],
+    ) -> Result<Option<TaskState>, StoreError> {
         let id = record.task.id.as_bytes();
         let stamp = Stamp::of(record);
-        let mut value = stamp.encode().to_vec();
-        serde_json::to_writer(&mut value, record).map_err(corrupt)?;
+        let mut value = Vec::with_capacity(Stamp::LEN + record_json.len());
+        value.extend_from_slice(&stamp.encode());
+        value.extend_from_slice(record_json);
         let stored = self.tasks.get(index::key(Prefix::Task, id))?;
         if let Some(generation) = stored.as_deref().and_then(stored_generation) {
             if generation > record.last_event_seq {

@@ -195,8 +195,9 @@ pub type History = std::collections::VecDeque<Message>;
 
 /// A context's conversation, as its actor rebuilds it after eviction or restart.
 ///
-/// The metadata is one small record; the messages are stored one key each, so that a
-/// turn appends its few messages instead of rewriting the whole conversation.
+/// The metadata is one small record; a turn's new messages are stored apart from it and
+/// from the earlier turns' (in sled, one chunk key per turn), so that a turn appends its
+/// few messages instead of rewriting the whole conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {
     pub key: ContextKey,

@@ -12,8 +12,15 @@ use crate::support::{eventually, send_params, NodeProcess, RemoteNode, SseReader
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// The lease TTL the test nodes run with: short, so a killed node's turn fails soon.
-const LEASE_TTL: &str = "1s";
+/// The lease TTL of the tests that kill a node or restart Redis: short, so a killed
+/// node's turn fails soon.
+const SHORT_LEASE_TTL: &str = "1s";
+
+/// The lease TTL of the other tests. A node renews its leases every third of the TTL, so
+/// with 1 s a renewal late by ~0.7 s lost a running turn's lease and refused its writes
+/// (an internal error): once in a full CI run, with every test binary and Redis's
+/// `appendfsync always` contending for two cores and one disk.
+const LEASE_TTL: &str = "5s";
 
 /// The push-secret key the nodes share (32 bytes, base64).
 const PUSH_KEY: &str = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
@@ -28,11 +35,27 @@ struct Cluster {
     config: String,
 }
 
+/// A failed test shows what its nodes logged (their logs are in the temp dir, which goes
+/// with the cluster): a turn's internal error says its cause only there.
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for n in 0.. {
+            let Ok(log) = std::fs::read_to_string(self.dir.path().join(format!("node{n}.log"))) else { break };
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!("--- node {n}, the last {} lines of its log:", tail.len());
+            tail.iter().rev().for_each(|line| eprintln!("{line}"));
+        }
+    }
+}
+
 /// The config every node shares: the store, and a slow echo agent (a turn takes
 /// ~`chunks` × 100 ms) whose tasks, with `end-state`, end as asked.
-fn config(redis: &SharedRedis, extra: &str) -> String {
+fn config(redis: &SharedRedis, extra: &str, lease_ttl: &str) -> String {
     format!(
-        "store: redis\nredis:\n{}  lease-ttl: {LEASE_TTL}\n\
+        "store: redis\nredis:\n{}  lease-ttl: {lease_ttl}\n\
          agents:\n  - {{id: slow, kind: echo, echo: {{chunk-size: 1, chunk-delay: 100ms}}}}\n\
          {extra}",
         redis.config_lines()
@@ -42,10 +65,15 @@ fn config(redis: &SharedRedis, extra: &str) -> String {
 impl Cluster {
     /// `count` nodes, or `None` (skipped) without a redis-server.
     fn start(count: usize, extra: &str) -> Option<Cluster> {
+        Self::start_with_lease(count, extra, LEASE_TTL)
+    }
+
+    /// [`Cluster::start`] with the nodes' `lease-ttl` given.
+    fn start_with_lease(count: usize, extra: &str, lease_ttl: &str) -> Option<Cluster> {
         let redis = SharedRedis::start_with(DURABLE)?;
         let dir = tempfile::tempdir().unwrap();
         let config_path = dir.path().join("a2ad.yaml");
-        std::fs::write(&config_path, config(&redis, extra)).unwrap();
+        std::fs::write(&config_path, config(&redis, extra, lease_ttl)).unwrap();
         let config = config_path.to_str().unwrap().to_owned();
         let mut cluster = Cluster { redis, nodes: Vec::new(), dir, config };
         for _ in 0..count {
@@ -175,7 +203,7 @@ async fn concurrent_sends_to_one_context_through_different_nodes_run_exactly_one
 
 #[actix_web::test]
 async fn a_node_killed_mid_turn_loses_the_turn_after_its_lease_and_the_context_goes_on_elsewhere() {
-    let Some(mut cluster) = Cluster::start(2, "") else { return };
+    let Some(mut cluster) = Cluster::start_with_lease(2, "", SHORT_LEASE_TTL) else { return };
     let before = cluster.node(0).ok("SendMessage", send_params("hi", json!({}))).await;
     let context = before["task"]["contextId"].clone();
     let running = cluster.node(0).start_slow(100, json!({"contextId": context})).await;
@@ -199,7 +227,7 @@ async fn a_node_killed_mid_turn_loses_the_turn_after_its_lease_and_the_context_g
 
 #[actix_web::test]
 async fn a_redis_restart_with_aof_loses_nothing_acknowledged_and_the_nodes_recover_by_themselves() {
-    let Some(mut cluster) = Cluster::start(2, "") else { return };
+    let Some(mut cluster) = Cluster::start_with_lease(2, "", SHORT_LEASE_TTL) else { return };
     let mut ids = Vec::new();
     for i in 0..10 {
         let task = cluster.node(i % 2).ok("SendMessage", send_params("ok", json!({}))).await;
@@ -293,7 +321,7 @@ fn on_a_redis_cluster_every_primarys_settings_are_checked() {
 async fn pushes_are_delivered_at_least_once_across_a_node_kill() {
     let push = "push-notifications: true\npush-allow: [127.0.0.1/32]\npush-retry-base: 200ms\n\
                 push-circuit-failures: 1000\npush-lease-timeout-ms: 1000\n";
-    let Some(mut cluster) = Cluster::start(2, push) else { return };
+    let Some(mut cluster) = Cluster::start_with_lease(2, push, SHORT_LEASE_TTL) else { return };
     let receiver = Receiver::start();
     // Each event's first delivery fails: its retry waits in Redis for whichever node.
     let hook = json!({"url": format!("{}/flaky/1", receiver.base)});

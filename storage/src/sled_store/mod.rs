@@ -5,16 +5,18 @@
 //! order (`writes.rs`: there the log record makes a step atomic):
 //!
 //! `tasks`, with one key space per prefix byte:
-//! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON, where the 9-byte stamp is the status
-//!   time (ms, BE) and the state number, so that an update finds the index keys it
-//!   replaces without decoding the old record.
+//! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON ‖ the events of the step that wrote
+//!   it (`task_value.rs`), where the 9-byte stamp is the status time (ms, BE) and the
+//!   state number, so that an update finds the index keys it replaces without decoding
+//!   the old record.
 //! * `s` ‖ owner ‖ status ms ‖ task id → state: `ListTasks` order is a reverse scan of an
 //!   owner's prefix (from the page token's position on), and the state in the value
 //!   answers status filters without reading tasks.
 //! * `c` ‖ owner ‖ context id ‖ status ms ‖ task id → state: the same, per context.
 //! * `a` ‖ task id → (): tasks in SUBMITTED or WORKING, for start-up recovery.
 //! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
-//!   log; only the last `event_retention` are kept.
+//!   log, but for the newest step's, which its record carries (`events.rs`); only the last
+//!   `event_retention` are kept.
 //! * `n` ‖ owner ‖ … → task counts per owner, per owner and state, per owner and context,
 //!   so `totalSize` is a read, not a scan (`counters.rs`): written in the same batches as
 //!   the indexes, or, behind the log, held in memory and written back at each flush;
@@ -36,10 +38,12 @@
 mod compact;
 mod counters;
 mod durable;
+mod events;
 mod index;
 mod removal;
 mod sessions;
 mod settle;
+mod task_value;
 mod writes;
 
 pub use compact::{compact, sled_files_size, tree_size, CompactReport};
@@ -222,7 +226,7 @@ impl SledStore {
             std::hint::black_box(Scope::admits_json(prefix.as_deref(), std::hint::black_box(UNKNOWN_OWNER)));
             return Ok(None);
         };
-        let json = bytes.get(Stamp::LEN..).unwrap_or_default();
+        let json = task_value::parse(&bytes).map(|v| v.record_json).unwrap_or_default();
         let admitted = match Scope::admits_json(prefix.as_deref(), json) {
             Some(admitted) => admitted,
             None => scope.admits(&Self::decode_task(&bytes)?.owner),
@@ -231,7 +235,7 @@ impl SledStore {
     }
 
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
-        let json = bytes.get(Stamp::LEN..).ok_or_else(|| StoreError::Corrupt("short task record".into()))?;
+        let json = task_value::parse(bytes)?.record_json;
         serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))
     }
 }
@@ -243,9 +247,9 @@ const UNKNOWN_OWNER: &[u8] = br#"{"owner":{"tenant":"","principal":""},"agent":"
 /// The generation (`last_event_seq`) of a stored task, read off the end of its JSON
 /// without decoding it: `last_event_seq` is the last field of [`TaskRecord`], so the
 /// record ends with `"last_event_seq":N}`. `None` when it does not (then no check).
-fn stored_generation(value: &[u8]) -> Option<u64> {
+fn stored_generation(record_json: &[u8]) -> Option<u64> {
     const FIELD: &[u8] = b"\"last_event_seq\":";
-    let body = value.strip_suffix(b"}")?;
+    let body = record_json.strip_suffix(b"}")?;
     let tail = &body[body.len().saturating_sub(FIELD.len() + 20)..];
     let at = tail.windows(FIELD.len()).rposition(|w| w == FIELD)?;
     std::str::from_utf8(&tail[at + FIELD.len()..]).ok()?.parse().ok()
@@ -261,7 +265,9 @@ impl TaskStore for SledStore {
         self.put_task_json(record, &json, events)
     }
 
-    /// The stored value is the stamp, then `record_json` as given.
+    /// The stored value is the stamp, then `record_json` as given, then the step's
+    /// events when they are few and small (`task_value.rs`); the events the old value
+    /// carried become keys of their own.
     fn put_task_json(
         &self,
         record: &TaskRecord,
@@ -270,22 +276,23 @@ impl TaskStore for SledStore {
     ) -> Result<Option<TaskState>, StoreError> {
         let id = record.task.id.as_bytes();
         let stamp = Stamp::of(record);
-        let mut value = Vec::with_capacity(Stamp::LEN + record_json.len());
-        value.extend_from_slice(&stamp.encode());
-        value.extend_from_slice(record_json);
         let stored = self.tasks.get(index::key(Prefix::Task, id))?;
-        if let Some(generation) = stored.as_deref().and_then(stored_generation) {
+        // A value that does not parse is replaced, as before carried events: the record is
+        // what the step says, and its carried events are lost with the damage.
+        let stored_value = stored.as_deref().and_then(|value| task_value::parse(value).ok());
+        if let Some(generation) = stored_value.as_ref().and_then(|v| stored_generation(v.record_json)) {
             if generation > record.last_event_seq {
                 let (task_id, offered) = (record.task.id.clone(), record.last_event_seq);
                 return Err(StoreError::Conflict { task_id, stored: generation, offered });
             }
         }
-        let old = stored.and_then(|v| Stamp::decode(&v));
+        let old = stored.as_deref().and_then(Stamp::decode);
         // A new task or a state change moves counters: the owner's lock orders this
         // read-modify-write with its other contexts' (same-state writes take none).
         let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counters.lock(&record.owner));
         // The record goes last: key by key (behind the log), a step a crash cut short
-        // still has the old record, whose stamp names the index keys its replay replaces.
+        // still has the old record, whose stamp names the index keys its replay replaces
+        // and whose carried events its replay moves again.
         let mut batch = Writes::default();
         if old != Some(stamp) {
             if let Some(old) = old {
@@ -303,15 +310,11 @@ impl TaskStore for SledStore {
                 batch.remove(index::key(Prefix::Active, id));
             }
         }
-        for event in events {
-            batch.insert(index::event_key(&record.task.id, event.seq), event.json.as_bytes());
-            if let Some(expired) = event.seq.checked_sub(self.event_retention) {
-                batch.remove(index::event_key(&record.task.id, expired));
-            }
-        }
+        let previous = stored_value.map(|v| v.events).unwrap_or_default();
+        let carried = self.event_writes(&record.task.id, &previous, events, &mut batch);
         let deltas = counting.as_ref().map(|_| counters::on_write(record, old, stamp)).unwrap_or_default();
         self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
-        batch.insert(index::key(Prefix::Task, id), value);
+        batch.insert(index::key(Prefix::Task, id), task_value::encode(stamp, record_json, &carried));
         batch.apply(&self.tasks, self.atomicity)?;
         self.counters.hold(&self.tasks, &deltas)?;
         drop(counting);
@@ -332,24 +335,7 @@ impl TaskStore for SledStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        if scope != Scope::Node && self.scoped_task_bytes(scope, task_id)?.is_none() {
-            return Ok(Vec::new());
-        }
-        let start = index::event_key(task_id, after.saturating_add(1));
-        let prefix = index::event_prefix(task_id);
-        let mut out = Vec::new();
-        for entry in self.tasks.range(start..).take(limit) {
-            let (key, value) = entry?;
-            if !key.starts_with(&prefix) {
-                break;
-            }
-            let seq = u64::from_be_bytes(
-                key[prefix.len()..].try_into().map_err(|_| StoreError::Corrupt("event key".into()))?,
-            );
-            let json = std::str::from_utf8(&value).map_err(|_| StoreError::Corrupt("event is not UTF-8".into()))?;
-            out.push(LoggedEvent { seq, json: json.into() });
-        }
-        Ok(out)
+        self.read_events(scope, task_id, after, limit)
     }
 
     fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -360,7 +346,7 @@ impl TaskStore for SledStore {
     fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
         let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
         let state = Stamp::decode(&bytes).and_then(|stamp| TaskState::from_number(i64::from(stamp.state)));
-        match (stored_generation(&bytes), state) {
+        match (task_value::parse(&bytes).ok().and_then(|v| stored_generation(v.record_json)), state) {
             (Some(generation), Some(state)) => Ok(Some((generation, state))),
             _ => Self::decode_task(&bytes).map(|r| Some((r.last_event_seq, r.state()))),
         }
@@ -471,5 +457,7 @@ pub(crate) fn open_retrying(dir: &Path) -> SledStore {
 
 #[cfg(test)]
 mod counter_tests;
+#[cfg(test)]
+mod events_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -104,7 +104,7 @@ impl SledStore {
             Ok(n)
         };
         Ok(StoreCounts {
-            events: count(&self.tasks, Prefix::Event)?,
+            events: count(&self.tasks, Prefix::Event)? + self.carried_event_count()?,
             sessions: count(&self.sessions, Prefix::SessionMeta)?,
             session_messages: self.count_session_messages()?,
         })

@@ -371,11 +371,12 @@ fn a_task_put_with_its_json_is_stored_as_put_task_stores_it() {
     let alice = Owner { tenant: "t".into(), principal: "alice".into() };
     let mut task = record(&alice, "t1", "c", TaskState::Working, 1000);
     task.last_event_seq = 3;
-    store.put_task(&task, &[]).unwrap();
+    let events = [LoggedEvent { seq: 3, json: "{}".into() }];
+    store.put_task(&task, &events).unwrap();
     let by_put = store.tasks.get(index::key(Prefix::Task, b"t1")).unwrap().unwrap();
     store.delete_task("t1").unwrap();
     let json = serde_json::to_vec(&task).unwrap();
-    store.put_task_json(&task, &json, &[LoggedEvent { seq: 3, json: "{}".into() }]).unwrap();
+    store.put_task_json(&task, &json, &events).unwrap();
     let by_json = store.tasks.get(index::key(Prefix::Task, b"t1")).unwrap().unwrap();
     assert_eq!(by_put, by_json);
     assert_eq!(store.task_version("t1").unwrap(), Some((3, TaskState::Working)));

@@ -1,0 +1,157 @@
+//! The stored value of a task (`t` ‖ task id): its stamp, its record, and the events of
+//! the step that wrote it.
+//!
+//! Why a step's events ride in the record's value: sled 0.34 copies a key's whole leaf
+//! node on every insert, and a leaf holds up to 16 keys, so each kilobyte-sized key a step
+//! inserts costs a copy of a leaf full of kilobyte values. An echo turn wrote three (the
+//! record and its two task snapshots), and they were most of the store's CPU per turn: raw
+//! sled took 121-156 µs a turn for that layout and 57-59 µs for the same bytes as one value
+//! (`benches/sled_shapes.rs`, BENCHMARKS.md, issue 15). So the events of the newest step
+//! stay in the value, and become keys of their own (`e` ‖ task id ‖ seq) only when the next
+//! step replaces the record ([`super::SledStore::put_task_json`]). The common task, new and
+//! terminal in one step, is one value; a streamed task writes as many keys as before, one
+//! step later.
+//!
+//! Layout after the 9-byte [`Stamp`]:
+//! * `{` …: the record's JSON to the end, no events (every store before 2026-12-04, and a
+//!   step whose events were too many or too large to carry: [`carries`]);
+//! * [`TAG`] ‖ record length (u32 BE) ‖ record JSON ‖ { seq (u64 BE) ‖ length (u32 BE) ‖
+//!   event JSON }*, the events in ascending order.
+
+use super::index::Stamp;
+use crate::StoreError;
+
+/// The first byte after the stamp of a value that carries events (JSON never starts so).
+const TAG: u8 = 1;
+
+/// A step carries at most this many events in its record's value...
+const MAX_EVENTS: usize = 8;
+/// ...of at most this many bytes in all: a fire-hose step's thousands of events, or one
+/// long artifact, go to keys at once, so that no large value is copied twice (sled keeps
+/// a value over a quarter segment in a blob file, rewritten whole with each update).
+const MAX_EVENT_BYTES: usize = 16 << 10;
+
+/// One event carried in a task's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct CarriedEvent<'a> {
+    pub seq: u64,
+    pub json: &'a [u8],
+}
+
+/// A stored task value, split (borrowed from it).
+#[derive(Debug)]
+pub(super) struct TaskValue<'a> {
+    pub record_json: &'a [u8],
+    pub events: Vec<CarriedEvent<'a>>,
+}
+
+/// Whether a step's `events` (seq, JSON) go in its record's value rather than to keys.
+pub(super) fn carries<'a>(events: impl ExactSizeIterator<Item = &'a [u8]>) -> bool {
+    events.len() <= MAX_EVENTS && events.map(<[u8]>::len).sum::<usize>() <= MAX_EVENT_BYTES
+}
+
+/// The value for `record_json` stored under `stamp`, carrying `events`.
+pub(super) fn encode(stamp: Stamp, record_json: &[u8], events: &[CarriedEvent<'_>]) -> Vec<u8> {
+    let event_bytes: usize = events.iter().map(|e| 12 + e.json.len()).sum();
+    let mut value = Vec::with_capacity(Stamp::LEN + 5 + record_json.len() + event_bytes);
+    value.extend_from_slice(&stamp.encode());
+    if events.is_empty() {
+        value.extend_from_slice(record_json);
+        return value;
+    }
+    value.push(TAG);
+    value.extend_from_slice(&length(record_json.len()).to_be_bytes());
+    value.extend_from_slice(record_json);
+    for event in events {
+        value.extend_from_slice(&event.seq.to_be_bytes());
+        value.extend_from_slice(&length(event.json.len()).to_be_bytes());
+        value.extend_from_slice(event.json);
+    }
+    value
+}
+
+/// Splits a stored value (stamp included) into its record's JSON and its events.
+pub(super) fn parse(value: &[u8]) -> Result<TaskValue<'_>, StoreError> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("task value: {what}"));
+    let body = value.get(Stamp::LEN..).ok_or_else(|| corrupt("shorter than its stamp"))?;
+    if body.first() != Some(&TAG) {
+        return Ok(TaskValue { record_json: body, events: Vec::new() });
+    }
+    let mut rest = &body[1..];
+    let record_json =
+        take(&mut rest, 4).and_then(|len| take(&mut rest, read_len(len))).ok_or_else(|| corrupt("record cut short"))?;
+    let mut events = Vec::new();
+    while !rest.is_empty() {
+        let seq = take(&mut rest, 8).ok_or_else(|| corrupt("event cut short"))?;
+        let json = take(&mut rest, 4)
+            .and_then(|len| take(&mut rest, read_len(len)))
+            .ok_or_else(|| corrupt("event cut short"))?;
+        events.push(CarriedEvent { seq: u64::from_be_bytes(seq.try_into().unwrap_or_default()), json });
+    }
+    Ok(TaskValue { record_json, events })
+}
+
+/// The first `n` bytes of `rest`, moving it past them.
+fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if rest.len() < n {
+        return None;
+    }
+    let (head, tail) = rest.split_at(n);
+    *rest = tail;
+    Some(head)
+}
+
+fn read_len(bytes: &[u8]) -> usize {
+    u32::from_be_bytes(bytes.try_into().unwrap_or_default()) as usize
+}
+
+/// A length as stored: a record or event over 4 GiB is not something a step holds (the
+/// request body limit is far below), so saturating cannot be reached in practice and
+/// `parse` would then report the value as cut short rather than misread it.
+fn length(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAMP: Stamp = Stamp { millis: 1000, state: 3 };
+
+    #[test]
+    fn a_value_without_events_is_the_stamp_and_the_json_as_before() {
+        let value = encode(STAMP, b"{\"a\":1}", &[]);
+        assert_eq!(&value[Stamp::LEN..], b"{\"a\":1}", "readable by every older build");
+        let parsed = parse(&value).unwrap();
+        assert_eq!((parsed.record_json, parsed.events.len()), (&b"{\"a\":1}"[..], 0));
+    }
+
+    #[test]
+    fn events_round_trip_in_order() {
+        let events = [CarriedEvent { seq: 4, json: b"{\"e\":4}" }, CarriedEvent { seq: 5, json: b"" }];
+        let value = encode(STAMP, b"{\"a\":1}", &events);
+        assert_eq!(Stamp::decode(&value), Some(STAMP));
+        let parsed = parse(&value).unwrap();
+        assert_eq!(parsed.record_json, b"{\"a\":1}");
+        assert_eq!(parsed.events, events);
+    }
+
+    #[test]
+    fn a_value_cut_short_is_corrupt_not_misread() {
+        let value = encode(STAMP, b"{\"a\":1}", &[CarriedEvent { seq: 4, json: b"{\"e\":4}" }]);
+        for cut in [Stamp::LEN + 3, Stamp::LEN + 8, value.len() - 1] {
+            let err = parse(&value[..cut]).unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt(ref m) if m.contains("cut short")), "{cut}: {err:?}");
+        }
+        assert!(parse(&value[..4]).is_err(), "shorter than a stamp");
+    }
+
+    #[test]
+    fn only_a_few_small_events_are_carried() {
+        let small = [b"{}".as_slice(); 8];
+        assert!(carries(small.iter().copied()));
+        assert!(!carries([b"{}".as_slice(); 9].iter().copied()), "too many");
+        let large = vec![b'x'; MAX_EVENT_BYTES + 1];
+        assert!(!carries([large.as_slice()].iter().copied()), "too large");
+    }
+}

@@ -8,7 +8,8 @@
 //!   appended messages, with the session's metadata as it stood after them:
 //!   `{"session":…,"messages":[…]}`. The key's count says where the chunk ends, so the
 //!   history limit drops whole chunks without decoding them; a chunk that straddles the
-//!   limit stays, and reads cut it.
+//!   limit stays, and reads cut it. Chunks past the limit are dropped every few turns,
+//!   not every turn ([`PRUNE_EVERY`]).
 //!
 //! Why chunks: with one key per message and the metadata in its own key, a turn cost five
 //! sled writes (the metadata, two messages, two removals past the limit), and sled's
@@ -66,10 +67,25 @@ fn corrupt_key() -> StoreError {
     StoreError::Corrupt("session chunk key".into())
 }
 
+/// Past its history limit, a context's oldest chunks are removed once every
+/// `history_limit / PRUNE_EVERY` messages (at least every message): so a session keeps at
+/// most about an eighth more than its limit in the store, and reads cut it to the limit.
+const PRUNE_EVERY: u64 = 8;
+
+/// Whether the turn that appended messages `first_new..count` prunes: when it moves the
+/// start of the kept history across a multiple of the pruning step.
+fn prune_due(first_new: u64, count: u64, history_limit: u64) -> bool {
+    let step = (history_limit / PRUNE_EVERY).max(1);
+    let kept_before = first_new.saturating_sub(history_limit);
+    let keep_from = count.saturating_sub(history_limit);
+    keep_from / step != kept_before / step
+}
+
 impl SledStore {
     /// The writes of [`crate::TaskStore::put_session`]: the turn's chunk (or the metadata,
-    /// when nothing is appended), and the removal of the chunks wholly past the last
-    /// `history_limit` messages (found by reading the context's oldest chunk keys).
+    /// when nothing is appended), and, when [`prune_due`], the removal of the chunks wholly
+    /// past the last `history_limit` messages (found by reading the context's oldest chunk
+    /// keys).
     pub(super) fn session_batch(
         &self,
         session: &SessionRecord,
@@ -92,11 +108,12 @@ impl SledStore {
             let len = u32::try_from(appended.len()).map_err(|_| StoreError::Corrupt("a turn of 4G messages".into()))?;
             batch.insert(chunk_key(&context, first_new, len), serde_json::to_vec(&chunk).map_err(corrupt)?);
         }
-        if keep_from == 0 {
+        if keep_from == 0 || !prune_due(first_new, count, history_limit as u64) {
             // Every chunk holds at least one message, so none lies wholly before 0: a
             // context within its limit (most of them) opens no sled iterator, which costs
-            // a tree descent and a node clone (this scan was 5 % of the node's CPU under
-            // the core load, past the limit, where it is needed).
+            // a tree descent and a node clone. Past the limit, the scan runs once per
+            // [`PRUNE_EVERY`]th of the limit, not every turn (it was 5-6 % of the node's
+            // CPU under the core load, whose 64 contexts are all past the limit).
             return Ok(batch);
         }
         for entry in self.sessions.scan_prefix(chunk_prefix(&context)) {

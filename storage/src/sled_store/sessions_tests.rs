@@ -94,3 +94,29 @@ fn one_key_per_message_sessions_are_rewritten_as_chunks_at_open() {
     assert_eq!(ids(&store.get_session(&key, 2).unwrap().unwrap()), ["m4", "m5"]);
     assert_eq!(store.count_session_messages().unwrap(), 2, "the migrated one-message chunks expire like any other");
 }
+
+/// Past a large limit, the oldest chunks go every few turns, not every turn: the store
+/// holds at most an eighth of the limit (and one turn) more, and reads still cut it.
+#[test]
+fn past_the_limit_chunks_are_pruned_every_few_turns_within_an_eighth_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let limit = 200;
+    let (mut most, mut prunes, mut held) = (0, 0, 0);
+    for turn in 0..500 {
+        run_turns(&store, &mut session, turn..turn + 1, limit);
+        let stored = store.count_session_messages().unwrap();
+        if stored < held {
+            prunes += 1;
+        }
+        (most, held) = (most.max(stored), stored);
+        assert!(stored >= (session.message_count).min(limit as u64), "never fewer than the limit");
+    }
+    assert!(most <= (limit + limit / 8 + 2) as u64, "at most an eighth more: {most}");
+    assert!((30..=50).contains(&prunes), "about once per 12.5 turns past the limit: {prunes}");
+    let loaded = store.get_session(&key, limit).unwrap().unwrap();
+    assert_eq!(loaded.history.len(), limit, "reads cut to the limit");
+    assert_eq!(loaded.history.front().unwrap().message_id, "m800");
+}

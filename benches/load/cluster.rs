@@ -19,7 +19,7 @@
 /// The storage crate's Redis Cluster harness (the same file its tests use).
 #[allow(dead_code)]
 #[path = "../../storage/src/test_redis_cluster.rs"]
-mod redis_cluster;
+pub(crate) mod redis_cluster;
 
 use crate::client::{self, LoadResult, Target};
 use crate::node::Node;
@@ -128,8 +128,10 @@ async fn on_a_redis_cluster(
     duration: Duration,
     one_redis: f64,
 ) {
-    let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let cluster = match redis_cluster::RedisCluster::start(Path::new(&binary), 3, DURABLE) {
+    let Some(binary) = redis_cluster::redis_server_binary() else {
+        return println!("Redis Cluster: skipped (no redis-server; set A2AD_REDIS_SERVER)");
+    };
+    let cluster = match redis_cluster::RedisCluster::start(&binary, 3, DURABLE) {
         Ok(cluster) => cluster,
         Err(e) => return println!("Redis Cluster: skipped ({e})"),
     };

@@ -418,11 +418,11 @@ fn redis_server() -> Option<(node::KillOnDrop, u16)> {
 /// [`redis_server`] with the persistence options `extra`, in a directory of its own
 /// (removed with the process's temp dir).
 fn redis_server_with(extra: &[&str]) -> Option<(node::KillOnDrop, u16)> {
-    let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+    let binary = cluster::redis_cluster::redis_server_binary()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
     let dir = std::env::temp_dir().join(format!("a2ad-bench-redis-{port}"));
     std::fs::create_dir_all(&dir).ok()?;
-    let child = node::pinned(std::path::Path::new(&binary))
+    let child = node::pinned(&binary)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
         .args(extra)
         .arg("--dir")

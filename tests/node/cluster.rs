@@ -306,8 +306,8 @@ fn a_node_refuses_a_redis_that_evicts_keys_or_may_lose_acknowledged_writes() {
 fn on_a_redis_cluster_every_primarys_settings_are_checked() {
     let Some(probe) = RedisServer::start() else { return };
     drop(probe); // There is a redis-server to start: the cluster's nodes are the same binary.
-    let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-    let cluster = crate::shared_redis::RedisCluster::start(Path::new(&binary), 3, DURABLE).unwrap();
+    let binary = crate::shared_redis::redis_server_binary().expect("the probe's redis-server");
+    let cluster = crate::shared_redis::RedisCluster::start(&binary, 3, DURABLE).unwrap();
     let second = cluster.ports()[1];
     let mut conn = redis::Client::open(format!("redis://127.0.0.1:{second}/")).unwrap().get_connection().unwrap();
     redis::cmd("CONFIG").arg("SET").arg("appendfsync").arg("everysec").query::<()>(&mut conn).unwrap();

@@ -29,8 +29,9 @@ impl SharedRedis {
         if !on_a_cluster() {
             return RedisServer::start_with(extra).map(SharedRedis::Server);
         }
-        let binary = std::env::var("A2AD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let cluster = RedisCluster::start(std::path::Path::new(&binary), 3, extra);
+        let binary =
+            redis_server_binary().expect("A2AD_TEST_STORE=redis-cluster: no redis-server (set A2AD_REDIS_SERVER)");
+        let cluster = RedisCluster::start(&binary, 3, extra);
         Some(SharedRedis::Cluster(cluster.unwrap_or_else(|e| panic!("A2AD_TEST_STORE=redis-cluster: {e}"))))
     }
 

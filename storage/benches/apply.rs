@@ -1,5 +1,5 @@
 //! The sled store's apply of one echo turn's step, as the write-ahead log's flusher runs it
-//! after each sync: a new COMPLETED task with its two events, and the session's two new
+//! after each sync: a new COMPLETED task with its three events, and the session's two new
 //! messages, over 64 busy contexts (the `core` load's shape). No log in front: this is the
 //! CPU and the bytes that the store itself costs per turn, which the load driver cannot
 //! separate from HTTP and the actors.
@@ -16,7 +16,7 @@
 
 mod common;
 
-use a2ad_protocol::{Message, StreamResponse, Task, TaskState, TaskStatus};
+use a2ad_protocol::{Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus};
 use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskRecord, TaskStore};
 use common::{cpu_nanos, process_write_bytes};
 use std::path::PathBuf;
@@ -63,8 +63,9 @@ fn main() {
     );
 }
 
-/// One turn as the echo agent ends it: the user's message, the agent's answer (also the
-/// final status message), an `echo` artifact; a task snapshot event and a final status.
+/// One turn as the echo agent ends it, with the events a blocking echo send logs (read off
+/// a real node's stream): the task snapshot at the start (WORKING, the user's message), the
+/// `echo` artifact's update, and the final status carrying the agent's answer.
 fn echo_turn(context_id: &str, turn: usize) -> (TaskRecord, Vec<LoggedEvent>, Vec<Message>) {
     let task_id = format!("01a23bf6-fbaf-7032-b4e4-{turn:012x}");
     let text = "hello from the load driver";
@@ -72,16 +73,27 @@ fn echo_turn(context_id: &str, turn: usize) -> (TaskRecord, Vec<LoggedEvent>, Ve
     user.role = a2ad_protocol::Role::User;
     let answer = Message::agent_text(format!("01a23bf6-fbaf-7032-b4e4-a{turn:011x}"), context_id, Some(&task_id), text);
     let mut task: Task = serde_json::from_value(serde_json::json!({
-        "id": task_id, "contextId": context_id,
-        "status": {"state": "TASK_STATE_SUBMITTED"},
-        "artifacts": [{"artifactId": "echo", "name": "echo", "parts": [{"text": text}]}],
+        "id": task_id, "contextId": context_id, "status": {"state": "TASK_STATE_WORKING"},
     }))
     .expect("a task");
     task.history = vec![user.clone()];
-    let submitted = LoggedEvent::encode(1, &StreamResponse::Task(task.clone()));
+    let started = LoggedEvent::encode(1, &StreamResponse::Task(task.clone()));
+    let artifact: Artifact =
+        serde_json::from_value(serde_json::json!({"artifactId": "echo", "name": "echo", "parts": [{"text": text}]}))
+            .expect("an artifact");
+    let update = TaskArtifactUpdateEvent {
+        task_id: task_id.clone(),
+        context_id: context_id.to_owned(),
+        artifact: artifact.clone(),
+        append: false,
+        last_chunk: true,
+        metadata: None,
+    };
+    let artifact_event = LoggedEvent::encode(2, &StreamResponse::ArtifactUpdate(update));
+    task.artifacts = vec![artifact];
     task.history.push(answer.clone());
     task.status = TaskStatus::now(TaskState::Completed, Some(answer.clone()));
-    let record = TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task: task.clone(), last_event_seq: 2 };
-    let completed = LoggedEvent::encode(2, &StreamResponse::Task(task));
-    (record, vec![submitted, completed], vec![user, answer])
+    let completed = LoggedEvent::encode(3, &StreamResponse::status_of(&task));
+    let record = TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq: 3 };
+    (record, vec![started, artifact_event, completed], vec![user, answer])
 }

@@ -5,10 +5,12 @@
 storage -> protocol); this shows the same inside each crate. A module's edges are the
 `crate::a::...`, `super::...` and `self::...` paths its files name (in `use` lines or in
 code); each path is resolved to the modules it passes through. Two modules are compared at
-the level where they are siblings: `crate::config::agents` naming `crate::core::x` is an
+the level where they are siblings (brace groups `crate::{a::X, B}` are expanded, and a
+name a module re-exports, such as the `crate::Type` that `lib.rs` re-exports, resolves
+to the module that defines it): `crate::config::agents` naming `crate::core::x` is an
 edge config -> core; `context::actor` naming `context::stream` is an edge actor -> stream
 inside `context`. A child naming its own ancestors is not an edge (that is how a module
-uses what its parent declares). Test modules (`tests.rs`, `*_tests.rs`, `#[cfg(test)]`
+uses what its parent declares). Test modules (`tests.rs`, `tests_*.rs`, `*_tests.rs`, `#[cfg(test)]`
 files) are left out: tests may look anywhere.
 
 Usage: scripts/module-cycles.py [CRATE_SRC_DIR ...]   (default: every crate of the workspace)
@@ -37,7 +39,7 @@ def module_files(root):
 
 def is_test(module, path):
     last = module[-1] if module else ""
-    return last == "tests" or last.endswith("_tests") or "/tests/" in path
+    return last == "tests" or last.startswith("tests_") or last.endswith("_tests") or "/tests/" in path
 
 
 def strip_test_blocks(text):
@@ -56,18 +58,95 @@ def strip_test_blocks(text):
     return "".join(out)
 
 
+def expand_tree(text, i):
+    """The paths of the use tree that starts at text[i] (after a `::`): `a::b`, or a
+    brace group `{a::B, c::{D, E}, F}`, nested; returns (paths as part lists, end)."""
+    if i < len(text) and text[i] == "{":
+        paths, j, item = [], i + 1, ""
+        while j < len(text):
+            c = text[j]
+            if c == "{":
+                sub, j = expand_tree(text, j)
+                prefix = [p for p in item.strip().strip(":").split("::") if p]
+                paths += [prefix + s for s in sub]
+                item = None
+                continue
+            if c in ",}":
+                if item and item.strip():
+                    paths.append([p for p in item.strip().split(" as ")[0].strip().split("::") if p])
+                item = ""
+                if c == "}":
+                    return paths, j + 1
+            elif item is not None:
+                item += c
+            j += 1
+        return paths, j
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*(::\{)?", text[i:])
+    if not m:
+        return [], i
+    head = [p for p in m.group(0).rstrip("{").split("::") if p]
+    if m.group(1):
+        sub, j = expand_tree(text, i + m.end() - 1)
+        return [head + s for s in sub], j
+    return [head], i + m.end()
+
+
+def named_paths(text):
+    """(kind, parts) for every `crate::`, `super::` and `self::` path in `text`, brace
+    groups expanded; `super::super::x` keeps its `super`s in `parts`."""
+    for m in re.finditer(r"\b(crate|super|self)::", text):
+        if m.start() >= 2 and text[m.start() - 2 : m.start()] == "::":
+            continue  # the middle of a longer path, e.g. `super::super::`
+        for parts in expand_tree(text, m.end())[0]:
+            yield m.group(1), parts
+
+
+def reexports(files, modules):
+    """{(module, Name): (source module, parts)} for every `pub use` (any visibility) of a
+    module's file: what `crate::Name` or `module::Name` stands for."""
+    found = {}
+    for module, path in files.items():
+        text = re.sub(r"//[^\n]*", "", open(path, encoding="utf-8").read())
+        for m in re.finditer(r"\bpub(?:\([a-z]+\))?\s+use\s+", text):
+            for parts in expand_tree(text, m.end())[0]:
+                if not parts:
+                    continue
+                name = parts[-1]
+                found[(module, name)] = (module, parts)
+    return found
+
+
+def resolve(base, parts, modules, exports, depth=0):
+    """The deepest module that `parts`, read from `base`, passes through, following
+    re-exports (`crate::Type` is the module that defines what the root re-exports)."""
+    target = base
+    for k, part in enumerate(parts):
+        if part in ("crate", "self"):
+            target = () if part == "crate" else target
+        elif part == "super":
+            target = target[:-1]
+        elif target + (part,) in modules:
+            target = target + (part,)
+        elif (target, part) in exports and depth < 8:
+            source, path = exports[(target, part)]
+            return resolve(source, path, modules, exports, depth + 1)
+        else:
+            break
+    return target
+
+
 def edges(root):
     files = dict(module_files(root))
     modules = set(files)
+    exports = reexports(files, modules)
     graph = {}
     for module, path in files.items():
         if is_test(module, path):
             continue
         text = strip_test_blocks(open(path, encoding="utf-8").read())
         text = re.sub(r"//[^\n]*", "", text)
-        here = module if path.endswith(("mod.rs", "lib.rs", "main.rs")) else module
-        for kind, rest in PATH.findall(text):
-            parts = rest.strip(":").split("::")
+        here = module
+        for kind, parts in named_paths(text):
             if kind == "crate":
                 base = ()
             elif kind == "self":
@@ -76,13 +155,7 @@ def edges(root):
                 base = here[:-1]
                 while parts and parts[0] == "super":
                     base, parts = base[:-1], parts[1:]
-            target = base
-            for part in parts:
-                if target + (part,) in modules:
-                    target = target + (part,)
-                else:
-                    break
-            add_edge(graph, module, target)
+            add_edge(graph, module, resolve(base, parts, modules, exports))
     return graph
 
 

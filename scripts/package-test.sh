@@ -42,6 +42,9 @@ mode() { stat -c '%a' "$1"; }
 if readelf -S "$root/usr/bin/a2ad" | grep -q '\.debug_info'; then fail "/usr/bin/a2ad is not stripped"; fi
 unit="$root/usr/lib/systemd/system/a2ad.service"
 cmp -s "$unit" deploy/a2ad.service || fail "the unit is not deploy/a2ad.service"
+# ProtectSystem=strict leaves workspaces read-only unless the unit names them.
+grep -qx 'ReadWritePaths=-/srv/a2ad' "$unit" || fail "the unit does not make /srv/a2ad writable (ReadWritePaths=)"
+grep -q '/srv/a2ad/' "$root/etc/a2ad/a2ad.yaml" || fail "the sample config's workspaces are not under /srv/a2ad"
 cmp -s "$root/etc/a2ad/a2ad.yaml" deploy/a2ad.yaml || fail "/etc/a2ad/a2ad.yaml is not deploy/a2ad.yaml"
 [ "$(mode "$root/etc/a2ad/a2ad.yaml")" = 640 ] || fail "/etc/a2ad/a2ad.yaml is not 0640"
 [ -f "$root/usr/share/doc/a2ad/README.md" ] || fail "no README (the unit's Documentation=)"

@@ -131,6 +131,9 @@ impl Drop for ConnHandle {
 pub fn on_http_connect(connection: &dyn std::any::Any, data: &mut actix_web::dev::Extensions) {
     use std::os::fd::AsRawFd;
     let fd = if let Some(tcp) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        if let Ok(local) = tcp.local_addr() {
+            data.insert(LocalAddr(local));
+        }
         tcp.as_raw_fd()
     } else if let Some(unix) = connection.downcast_ref::<actix_web::rt::net::UnixStream>() {
         unix.as_raw_fd()
@@ -138,6 +141,17 @@ pub fn on_http_connect(connection: &dyn std::any::Any, data: &mut actix_web::dev
         return;
     };
     data.insert(ConnHandle(ConnSocket::new(fd)));
+}
+
+/// The local address a TCP connection came to (the node's own address the client
+/// reached, which on a wildcard listener is one interface's): what a card advertises
+/// when no `public-url` names one ([`crate::http::card`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalAddr(pub std::net::SocketAddr);
+
+/// The local address the connection `req` came on arrived at; `None` on a Unix socket.
+pub fn local_addr_of(req: &actix_web::HttpRequest) -> Option<std::net::SocketAddr> {
+    req.conn_data::<LocalAddr>().map(|local| local.0)
 }
 
 /// The socket of the connection `req` came on.

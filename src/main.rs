@@ -66,12 +66,16 @@ enum Command {
 #[derive(Subcommand)]
 enum ConfigCommand {
     /// Read FILE as `serve` would (with the `A2AD_*` variables), run start-up's checks
-    /// (credentials, agent programs and their cwd, card keys) and print the effective
-    /// values, secrets masked. Binds nothing, opens no data dir. Exits 0 when valid, 1
-    /// with one line naming the key, variable or flag at fault otherwise.
+    /// (credentials, agent programs and their cwd, card keys) and print the verdict;
+    /// with `--print`, then the effective values, secrets masked. Binds nothing, opens no
+    /// data dir. Exits 0 when valid, 1 with one line naming the key, variable or flag at
+    /// fault otherwise.
     Check {
         /// The YAML config file.
         file: PathBuf,
+        /// After the verdict, print the effective config as YAML on stdout.
+        #[arg(long)]
+        print: bool,
     },
 }
 
@@ -336,9 +340,13 @@ async fn run(command: Command) -> anyhow::Result<()> {
             init_logs(LogFormat::Pretty, "warn");
             admin(command).await
         }
-        Command::Config { command: ConfigCommand::Check { file } } => {
-            print!("{}", a2ad::setup::config_check::check(&file)?);
+        Command::Config { command: ConfigCommand::Check { file, print } } => {
+            // The verdict first: the effective config runs to some 190 lines.
+            let effective = a2ad::setup::config_check::check(&file)?;
             eprintln!("a2ad: {} is valid (not checked: ports, the data dir, Redis)", file.display());
+            if print {
+                print!("{effective}");
+            }
             Ok(())
         }
         Command::Auth { command } => {

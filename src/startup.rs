@@ -157,11 +157,14 @@ fn announced_extension(extension: &crate::config::ExtensionConfig) -> a2ad_proto
 /// The public card (and the extended one, kept in `core`), signed: interfaces, security
 /// schemes, capabilities and extensions from the config, the 0.3 fields when
 /// `card.compat-v03` is on.
+/// `keep_extended`: the extended card built from this one becomes the node's (the cards
+/// per address of a wildcard listener keep the first one's).
 fn node_card(
     config: &Config,
     core: &Core,
     public_url: &str,
     grpc_address: Option<&str>,
+    keep_extended: bool,
 ) -> Result<CardDocument, StartupError> {
     let mut card = build_card(config, public_url, grpc_address);
     if config.websocket {
@@ -177,7 +180,7 @@ fn node_card(
         // base); the extended card below is built from this one, so it follows.
         a2ad_protocol::dialect::v03::add_compat_fields(&mut card, &format!("{public_url}/"), public_url);
     }
-    if config.extended_card {
+    if config.extended_card && keep_extended {
         let mut extended = crate::extended_card::extended_card(&card, config);
         crate::card::sign_with_config(&mut extended, &config.card)
             .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
@@ -187,6 +190,29 @@ fn node_card(
     crate::card::sign_with_config(&mut card, &config.card)
         .map_err(|source| StartupError::CardSigning { card: "card", source })?;
     Ok(CardDocument::new(card))
+}
+
+/// The cards of a wildcard `listen` with no `public-url`: each names the address a request
+/// came to, and so does its gRPC interface when `grpc-listen` is a wildcard too and no
+/// `grpc-public-address` is set.
+fn cards_by_address(
+    config: &Config,
+    core: &Arc<Core>,
+    grpc: Option<&(std::net::TcpListener, std::net::SocketAddr)>,
+) -> crate::http::CardsByAddress {
+    let (config, core) = (config.clone(), Arc::clone(core));
+    let grpc = grpc.map(|(_, addr)| *addr);
+    crate::http::CardsByAddress::new(Box::new(move |base: &str| {
+        let host = base.strip_prefix("http://").and_then(|a| a.parse::<std::net::SocketAddr>().ok()).map(|a| a.ip());
+        let grpc_address = grpc.map(|addr| match (&config.grpc_public_address, host) {
+            (Some(named), _) => named.clone(),
+            (None, Some(ip)) if addr.ip().is_unspecified() => std::net::SocketAddr::new(ip, addr.port()).to_string(),
+            (None, _) => addr.to_string(),
+        });
+        node_card(&config, &core, base, grpc_address.as_deref(), false)
+            .map_err(|e| tracing::warn!(error = %e, "could not build the card for an address"))
+            .ok()
+    }))
 }
 
 /// How streams are bounded on every binding (`stream-write-timeout`, `stream-send-buffer`).
@@ -206,16 +232,32 @@ fn serve(
     closing: &CancellationToken,
     listeners: Listeners,
 ) -> Result<Served, StartupError> {
-    let Listeners { http: listener, http_addr: local, grpc: grpc_listener, unix, admin: admin_listener } = listeners;
+    let Listeners {
+        http: listener,
+        http_addr: local,
+        grpc: grpc_listener,
+        unix,
+        admin: admin_listener,
+        card_per_address,
+    } = listeners;
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
     let grpc_address =
         grpc_listener.as_ref().map(|(_, addr)| config.grpc_public_address.clone().unwrap_or_else(|| addr.to_string()));
-    let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref())?);
+    let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref(), true)?);
+    let exposed =
+        std::iter::once(("listen", local)).chain(grpc_listener.as_ref().map(|(_, addr)| ("grpc-listen", *addr)));
+    let warnings = a2ad_node::exposure::warnings(&exposed.collect::<Vec<_>>(), core.auth().enabled());
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let cards_by_address = card_per_address.then(|| Arc::new(cards_by_address(config, &core, grpc_listener.as_ref())));
     let admin_on_main = config.admin.enabled() && !matches!(config.admin.listen, AdminListen::Address(_));
-    let admin = config.admin.enabled().then(|| Arc::new(AdminSite::new(config, &card.card, closing.clone())));
+    let admin = config.admin.enabled().then(|| Arc::new(AdminSite::new(config, &card.card, warnings, closing.clone())));
     let state = web::Data::new(AppState {
         core,
         card,
+        cards_by_address,
+        old_clients: (!config.card.compat_v03).then(Arc::default),
         body_limit: config.body_limit,
         rest_body_limit: config.limits.rest_body_limit.unwrap_or(config.body_limit),
         body_pace: BodyPace { timeout: config.body_timeout, min_rate: config.body_min_rate },
@@ -326,6 +368,9 @@ impl NodeCore {
         let stop_background = CancellationToken::new();
         crate::retention::Sweeper::new(Arc::clone(&core), config.retention.clone()).start(stop_background.clone());
         core.start_cluster_duties(config.redis.lease_ttl, stop_background.clone());
+        if !config.admin.tokens.is_empty() {
+            a2ad_node::admin::series::start(Arc::clone(&core), stop_background.clone());
+        }
         let shutdown_grace = config.shutdown_grace;
         Ok(NodeCore {
             core,

@@ -88,6 +88,10 @@ impl a2ad_storage::DurableSteps for NodeFeed {
     fn durable(&self, record: &TaskRecord, events: &[LoggedEvent]) {
         self.offer(record, events);
     }
+
+    fn listening(&self) -> bool {
+        self.watchers() > 0
+    }
 }
 
 /// One watcher of the feed; dropping it stops the feed's work when it was the last.

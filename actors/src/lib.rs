@@ -24,6 +24,7 @@ pub mod push;
 pub mod recovery;
 mod runtime;
 pub mod supervisor;
+pub mod workdirs;
 
 pub use error::RuntimeError;
 pub use runtime::{Runtime, RuntimeSettings};

@@ -33,7 +33,8 @@ pub fn fail_interrupted_turns(rt: &Runtime) -> Result<usize, StoreError> {
         // Above every id a stream may have shown (streams reserve ids before sending).
         record.last_event_seq = record.last_event_seq.max(rt.store.reserved_event_seq(&record.task.id)?) + 1;
         let event = StreamResponse::status_of(&record.task);
-        match rt.persist(&record, &[LoggedEvent::encode(record.last_event_seq, &event)]) {
+        // Recovery runs on a blocking thread: it may wait for the write's answer.
+        match rt.persist(&record, &[LoggedEvent::encode(record.last_event_seq, &event)]).and_then(|w| w.wait()) {
             Ok(()) => failed += 1,
             // Another node took the context, or failed the task, first.
             Err(StoreError::Conflict { .. } | StoreError::LeaseLost { .. }) if rt.store.cluster().is_some() => {}

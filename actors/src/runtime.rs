@@ -4,7 +4,9 @@ use crate::agent::AgentRegistry;
 use crate::limits::TurnLimits;
 use crate::push::PushHooks;
 use a2ad_protocol::Message;
-use a2ad_storage::{GroupCommit, LoggedEvent, SessionRecord, SessionWrite, StoreError, TaskRecord, TaskStore};
+use a2ad_storage::{
+    GroupCommit, LoggedEvent, SessionRecord, SessionWrite, Step, StoreError, TaskRecord, TaskStore, Written,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,37 +65,36 @@ impl Runtime {
     /// local queue (the local-file queue, or the outbox the forwarder empties into Redis
     /// Streams), so no crash separates an event from its push job and no job leaves the
     /// node before the group commit made its step durable.
-    pub fn persist(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), StoreError> {
+    pub fn persist(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Written, StoreError> {
         self.persist_step(record, events, None)
     }
 
     /// [`Runtime::persist`], with the context's session in the same commit when `session`
-    /// is given (the end of a turn: [`TaskStore::put_step_with_session`]).
+    /// is given (the end of a turn: [`TaskStore::put_step_with_session`]). Submitted through
+    /// the store's seam ([`TaskStore::commit`]): on a node's own store it is done when this
+    /// returns; on Redis it is in flight, and [`Written::answered`] resolves with Redis's
+    /// answer. Either way, what depends on it waits for that, then for the group commit.
     pub fn persist_step(
         &self,
         record: &TaskRecord,
         events: &[LoggedEvent],
         session: Option<SessionWrite<'_>>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Written, StoreError> {
         let jobs = match &self.push {
             Some(push) => push.jobs_for(&record.task.id, events, chrono::Utc::now().timestamp_millis())?,
             None => Vec::new(),
         };
-        match session {
-            Some(session) => self.store.put_step_with_session(record, events, jobs, session)?,
-            None => self.store.put_step(record, events, jobs)?,
-        };
-        Ok(())
+        Written::of(self.store.commit(Step { record, events, jobs, session }))
     }
 
-    /// Removes a task for good: its record, indexes and event log, its push configs and
-    /// its artifact files. Blocking (sled and file system work): callers run it on the
+    /// Removes a task for good: its record, indexes and event log, its push configs, its
+    /// artifact files and its private working directory. Blocking (sled and file system work): callers run it on the
     /// blocking pool, never on an actor thread. Retention and Message-only replies both
     /// use it. Returns the removed record, `None` if there was no such task. A directory
     /// that cannot be removed is logged, not an error: the task itself is gone.
     pub fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let Some(record) = self.store.delete_task(task_id)? else { return Ok(None) };
-        self.remove_push_configs_and_files(task_id)?;
+        self.remove_push_configs_and_files(task_id, &record.owner)?;
         Ok(Some(record))
     }
 
@@ -111,13 +112,15 @@ impl Runtime {
     ) -> Result<Option<TaskRecord>, StoreError> {
         let limit = self.settings.session_history_limit;
         let removed = self.store.settle_reply(task_id, session, appended, limit)?;
-        if let Err(e) = self.remove_push_configs_and_files(task_id) {
+        if let Err(e) = self.remove_push_configs_and_files(task_id, &session.key.owner) {
             tracing::warn!(task_id, error = %e, "could not remove the push configs of a Message-only reply's task");
         }
         Ok(removed)
     }
 
-    fn remove_push_configs_and_files(&self, task_id: &str) -> Result<(), StoreError> {
+    /// The task's push configs, its artifact files and its private working directory
+    /// ([`crate::workdirs`]).
+    fn remove_push_configs_and_files(&self, task_id: &str, owner: &a2ad_storage::Owner) -> Result<(), StoreError> {
         if let Some(push) = &self.push {
             push.configs.delete_task(task_id)?;
         }
@@ -126,6 +129,7 @@ impl Runtime {
                 tracing::warn!(task_id, error = %e, "could not remove a task's artifact files");
             }
         }
+        crate::workdirs::remove_private_dir(&self.data_dir, owner, task_id);
         Ok(())
     }
 }

@@ -18,7 +18,7 @@
 
 /// The storage crate's Redis Cluster harness (the same file its tests use).
 #[allow(dead_code)]
-#[path = "../../storage/src/test_redis_cluster.rs"]
+#[path = "../../storage/src/redis/test_cluster.rs"]
 pub(crate) mod redis_cluster;
 
 use crate::client::{self, LoadResult, Target};
@@ -29,10 +29,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The Redis persistence every node's commit waits for.
-const DURABLE: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
+pub(crate) const DURABLE: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
 
 /// The shared-store config of the nodes.
-fn config(port: u16) -> String {
+pub(crate) fn config(port: u16) -> String {
     format!(
         "store: redis\nredis:\n  url: redis://127.0.0.1:{port}/\nagents:\n  - {{id: echo, kind: echo}}\n  \
          - {{id: chunky, kind: echo, echo: {{chunk-size: 1, chunk-delay: 5ms}}}}\n"
@@ -40,7 +40,7 @@ fn config(port: u16) -> String {
 }
 
 /// A node on the shared store, with `workers` workers (and as many context arbiters).
-fn shared_node(bin: &Path, dir: &Path, port: u16, n: usize, workers: &str) -> Node {
+pub(crate) fn shared_node(bin: &Path, dir: &Path, port: u16, n: usize, workers: &str) -> Node {
     let extra = ["--grpc-listen", "127.0.0.1:0", "--workers", workers];
     Node::start_in(bin, &dir.join(format!("node{n}")), &config(port), &extra)
 }
@@ -52,7 +52,7 @@ fn body_of(node: usize) -> client::BodyFor {
     BODIES[node.min(2)]
 }
 
-fn body<const N: usize>(conn: usize, _seq: u64) -> String {
+pub(crate) fn body<const N: usize>(conn: usize, _seq: u64) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"message":{{"messageId":"m-{conn}","contextId":"n{N}-{conn}","role":"ROLE_USER","parts":[{{"text":"hello from the load driver"}}]}}}}}}"#
     )
@@ -63,7 +63,7 @@ fn target(addr: SocketAddr, node: usize) -> Target {
 }
 
 /// `INFO commandstats` as command → calls.
-fn command_calls(conn: &mut redis::Connection) -> HashMap<String, u64> {
+pub(crate) fn command_calls(conn: &mut redis::Connection) -> HashMap<String, u64> {
     let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap_or_default();
     info.lines()
         .filter_map(|line| {

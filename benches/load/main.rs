@@ -13,8 +13,9 @@
 //! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
 //! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
 //! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
-//! `retention`, `push-hang`, `soak`, `console`, `cluster` (`transports.rs`, `dialects.rs`,
-//! `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`, `cluster.rs`).
+//! `retention`, `push-hang`, `soak`, `console`, `cluster`, `network` (`transports.rs`,
+//! `dialects.rs`, `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`,
+//! `cluster.rs`, `network.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
 
 mod bare;
@@ -25,6 +26,7 @@ mod dialects;
 mod grpc_load;
 mod memory;
 mod mux;
+mod network;
 mod node;
 mod push;
 mod push_hang;
@@ -60,10 +62,11 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --soak-contexts N        contexts the soak part's sends cycle through (1024)
 env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
   the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
-parts: core streams push memory transports dialects ws-stream retention push-hang soak console cluster";
+parts: core streams push memory transports dialects ws-stream retention push-hang soak console cluster
+  network";
 
 /// Every part, in the order they run; the first four are the default set.
-const PARTS: [&str; 12] = [
+const PARTS: [&str; 13] = [
     "core",
     "streams",
     "push",
@@ -76,6 +79,7 @@ const PARTS: [&str; 12] = [
     "soak",
     "console",
     "cluster",
+    "network",
 ];
 
 struct Options {
@@ -215,7 +219,8 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    let added = ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console", "cluster"];
+    let added =
+        ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console", "cluster", "network"];
     for part in added.into_iter().filter(|p| options.runs(p)) {
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);
@@ -227,6 +232,7 @@ fn run_added_parts(
                 "soak" => runtime.block_on(soak::run_all(bin, options.soak)),
                 "console" => runtime.block_on(console::run_all(bin, options.connections, warmup, duration)),
                 "cluster" => runtime.block_on(cluster::run_all(bin, options.connections, warmup, duration)),
+                "network" => network::run_all(runtime, bin, options.connections, warmup, duration),
                 _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),
             }
         }
@@ -300,6 +306,9 @@ fn run_core(
 /// One server's figures under one load: the load's result, and what the server spent.
 struct Measured {
     result: client::LoadResult,
+    /// The requests answered, warm-up included (at the measured rate): what per-request
+    /// figures divide by.
+    requests: f64,
     cpu_us_per_request: f64,
     written_per_request: f64,
     rss_kib: u64,
@@ -331,6 +340,7 @@ fn measure(
         cpu_us_per_request: (server.cpu_seconds() - cpu_before) / requests * 1e6,
         written_per_request: written as f64 / requests,
         rss_kib: server.rss_kib(),
+        requests,
         result,
     }
 }

@@ -218,7 +218,7 @@ mod tests {
             ("{kid: a, secret: 12345678901234567}".to_owned(), "card.signing-keys[0].secret", "quote it"),
             (format!("{{kid: '', secret: {SECRET_A}}}"), "card.signing-keys[0]", "kid: must not be empty"),
             (format!("{{secret: {SECRET_A}}}"), "card.signing-keys[0]", "kid"),
-            (format!("{{kid: a, secret: {SECRET_A}, alg: HS512}}"), "card.signing-keys[0].alg", "unknown field"),
+            (format!("{{kid: a, secret: {SECRET_A}, alg: HS512}}"), "card.signing-keys[0].alg", "unknown key `alg`"),
         ] {
             let error = load(&format!("card:\n  signing-keys:\n    - {yaml}\n")).unwrap_err();
             let ConfigError::Invalid { key: at, message: text } = &error else { panic!("{error}") };

@@ -89,7 +89,10 @@ pub enum ErrorCode {
     PayloadTooLarge,
     /// A request body that is not declared as JSON (`Content-Type`): refused before it is
     /// read, so that a browser's form or `text/plain` post (a CORS "simple request", sent
-    /// without a preflight) cannot reach a method.
+    /// without a preflight) cannot reach a method. It is the spec's -32005
+    /// CONTENT_TYPE_NOT_SUPPORTED (a client keys on the code and the reason), kept apart
+    /// from [`ErrorCode::ContentTypeNotSupported`] only for its HTTP status: 415, since the
+    /// body was never read, where a part the agent does not take is a 400.
     UnsupportedMediaType,
     /// The request body did not arrive in time (`body-timeout`, `body-min-rate`); the
     /// connection is closed.
@@ -174,10 +177,10 @@ impl ErrorCode {
                 (-32600, 413, ResourceExhausted, "PAYLOAD_TOO_LARGE", "Request body is too large")
             }
             ErrorCode::UnsupportedMediaType => (
-                -32600,
+                -32005,
                 415,
                 InvalidArgument,
-                "UNSUPPORTED_MEDIA_TYPE",
+                "CONTENT_TYPE_NOT_SUPPORTED",
                 "Request body must be JSON (Content-Type: application/json)",
             ),
             ErrorCode::RequestTimeout => {
@@ -410,6 +413,13 @@ mod tests {
         assert_eq!(A2aError::of(ErrorCode::LimitExceeded).retry_after(), Some("1"));
         assert_eq!(A2aError::of(ErrorCode::RateLimited).with_meta("retryAfterSeconds", "3").retry_after(), Some("3"));
         assert_eq!(A2aError::of(ErrorCode::InvalidRequest).retry_after(), None);
+    }
+
+    #[test]
+    fn a_body_not_declared_json_is_the_content_type_row_with_415() {
+        let (media, row) = (ErrorCode::UnsupportedMediaType.info(), ErrorCode::ContentTypeNotSupported.info());
+        assert_eq!((media.jsonrpc, media.reason, media.grpc), (row.jsonrpc, row.reason, row.grpc));
+        assert_eq!((media.jsonrpc, media.http), (-32005, 415));
     }
 
     #[test]

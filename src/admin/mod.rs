@@ -31,6 +31,8 @@ pub enum AdminError {
     Queue(#[from] a2ad_storage::StoreError),
     #[error("there is no task store in {0} (check --data-dir or the config's data-dir)")]
     NoStore(String),
+    #[error("store: memory keeps its tasks and push queue in the running node only: there is nothing on disk to read (ask the node: the admin API)")]
+    InMemory,
     #[error(transparent)]
     Wal(#[from] a2ad_storage::wal::WalError),
     /// The online form: the node could not be reached, or refused.
@@ -63,6 +65,9 @@ pub fn repair(config: &Config) -> Result<String, AdminError> {
 
 /// Opens the node's task store, saying what to do when the node still holds it.
 pub fn open_store(config: &Config) -> Result<SledStore, AdminError> {
+    if config.store == StoreKind::Memory {
+        return Err(AdminError::InMemory);
+    }
     if !config.data_dir.join("conf").exists() {
         return Err(AdminError::NoStore(config.data_dir.display().to_string()));
     }
@@ -84,6 +89,9 @@ fn store_error(config: &Config, error: a2ad_storage::StoreError) -> AdminError {
 /// The push queue the config names: the shared store's, with `store: redis`. A remote
 /// queue needs no local store.
 pub fn push_queue(config: &Config) -> Result<Arc<dyn JobQueue>, AdminError> {
+    if config.store == StoreKind::Memory {
+        return Err(AdminError::InMemory);
+    }
     if config.store == StoreKind::Redis {
         let store = a2ad_storage::RedisStore::open(config.redis.store_options())?;
         return Ok(crate::push::open_shared_queue(&config.push, &store)?);

@@ -70,7 +70,7 @@ pub fn run(config: &Config) -> Result<MoveReport, AdminError> {
     move_tasks(&source, &target, &mut report)?;
     move_sessions(&source, &target, &sessions, config.session_history_limit, &mut report)?;
     let key = || crate::push::push_key(&config.data_dir);
-    let (from, to) = (PushConfigStore::new(configs, key()?), PushConfigStore::in_redis(&target, key()?));
+    let (from, to) = (PushConfigStore::new(configs, key()?), target.push_configs(key()?));
     for task_id in from.task_ids()? {
         for stored in from.list(Scope::Node, &task_id)? {
             to.put(&stored.owner, &stored.config)?;

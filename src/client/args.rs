@@ -76,6 +76,14 @@ pub struct CallArgs {
     /// Attach a JSON value as a data part (repeatable).
     #[arg(long)]
     pub data: Vec<String>,
+    /// Have the node POST the task's updates to this webhook
+    /// (`configuration.taskPushNotificationConfig.url`; the node needs `push-notifications`).
+    #[arg(long, value_name = "URL")]
+    pub push_url: Option<String>,
+    /// The token the node sends with each push (`X-A2A-Notification-Token`), so the
+    /// receiver can tell its deliveries from forged ones. Needs `--push-url`.
+    #[arg(long, value_name = "TOKEN", requires = "push_url")]
+    pub push_token: Option<String>,
     /// Print each StreamResponse as one JSON line on stdout instead of the text.
     #[arg(long)]
     pub json: bool,
@@ -94,13 +102,14 @@ pub struct CallArgs {
 /// `a2ad tasks ...`.
 #[derive(Subcommand)]
 pub enum TasksCommand {
-    /// List the caller's tasks, newest first: id, state, context, last update.
+    /// List the caller's tasks, newest first, under a header: id, state, agent, age, context.
     List {
         url: String,
         /// Only the tasks of this context.
         #[arg(long)]
         context: Option<String>,
-        /// Only tasks in this state (e.g. working, completed, input-required).
+        /// Only tasks in this state: submitted, working, input-required, auth-required,
+        /// completed, failed, canceled or rejected.
         #[arg(long)]
         state: Option<String>,
         /// At most this many tasks.

@@ -16,15 +16,15 @@ use std::time::Duration;
 /// Runs the command; the process exit code. The files the answer links are saved
 /// (`--save`) or named once it ends ([`super::files`]).
 pub async fn run(args: CallArgs) -> Result<i32, ClientError> {
-    let message = build_message(&args)?;
+    let params = send_params(&args)?;
     let endpoint = Endpoint::discover(&args.url, &args.auth).await?;
     let mut renderer = Renderer::new(args.json);
     let code = if endpoint.streaming {
-        let stream = endpoint.stream("SendStreamingMessage", json!({"message": message})).await?;
+        let stream = endpoint.stream("SendStreamingMessage", params).await?;
         follow(&endpoint, stream.with_idle_timeout(args.idle_timeout), &mut renderer, FollowUntil::TurnEnd).await?
     } else {
         // An agent without streaming: one SendMessage, shown like a stream that ended.
-        let result = endpoint.call("SendMessage", json!({"message": message})).await?;
+        let result = endpoint.call("SendMessage", params).await?;
         renderer.snapshot(&result);
         renderer.finish();
         renderer.state.as_deref().map_or(exit::COMPLETED, exit::for_state)
@@ -134,6 +134,20 @@ async fn cancel(endpoint: &Endpoint, renderer: &Renderer) -> Result<i32, ClientE
     let state = task["status"]["state"].as_str().unwrap_or("?");
     eprintln!("a2ad: task {id} {}", super::short_state(state));
     Ok(exit::CANCELED)
+}
+
+/// The SendMessage params: the message and, with `--push-url`, the push config the node
+/// delivers the task's updates to.
+fn send_params(args: &CallArgs) -> Result<Value, ClientError> {
+    let mut params = json!({"message": build_message(args)?});
+    if let Some(url) = &args.push_url {
+        let mut config = json!({"url": url});
+        if let Some(token) = &args.push_token {
+            config["token"] = json!(token);
+        }
+        params["configuration"] = json!({"taskPushNotificationConfig": config});
+    }
+    Ok(params)
 }
 
 /// The user message: the text, then the files and data parts, with the context, task and

@@ -79,6 +79,7 @@ impl Renderer {
         }
         if let Some(task) = event.get("task") {
             self.ids(task);
+            self.turn_so_far(task);
             self.set_state(task["status"]["state"].as_str());
         } else if let Some(message) = event.get("message") {
             self.answered_with_message = self.task_id.is_none();
@@ -115,6 +116,24 @@ impl Renderer {
         let status = json!({"taskId": task["id"], "contextId": task["contextId"], "status": task["status"]});
         self.status_update(&status);
         let _ = std::io::stdout().flush();
+    }
+
+    /// A task as a stream's first event: a subscription that joins a turn under way
+    /// (`tasks watch`) shows the agent's lines the turn already wrote (its history after
+    /// the last user message), so the stream's later lines follow them and the final
+    /// answer, which repeats them all, is recognised as already shown. A new task (`call`)
+    /// has none.
+    fn turn_so_far(&mut self, task: &Value) {
+        if !self.streamed.is_empty() {
+            return;
+        }
+        let history = task["history"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let turn_start = history.iter().rposition(|m| m["role"] == "ROLE_USER").map_or(0, |i| i + 1);
+        for message in &history[turn_start..] {
+            let text = parts_text(&message["parts"]);
+            self.text_line(&text);
+            self.last_message = (!text.is_empty()).then_some(text);
+        }
     }
 
     fn ids(&mut self, object: &Value) {

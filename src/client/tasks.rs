@@ -16,13 +16,14 @@ pub async fn run(command: TasksCommand) -> Result<i32, ClientError> {
                 params["contextId"] = json!(context);
             }
             if let Some(state) = state {
-                params["status"] = json!(state_name(&state));
+                params["status"] = json!(state_name(&state)?);
             }
             let listed = endpoint.call("ListTasks", params).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&listed).unwrap_or_default());
             } else {
-                print!("{}", format_list(&listed));
+                let now = chrono::Utc::now();
+                print!("{}", format_list(&listed, endpoint.default_skill.as_deref(), now));
             }
             Ok(exit::COMPLETED)
         }
@@ -78,29 +79,59 @@ async fn show_finished(
     Ok(super::exit::for_state(&state))
 }
 
-/// `input-required` → `TASK_STATE_INPUT_REQUIRED`; a full name is kept.
-fn state_name(state: &str) -> String {
-    if state.starts_with("TASK_STATE_") {
-        return state.to_owned();
+/// The states `--state` takes, as the node names them after `TASK_STATE_`.
+const STATES: [&str; 8] =
+    ["submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled", "rejected"];
+
+/// `input-required` → `TASK_STATE_INPUT_REQUIRED`; a full name is kept. Any other value
+/// is refused with the list of valid ones.
+fn state_name(state: &str) -> Result<String, ClientError> {
+    let short =
+        state.strip_prefix("TASK_STATE_").map_or(state.to_owned(), |s| s.to_ascii_lowercase().replace('_', "-"));
+    let short = short.to_ascii_lowercase();
+    if !STATES.contains(&short.as_str()) {
+        return Err(ClientError::Usage(format!(
+            "--state `{}` is not a task state: one of {}",
+            super::render::for_terminal(state, false),
+            STATES.join(", ")
+        )));
     }
-    format!("TASK_STATE_{}", state.to_ascii_uppercase().replace('-', "_"))
+    Ok(format!("TASK_STATE_{}", short.to_ascii_uppercase().replace('-', "_")))
 }
 
-/// One line per task: id, state, context, last update.
-fn format_list(listed: &Value) -> String {
-    let mut out = String::new();
+/// A header, then one line per task: id, state, agent, age of its last update, context.
+/// The agent is the skill its first message named, else the card's first skill (where a
+/// context that names none is bound).
+fn format_list(listed: &Value, default_skill: Option<&str>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let mut out = String::from("ID\tSTATE\tAGENT\tAGE\tCONTEXT\n");
     for task in listed["tasks"].as_array().into_iter().flatten() {
         // One line per task whatever the node sends: no tab, newline or escape sequence.
         let field = |v: &Value| super::render::for_terminal(v.as_str().unwrap_or("-"), false);
+        let named = task["history"][0]["metadata"]["skill"].as_str();
+        let agent = named.or(default_skill).unwrap_or("-");
         out.push_str(&format!(
-            "{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\n",
             field(&task["id"]),
             super::render::for_terminal(&short_state(task["status"]["state"].as_str().unwrap_or("?")), false),
+            super::render::for_terminal(agent, false),
+            age(task["status"]["timestamp"].as_str(), now),
             field(&task["contextId"]),
-            field(&task["status"]["timestamp"]),
         ));
     }
     out
+}
+
+/// How long ago `timestamp` (RFC 3339) was, in its largest whole unit: `42s`, `5m`, `3h`,
+/// `2d`; `-` when there is none.
+fn age(timestamp: Option<&str>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let Some(then) = timestamp.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()) else { return "-".into() };
+    let seconds = (now - then.with_timezone(&chrono::Utc)).num_seconds().max(0);
+    match seconds {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
 }
 
 #[cfg(test)]
@@ -109,10 +140,15 @@ mod tests {
 
     #[test]
     fn short_state_names_are_accepted() {
-        assert_eq!(state_name("input-required"), "TASK_STATE_INPUT_REQUIRED");
-        assert_eq!(state_name("TASK_STATE_WORKING"), "TASK_STATE_WORKING");
+        assert_eq!(state_name("input-required").unwrap(), "TASK_STATE_INPUT_REQUIRED");
+        assert_eq!(state_name("TASK_STATE_WORKING").unwrap(), "TASK_STATE_WORKING");
+        let refused = state_name("done").unwrap_err().to_string();
+        assert!(refused.contains("`done`") && refused.contains("working, input-required"), "{refused}");
+        let now = chrono::Utc::now();
         let listed =
             serde_json::json!({"tasks": [{"id": "t\n1\t\u{1b}[2J", "status": {"state": "TASK_STATE_WORKING"}}]});
-        assert_eq!(format_list(&listed), "t 1  [2J\tworking\t-\t-\n");
+        assert_eq!(format_list(&listed, None, now), "ID\tSTATE\tAGENT\tAGE\tCONTEXT\nt 1  [2J\tworking\t-\t-\t-\n");
+        let earlier = (now - chrono::Duration::seconds(150)).to_rfc3339();
+        assert_eq!(age(Some(&earlier), now), "2m");
     }
 }

@@ -32,6 +32,8 @@ pub struct Endpoint {
     pub streaming: bool,
     /// The URL the user gave (base or card URL), for hints that name another command.
     pub node_url: String,
+    /// The card's first skill: the agent a context that named none is bound to.
+    pub default_skill: Option<String>,
     client: reqwest::Client,
     headers: Vec<(&'static str, String)>,
 }
@@ -47,6 +49,9 @@ impl Endpoint {
         let response = card_client
             .get(&card_url)
             .header("Accept", "application/json")
+            // Says it is a 1.0 client: a node with a strict card hints at `card.compat-v03`
+            // to clients that send no version, and this one needs no hint.
+            .header("A2A-Version", "1.0")
             .send()
             .await
             .map_err(|e| ClientError::Transport(format!("cannot reach {card_url}: {}", root_cause(&e))))?;
@@ -69,7 +74,8 @@ impl Endpoint {
         }
         let streaming = card["capabilities"]["streaming"].as_bool().unwrap_or(true);
         let node_url = super::render::for_terminal(url, false);
-        Ok(Endpoint { binding, url: interface_url, tenant, streaming, node_url, client, headers })
+        let default_skill = card["skills"][0]["id"].as_str().map(str::to_owned);
+        Ok(Endpoint { binding, url: interface_url, tenant, streaming, node_url, default_skill, client, headers })
     }
 
     /// Calls a unary method; returns its result.

@@ -30,15 +30,19 @@ pub struct AdminSite {
     pub agents: Value,
     /// Answer only on the Unix socket (`admin.listen: unix`).
     pub unix_only: bool,
+    /// What the operator should know about how the node is exposed (the status's
+    /// `warnings`, see [`a2ad_node::exposure`]).
+    pub warnings: Vec<String>,
     /// Cancelled when the node stops: ends the live feeds, which never end by themselves.
     pub closing: tokio_util::sync::CancellationToken,
 }
 
 impl AdminSite {
-    /// The site of a node with `config`, whose card is `card`.
+    /// The site of a node with `config`, whose card is `card`, started with `warnings`.
     pub fn new(
         config: &crate::config::Config,
         card: &a2ad_protocol::AgentCard,
+        warnings: Vec<String>,
         closing: tokio_util::sync::CancellationToken,
     ) -> AdminSite {
         let bindings = card.supported_interfaces.iter().filter_map(|i| serde_json::to_value(i).ok()).collect();
@@ -49,7 +53,7 @@ impl AdminSite {
             }
         }
         let unix_only = config.admin.listen == a2ad_node::admin::AdminListen::Unix;
-        AdminSite { bindings, agents, unix_only, closing }
+        AdminSite { bindings, agents, unix_only, warnings, closing }
     }
 }
 
@@ -60,6 +64,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .wrap(console::security_headers())
             .route("/me", web::get().to(me))
             .route("/status", web::get().to(status))
+            .route("/series", web::get().to(series))
             .route("/tasks", web::get().to(list_tasks))
             .route("/tasks/{id}", web::get().to(get_task))
             .route("/tasks/{id}/cancel", web::post().to(cancel_task))
@@ -149,10 +154,32 @@ async fn status(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
         return refused;
     }
     let bindings = state.admin.as_ref().map(|s| s.bindings.clone()).unwrap_or_default();
-    match core_admin::status::status(&state.core, bindings).await {
+    let warnings = state.admin.as_ref().map(|s| s.warnings.clone()).unwrap_or_default();
+    match core_admin::status::status(&state.core, bindings, warnings).await {
         Ok(status) => json(&status),
         Err(e) => error(e.into()),
     }
+}
+
+/// `GET /admin/v1/series?since=`: the samples of the last hour.
+async fn series(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(refused) = admit(&req, &state).await {
+        return refused;
+    }
+    let Some(pairs) = query_pairs(&req) else { return bad_query() };
+    match core_admin::series::series(&state.core, &pairs) {
+        Ok(doc) => json(&doc),
+        Err(e) => error(e.into()),
+    }
+}
+
+/// The query's pairs; `None` for a malformed query string (see [`bad_query`]).
+fn query_pairs(req: &HttpRequest) -> Option<Vec<(String, String)>> {
+    web::Query::<Vec<(String, String)>>::from_query(req.query_string()).ok().map(web::Query::into_inner)
+}
+
+fn bad_query() -> HttpResponse {
+    error(A2aError::invalid_field("query", "is not a valid query string"))
 }
 
 /// `GET /admin/v1/tasks?tenant=&state=&contextId=&agent=&since=&until=&pageSize=&pageToken=`.
@@ -160,10 +187,7 @@ async fn list_tasks(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     if let Err(refused) = admit(&req, &state).await {
         return refused;
     }
-    let pairs = match web::Query::<Vec<(String, String)>>::from_query(req.query_string()) {
-        Ok(pairs) => pairs.into_inner(),
-        Err(_) => return error(A2aError::invalid_field("query", "is not a valid query string")),
-    };
+    let Some(pairs) = query_pairs(&req) else { return bad_query() };
     let filter = match TaskFilter::from_query(&pairs) {
         Ok(filter) => filter,
         Err(e) => return error(e.into()),

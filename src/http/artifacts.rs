@@ -49,7 +49,7 @@ async fn serve(req: HttpRequest, state: web::Data<AppState>, path: web::Path<(St
         Err(refused) => return refusal_response(refused),
     };
     let (task_id, name) = path.into_inner();
-    let stored = match state.core.artifact_file(&owner, &task_id, &name) {
+    let stored = match state.core.artifact_file(&owner, &task_id, &name).await {
         Ok(stored) => stored,
         Err(e) => return error_response(&e),
     };

@@ -1,7 +1,8 @@
-//! The web console at `/console`: one page (`console/index.html`), its script and its
+//! The web console at `/console`: one page (`console/index.html`), its scripts and its
 //! style sheet, built into the binary (`include_str!`), with no external resource, so it
 //! works offline. It is a client of the admin API ([`super::admin`]) and holds the
-//! operator's token in memory only (a reload signs out), sending it as
+//! operator's token in memory (a reload signs out, unless the operator ticked "stay signed
+//! in": then in the tab's sessionStorage, never a cookie), sending it as
 //! `Authorization: Bearer`: no cookie, so no request of another site carries it.
 //!
 //! Every admin and console response forbids framing (`X-Frame-Options: DENY`,
@@ -16,6 +17,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 const INDEX: &str = include_str!("console/index.html");
 const SCRIPT: &str = include_str!("console/app.js");
+/// The Overview's SVG charts, a file of its own (loaded before `app.js`, whose helpers it uses).
+const CHARTS: &str = include_str!("console/charts.js");
 const STYLE: &str = include_str!("console/app.css");
 
 /// The policy of every admin and console response.
@@ -49,6 +52,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, SCRIPT, JS)),
             )
             .route(
+                "/charts.js",
+                web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, CHARTS, JS)),
+            )
+            .route(
                 "/app.css",
                 web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, STYLE, CSS)),
             ),
@@ -75,15 +82,23 @@ mod tests {
 
     #[test]
     fn the_page_has_no_inline_script_or_style_and_loads_nothing_from_elsewhere() {
+        assert!(INDEX.contains(r#"<script src="/console/charts.js" defer></script>"#));
         assert!(INDEX.contains(r#"<script src="/console/app.js" defer></script>"#));
-        assert_eq!(INDEX.matches("<script").count(), 1, "one script, from a file");
+        assert_eq!(INDEX.matches("<script").count(), 2, "two scripts, from files");
         assert!(!INDEX.contains("style=") && !INDEX.contains("<style"), "no inline style");
         for handler in ["onclick=", "onload=", "onsubmit=", "onerror=", "javascript:"] {
-            assert!(!INDEX.contains(handler) && !SCRIPT.contains(handler), "no inline handler: {handler}");
+            for text in [INDEX, SCRIPT, CHARTS] {
+                assert!(!text.contains(handler), "no inline handler: {handler}");
+            }
         }
-        for text in [INDEX, SCRIPT, STYLE] {
+        // The SVG namespace is a name, never fetched.
+        let charts = CHARTS.replace("'http://www.w3.org/2000/svg'", "");
+        for text in [INDEX, SCRIPT, STYLE, charts.as_str()] {
             assert!(!text.contains("http://") && !text.contains("https://"), "nothing from elsewhere");
         }
-        assert!(!SCRIPT.contains("innerHTML") && !SCRIPT.contains("eval("), "data is never parsed as HTML");
+        for script in [SCRIPT, CHARTS] {
+            assert!(!script.contains("innerHTML") && !script.contains("eval("), "data is never parsed as HTML");
+            assert!(!script.contains(".style"), "no inline style (the policy refuses it)");
+        }
     }
 }

@@ -29,6 +29,8 @@ pub async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<Ap
         Ok(None) => return error_response(&Value::Null, &A2aError::of(ErrorCode::ParseError)),
         Err(e) => return error_response(&Value::Null, &e),
     };
+    let method = decoded.get("method").and_then(Value::as_str);
+    super::hint_old_client(&req, &state, method.filter(|m| rpc::v03::is_method(m)));
     let answer = rpc::handle(&state.core, &owner, decoded, &request_meta(&req)).await;
     respond(&req, &state, answer)
 }

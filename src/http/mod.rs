@@ -16,6 +16,7 @@ mod sse;
 
 /// For the WebSocket upgrade (`crate::transports::websocket`), which is HTTP until it is not.
 pub use caller::{caller, Refused};
+pub use card::{CardBuilder, CardsByAddress};
 pub(crate) use jsonrpc::request_meta;
 pub use rest_shared::refusal_response;
 
@@ -28,6 +29,11 @@ use std::sync::Arc;
 pub struct AppState {
     pub core: Arc<Core>,
     pub card: Arc<CardDocument>,
+    /// On a wildcard `listen` with no `public-url`: the card per address a request came to.
+    pub cards_by_address: Option<Arc<card::CardsByAddress>>,
+    /// With `card.compat-v03` off: the clients told that 0.3 needs it (see
+    /// [`a2ad_node::old_clients`]).
+    pub old_clients: Option<Arc<a2ad_node::old_clients::OldClientHints>>,
     /// The largest JSON-RPC body.
     pub body_limit: usize,
     /// The largest HTTP+JSON body.
@@ -71,6 +77,20 @@ pub fn routes(cfg: &mut web::ServiceConfig, rest_prefix: &str, with_admin: bool)
 fn requested_version(req: &actix_web::HttpRequest) -> Option<String> {
     let header = req.headers().get("A2A-Version").map(|v| v.to_str().unwrap_or("?").to_owned());
     header.or_else(|| crate::core::version::query_version(req.query_string()))
+}
+
+/// Tells the operator, once per client address, that a request which looks like 0.3
+/// (`v03_method`: the JSON-RPC method was a 0.3 one; or no `A2A-Version`) needs
+/// `card.compat-v03` (only while it is off).
+pub(crate) fn hint_old_client(req: &actix_web::HttpRequest, state: &AppState, v03_method: Option<&str>) {
+    let Some(hints) = &state.old_clients else { return };
+    let Some(client) = req.peer_addr().map(|a| a.ip()) else { return };
+    let why = match v03_method {
+        Some(method) => format!("the 0.3 method `{}`", crate::client::render::for_terminal(method, false)),
+        None if req.headers().get("A2A-Version").is_none() => "no A2A-Version header".to_owned(),
+        None => return,
+    };
+    hints.saw(client, &why);
 }
 
 /// Checks the `A2A-Version` of an HTTP request.

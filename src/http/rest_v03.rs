@@ -40,6 +40,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppState>, route: Method) -> HttpResponse {
     observe::served(&req, Binding::Rest, route.info().v03.unwrap_or("unknown"));
+    // Every `/v1/` route is a 0.3 one: its client may need the 0.3 card too.
+    super::hint_old_client(&req, &state, Some(route.info().v03.unwrap_or("/v1/")));
     let (owner, activated) = match admit(&req, &state).await {
         Ok(admitted) => admitted,
         Err(refused) => return *refused,

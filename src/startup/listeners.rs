@@ -22,6 +22,9 @@ pub(super) struct Listeners {
     pub unix: Option<(UnixListener, SocketFile)>,
     /// The admin API's own listener (`admin.listen: <address>`).
     pub admin: Option<(TcpListener, SocketAddr)>,
+    /// `listen` is a wildcard address (`0.0.0.0`, `[::]`) and no `public-url` is set:
+    /// the card advertises the address each request came to, never the wildcard.
+    pub card_per_address: bool,
 }
 
 impl Listeners {
@@ -39,7 +42,8 @@ impl Listeners {
             Some(path) => Some(crate::transports::unix::bind(path, config.listen_unix_mode)?),
             None => None,
         };
-        Ok(Listeners { http, http_addr, grpc, unix, admin })
+        let card_per_address = config.public_url.is_none() && http_addr.ip().is_unspecified();
+        Ok(Listeners { http, http_addr, grpc, unix, admin, card_per_address })
     }
 }
 

@@ -1,5 +1,6 @@
 //! Opening the task store a node runs on: sled behind its write-ahead log in the data dir
-//! (`store: sled`, the default), or the shared Redis store (`store: redis`).
+//! (`store: sled`, the default), the shared Redis store (`store: redis`), or memory
+//! (`store: memory`).
 
 use super::StartupError;
 use crate::config::{Config, StoreKind};
@@ -8,7 +9,9 @@ use crate::os_error::io_cause;
 use crate::push::PushStack;
 use a2ad_actors::feed::NodeFeed;
 use a2ad_storage::wal::WalOptions;
-use a2ad_storage::{GroupCommit, PushQueue, RedisStore, SledStore, StoreError, TaskStore, WalStore, WAL_DIR};
+use a2ad_storage::{
+    GroupCommit, MemoryStore, PushQueue, RedisStore, SledStore, StoreError, TaskStore, WalStore, WAL_DIR,
+};
 use std::sync::Arc;
 
 /// The sled tree of event-id reservations older nodes made (see
@@ -30,7 +33,36 @@ pub(super) fn open(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>
     match config.store {
         StoreKind::Sled => open_local(config, metrics, feed),
         StoreKind::Redis => open_shared(config, metrics, feed),
+        StoreKind::Memory => open_memory(config, metrics, feed),
     }
+}
+
+/// Everything in memory: the tasks in a [`MemoryStore`], the push configs and queue in a
+/// temporary sled database (in `/dev/shm` where there is one, removed when the node
+/// stops), sealed with a key that lives as long (unless `A2AD_PUSH_KEY` names one).
+/// Nothing is durable, so a step is answered once it is in memory.
+fn open_memory(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
+    tracing::warn!(
+        "store: memory: tasks, sessions and push configs live in this process only and are lost when it stops"
+    );
+    create_data_dir(config)?;
+    let mut memory = MemoryStore::new().with_event_retention(config.event_retention);
+    let mut push = None;
+    if config.push.enabled {
+        let scratch = SledStore::temporary().map_err(store_error(config))?;
+        let mut stack = PushStack::open_in_memory(&config.push, &scratch)?;
+        let queue =
+            MeteredQueue::new(Arc::clone(&stack.hooks.queue), Arc::clone(metrics)).map_err(store_error(config))?;
+        stack.hooks.queue = Arc::new(queue);
+        if let Some(local) = stack.local_queue() {
+            memory = memory.with_push_queue(Arc::new(local));
+        }
+        push = Some(stack);
+    }
+    let memory = Arc::new(memory.with_listener(Arc::clone(feed) as _));
+    let store: Arc<dyn TaskStore> =
+        Arc::new(MeteredStore::new(memory, Arc::clone(metrics)).map_err(store_error(config))?);
+    Ok(OpenedStore { commit: GroupCommit::immediate(Arc::clone(&store)), store, journal: None, push })
 }
 
 fn store_error(config: &Config) -> impl Fn(StoreError) -> StartupError + '_ {

@@ -10,7 +10,7 @@
 //! 1-byte values) over 64 contexts, and the session's metadata (150 bytes); then:
 //! * `store`: the task record (1,300 B) and two events (700 B each), a key each, and one
 //!   500-byte session chunk with, past 100 turns a context, the removal of the oldest
-//!   (the layout of `sled_store/`);
+//!   (the layout of `sled/store/`);
 //! * `store-split`: the same, the record and events in a tree of their own (10-13% less
 //!   CPU here, but built into the store, commit `e7515f7`, it gained nothing measurable:
 //!   `apply.rs` and the core load within noise, callgrind 10% more instructions; so it

@@ -47,19 +47,6 @@ pub enum StoreError {
     NoPushQueue(usize),
 }
 
-impl From<crate::wal::WalError> for StoreError {
-    /// A file failure is [`StoreError::Unavailable`] (the log heals with the disk); a
-    /// closed log is [`StoreError::Closed`]; anything else is damage or a bug.
-    fn from(e: crate::wal::WalError) -> Self {
-        use crate::wal::WalError;
-        match e {
-            WalError::Io { .. } | WalError::Apply { .. } => StoreError::Unavailable(e.to_string()),
-            WalError::Closed => StoreError::Closed,
-            other => StoreError::Corrupt(other.to_string()),
-        }
-    }
-}
-
 impl StoreError {
     /// The operating system's error under an engine failure, when there is one: start-up
     /// tells a read-only disk or a permission problem from a damaged store by its kind.

@@ -26,7 +26,7 @@ pub fn operators(c: &mut Config) {
 }
 
 /// Tenant bearer tokens `acme-token` and `globex-token`.
-fn tenants(c: &mut Config) {
+pub fn tenants(c: &mut Config) {
     let tenant = |name: &str| BearerTokenConfig {
         token_sha256: None,
         token: Some(HashedSecret::from_plaintext(&format!("{name}-token"))),
@@ -60,7 +60,7 @@ pub async fn admin_post(app: &TestApp, token: &str, path: &str, body: Value) -> 
 }
 
 /// SendMessage as a tenant (`acme-token` ...), returning the task.
-async fn send_as(app: &TestApp, bearer: &str, text: &str) -> Value {
+pub async fn send_as(app: &TestApp, bearer: &str, text: &str) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params(text, json!({}))});
     let response: Value =
         app.client.post(&app.url).bearer_auth(bearer).json(&body).send().await.unwrap().json().await.unwrap();
@@ -375,4 +375,92 @@ async fn admin_listen_unix_answers_on_the_socket_only() {
     assert_eq!(console.status(), 404, "nor the console");
     assert_eq!(unix_get(&socket, "/admin/v1/me").await, 200);
     assert_eq!(unix_get(&socket, "/console").await, 200);
+}
+
+/// The sums over every sample of `/series` of `field` (a number, or an object of numbers).
+fn summed(series: &Value, field: &str) -> u64 {
+    let samples = series["samples"].as_array().cloned().unwrap_or_default();
+    let value = |v: &Value| {
+        v.as_u64().unwrap_or_else(|| v.as_object().map_or(0, |o| o.values().filter_map(Value::as_u64).sum()))
+    };
+    samples.iter().map(|s| value(&s[field])).sum()
+}
+
+#[actix_web::test]
+async fn the_series_counts_requests_and_turns_per_ten_seconds() {
+    let app = spawn_app(operators).await;
+    let (status, empty) = admin_get(&app, VIEWER, "/series").await;
+    assert_eq!((status, &empty["intervalSeconds"]), (200, &json!(10)), "{empty}");
+    for n in 0..12 {
+        assert!(app.send_text(&format!("load {n}"), json!({})).await["id"].is_string());
+    }
+    // The sampler counts every 10 s: wait (bounded, 40 s) for the samples that hold the load.
+    let mut series = Value::Null;
+    for _ in 0..400 {
+        series = admin_get(&app, VIEWER, "/series").await.1;
+        if summed(&series, "turnsCompleted") >= 12 {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(summed(&series, "turnsCompleted") >= 12, "{series}");
+    assert!(summed(&series, "requests") >= 12 && summed(&series, "turnsStarted") >= 12, "{series}");
+    let busy = series["samples"].as_array().unwrap().iter().find(|s| s["turnsCompleted"].as_u64() > Some(0)).unwrap();
+    assert!(busy["requests"]["SendMessage"].as_u64() > Some(0), "{busy}");
+    assert!(
+        busy["turnP50Ms"].as_f64().is_some_and(|p| p > 0.0) && busy["turnP99Ms"].as_f64() >= busy["turnP50Ms"].as_f64()
+    );
+    assert_eq!(busy["queueDepth"], Value::Null, "push is off");
+    assert_eq!((busy["turnsFailed"].clone(), busy["openStreams"].clone()), (json!(0), json!(0)));
+
+    let last = series["samples"].as_array().unwrap().last().unwrap()["atMs"].as_i64().unwrap();
+    let (_, newer) = admin_get(&app, VIEWER, &format!("/series?since={last}")).await;
+    assert!(newer["samples"].as_array().unwrap().iter().all(|s| s["atMs"].as_i64() > Some(last)), "{newer}");
+    for (query, field) in [("since=soon", "since"), ("from=1", "query")] {
+        let (status, body) = admin_get(&app, VIEWER, &format!("/series?{query}")).await;
+        assert_eq!((status, reason(&body)), (400, "INVALID_PARAMS"), "{query}: {body}");
+        assert_eq!(body["error"]["details"][0]["metadata"]["field"], field, "{body}");
+    }
+    let (status, _) = admin_get(&app, "not-a-token", "/series").await;
+    assert_eq!(status, 401);
+}
+
+#[actix_web::test]
+async fn a_search_finds_tasks_by_part_of_their_tenant_ids_agent_or_first_message() {
+    let app = spawn_app(|c| {
+        operators(c);
+        tenants(c);
+    })
+    .await;
+    let a1 = send_as(&app, "acme-token", "invoice for march").await;
+    send_as(&app, "acme-token", "a2").await;
+    send_as(&app, "globex-token", "g1").await;
+    let found = |body: &Value| -> Vec<(String, String)> {
+        let rows = body["tasks"].as_array().cloned().unwrap_or_default();
+        rows.iter().map(|t| (t["tenant"].as_str().unwrap().to_owned(), t["id"].as_str().unwrap().to_owned())).collect()
+    };
+    let (_, acm) = admin_get(&app, VIEWER, "/tasks?q=acm").await;
+    assert_eq!(found(&acm).iter().filter(|(t, _)| t == "acme").count(), 2, "{acm}");
+    assert_eq!(found(&acm).len(), 2, "a substring of the tenant: {acm}");
+    let (_, lob) = admin_get(&app, VIEWER, "/tasks?q=LOB").await;
+    assert_eq!(found(&lob).len(), 1, "any case, inside the name: {lob}");
+    let (_, march) = admin_get(&app, VIEWER, "/tasks?q=March").await;
+    assert_eq!(found(&march), vec![("acme".to_owned(), a1["id"].as_str().unwrap().to_owned())], "{march}");
+    let id = a1["id"].as_str().unwrap();
+    let (_, by_id) = admin_get(&app, VIEWER, &format!("/tasks?q={}", &id[..12])).await;
+    assert!(found(&by_id).iter().any(|(_, t)| t == id), "a prefix of the id: {by_id}");
+    let context = a1["contextId"].as_str().unwrap();
+    let (_, by_context) = admin_get(&app, VIEWER, &format!("/tasks?q={}", &context[context.len() - 10..])).await;
+    assert!(found(&by_context).iter().any(|(_, t)| t == id), "a part of the context id: {by_context}");
+    let (_, agent) = admin_get(&app, VIEWER, "/tasks?q=ech&tenant=globex").await;
+    assert_eq!(found(&agent).len(), 1, "the agent, with the other filters: {agent}");
+    let (_, none) = admin_get(&app, VIEWER, "/tasks?q=no-such-text").await;
+    assert_eq!(found(&none).len(), 0, "{none}");
+    // Pagination is unchanged: pages of a search hold every match once.
+    let (_, first) = admin_get(&app, VIEWER, "/tasks?q=acm&pageSize=1").await;
+    let token = first["nextPageToken"].as_str().expect("a second page");
+    let (_, second) = admin_get(&app, VIEWER, &format!("/tasks?q=acm&pageSize=1&pageToken={token}")).await;
+    let mut ids: Vec<String> = found(&first).into_iter().chain(found(&second)).map(|(_, id)| id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "{first} {second}");
 }

@@ -76,7 +76,8 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("idle-timout"), "{stderr}");
+    assert!(stderr.contains("unknown key `idle-timout`; did you mean `idle-timeout`?"), "{stderr}");
+    assert!(stderr.contains("push-max-attempts"), "every key is listed, the push-* ones too: {stderr}");
 
     let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
         .args(["serve", "--config", "missing.yml"])
@@ -88,6 +89,7 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("a2ad: invalid configuration: cannot read config file missing.yml"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "one line, no backtrace: {stderr}");
+    assert_eq!(stderr.matches("No such file").count(), 1, "the cause once: {stderr}");
 
     std::fs::write(cwd.path().join("bad2.yml"), "body-limit: 12 parsecs\n").unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))

@@ -294,7 +294,7 @@ async fn every_error_case_agrees() {
         .await
         .unwrap();
     assert_eq!(rest.status(), 415);
-    assert_eq!(rest.json::<Value>().await.unwrap()["error"]["details"][0]["reason"], "UNSUPPORTED_MEDIA_TYPE");
+    assert_eq!(rest.json::<Value>().await.unwrap()["error"]["details"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
     let rest = app.client.get(format!("{}/a2a/tasks?includeArtifacts=maybe", app.url)).send().await.unwrap();
     assert_eq!(rest.status(), 400);
 }

@@ -161,7 +161,16 @@ async fn tasks_list_get_cancel_and_watch() {
 
     let listed = a2ad(&["tasks", "list", &app.url], &[]).await;
     assert_eq!(listed.status.code(), Some(0));
-    assert!(stdout(&listed).starts_with(&format!("{id}\tcompleted\t")), "{}", stdout(&listed));
+    let lines = stdout(&listed);
+    let mut lines = lines.lines();
+    assert_eq!(lines.next(), Some("ID\tSTATE\tAGENT\tAGE\tCONTEXT"), "a header first");
+    let row: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    assert_eq!(row[..3], [id, "completed", "slow"], "the agent: the card's default skill");
+    assert!(row[3].ends_with('s') && row[3].trim_end_matches('s').parse::<u64>().is_ok(), "the age: {row:?}");
+    let bad = a2ad(&["tasks", "list", &app.url, "--state", "done"], &[]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    let said = stderr(&bad);
+    assert!(said.contains("`done`") && said.contains("submitted, working, input-required"), "the valid states: {said}");
     let got = a2ad(&["tasks", "get", &app.url, id], &[]).await;
     let task: Value = serde_json::from_slice(&got.stdout).unwrap();
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
@@ -204,7 +213,11 @@ async fn auth_flags_and_variables_reach_a_node_with_auth() {
     assert_eq!(with_token.status.code(), Some(0), "{}", stderr(&with_token));
     let from_env = a2ad(&["tasks", "list", &app.url], &[("A2AD_API_KEY", "key-1")]).await;
     assert_eq!(from_env.status.code(), Some(0), "{}", stderr(&from_env));
-    assert_eq!(stdout(&from_env).lines().count(), 1, "the one task of alice (token or key, the same principal)");
+    assert_eq!(
+        stdout(&from_env).lines().count(),
+        2,
+        "the header and the one task of alice (token or key, the same principal)"
+    );
     let basic = a2ad(&["tasks", "list", &app.url, "--basic", "al:pw-1"], &[]).await;
     assert_eq!(basic.status.code(), Some(0), "{}", stderr(&basic));
     let wrong = a2ad(&["call", &app.url, "hi", "--token", "nope"], &[]).await;
@@ -379,4 +392,42 @@ async fn tasks_watch_on_an_input_required_task_says_it_waits_then_follows_the_ne
     let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output()).await.unwrap().unwrap();
     assert_eq!(output.status.code(), Some(0), "exits by the terminal state");
     assert!(stdout(&output).contains("finished"), "the next turn's text: {}", stdout(&output));
+}
+
+/// `tasks watch` joining a turn under way prints each of the agent's lines once: the ones
+/// written before it subscribed (from the task it gets first), then the rest, and not the
+/// final answer and the artifact that repeat them.
+#[actix_web::test]
+async fn tasks_watch_prints_each_line_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!("echo one; while [ ! -e '{}' ]; do sleep 0.02; done; echo two; echo three", go.display());
+    let settings = crate::support::command_settings(&["sh", "-c", &script], a2ad::agents::command::OutputMode::Text);
+    let app = spawn_app(move |c| c.agents = vec![crate::support::command_agent("lines", settings)]).await;
+    let started = app.send_text("x", json!({"configuration": {"returnImmediately": true}})).await;
+    let id = started["id"].as_str().unwrap().to_owned();
+    let wrote_one = crate::support::eventually(400, || async {
+        let task = app.ok("GetTask", json!({"id": id})).await;
+        task["history"].as_array().is_some_and(|h| h.iter().any(|m| m["parts"][0]["text"] == "one"))
+    })
+    .await;
+    assert!(wrote_one);
+    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["tasks", "watch", &app.url, &id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = tokio::io::BufReader::new(watch.stdout.take().unwrap());
+    let mut first = String::new();
+    let read = tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut first);
+    tokio::time::timeout(Duration::from_secs(30), read).await.expect("a first line").unwrap();
+    assert_eq!(first, "one\n", "the line written before the watch began");
+    std::fs::write(&go, "").unwrap();
+    let mut rest = String::new();
+    let read = tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut rest);
+    tokio::time::timeout(Duration::from_secs(30), read).await.expect("the watch ends").unwrap();
+    assert_eq!(rest, "two\nthree\n", "each line once");
+    assert_eq!(watch.wait().await.unwrap().code(), Some(0));
 }

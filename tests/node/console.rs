@@ -4,9 +4,9 @@
 //! into its temp dir (copied to `/tmp/console-shots/`). Without a browser the tests skip
 //! and say so, unless `A2AD_REQUIRE_BROWSER` is set (as `scripts/test.sh` sets it).
 
-use crate::admin_api::{admin_get, operators, push_to_loopback, OPERATOR, VIEWER};
+use crate::admin_api::{admin_get, operators, push_to_loopback, send_as, tenants, OPERATOR, VIEWER};
 use crate::receiver::Receiver;
-use crate::support::{echo_agent, eventually, send_params, spawn_app, TestApp};
+use crate::support::{command_agent, command_settings, echo_agent, eventually, send_params, spawn_app, TestApp};
 use a2ad::config::{AgentConfig, Config};
 use a2ad_protocol::TaskState;
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -288,4 +288,132 @@ async fn a_viewer_sees_everything_but_cannot_cancel() {
 async fn close(browser: Browser) {
     let Browser { client, .. } = &browser;
     let _ = client.clone().close().await;
+}
+
+#[actix_web::test]
+async fn the_overview_charts_the_last_samples_of_a_load() {
+    let app = spawn_app(|c| {
+        operators(c);
+        agents(c);
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+    browser.sign_in(&app, OPERATOR).await;
+    // A load of a few seconds, bounded in count and in time.
+    let started = std::time::Instant::now();
+    for n in 0..200 {
+        if started.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+        assert!(app.send_text(&format!("load {n}"), json!({})).await["id"].is_string());
+    }
+    // The sampler counts every 10 s and the page reads it every 3 s: bounded, 40 s.
+    let peak = "return (document.querySelector('[data-chart=\"requests\"]') || {dataset: {}}).dataset.peak || '0';";
+    let mut drawn = 0.0;
+    for _ in 0..400 {
+        drawn = browser.client.execute(peak, vec![]).await.unwrap().as_str().unwrap_or("0").parse().unwrap_or(0.0);
+        if drawn > 0.0 {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(drawn > 0.0, "the requests chart has a non-zero sample");
+    browser.find("[data-chart=\"requests\"] svg polyline").await;
+    browser.find("[data-chart=\"latency\"] svg polyline").await;
+    browser.shot("overview-charts").await;
+    close(browser).await;
+}
+
+#[actix_web::test]
+async fn a_search_for_part_of_a_tenant_finds_its_tasks() {
+    let app = spawn_app(|c| {
+        operators(c);
+        tenants(c);
+    })
+    .await;
+    for (bearer, text) in [("acme-token", "a1"), ("acme-token", "a2"), ("globex-token", "g1")] {
+        assert!(send_as(&app, bearer, text).await["id"].is_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+    browser.sign_in(&app, OPERATOR).await;
+    browser.go("#/tasks").await;
+    browser.find("#search").await.send_keys("acm").await.unwrap();
+    browser.click("#filters button[type=\"submit\"]").await;
+    let tenants_shown =
+        "return [...document.querySelectorAll('#task-rows tr[data-task] td:nth-child(2)')].map((c) => c.textContent);";
+    let mut shown = Value::Null;
+    for _ in 0..200 {
+        shown = browser.client.execute(tenants_shown, vec![]).await.unwrap();
+        if shown == json!(["acme", "acme"]) {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(shown, json!(["acme", "acme"]), "`acm` finds acme's tasks, and only them");
+    browser.shot("tasks-search").await;
+    close(browser).await;
+}
+
+#[actix_web::test]
+async fn a_reload_keeps_the_session_only_when_the_box_was_ticked() {
+    let app = spawn_app(operators).await;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+    // Not ticked: a reload signs out.
+    browser.sign_in(&app, OPERATOR).await;
+    browser.client.refresh().await.unwrap();
+    browser.find("#sign-in:not([hidden]) #token").await;
+    assert!(browser.client.find(Locator::Css("#bar:not([hidden])")).await.is_err(), "signed out");
+    // Ticked: a reload keeps the session; the token is in sessionStorage, not a cookie.
+    browser.client.goto(&format!("{}/console", app.url)).await.unwrap();
+    browser.find("#token").await.send_keys(OPERATOR).await.unwrap();
+    browser.click("#stay").await;
+    browser.click("#sign-in-button").await;
+    browser.find("#overview .figure").await;
+    browser.client.refresh().await.unwrap();
+    browser.find("#overview .figure").await;
+    browser.text_when("#who", |t| t == "alice (operator)").await;
+    let cookies = browser.client.execute("return document.cookie;", vec![]).await.unwrap();
+    assert_eq!(cookies, json!(""), "never a cookie");
+    browser.shot("stay-signed-in").await;
+    // Signing out clears it: the next reload asks for the token.
+    browser.click("#sign-out").await;
+    browser.client.refresh().await.unwrap();
+    browser.find("#sign-in:not([hidden]) #token").await;
+    let kept = browser.client.execute("return sessionStorage.length;", vec![]).await.unwrap();
+    assert_eq!(kept, json!(0), "sign-out removes the token");
+    close(browser).await;
+}
+
+#[actix_web::test]
+async fn a_failed_task_is_marked_with_its_reason_in_the_row() {
+    let script = "echo 'the disk is full' >&2; exit 3";
+    let failing =
+        command_agent("broken", command_settings(&["/bin/sh", "-c", script], a2ad::agents::command::OutputMode::Text));
+    let app = spawn_app(|c| {
+        operators(c);
+        c.agents = vec![AgentConfig::default_echo(), failing];
+    })
+    .await;
+    let failed = app.send_text("please", json!({"metadata": {"skill": "broken"}})).await;
+    let id = failed["id"].as_str().unwrap().to_owned();
+    assert_eq!(failed["status"]["state"], "TASK_STATE_FAILED", "{failed}");
+    app.send_text("fine", json!({})).await;
+    let (_, listed) = admin_get(&app, VIEWER, "/tasks?state=failed").await;
+    let row = &listed["tasks"][0];
+    let (error, correlation) = (row["error"].as_str().unwrap(), row["correlationId"].as_str().unwrap());
+    assert!(!error.is_empty() && !error.contains('\n') && !correlation.is_empty(), "{row}");
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+    browser.sign_in(&app, OPERATOR).await;
+    browser.go("#/tasks").await;
+    let marked = format!("tr.row-failed[data-task=\"{id}\"]");
+    browser.text_when(&format!("{marked} .task-error"), |t| t == error).await;
+    browser.text_when(&format!("{marked} .correlation"), |t| t.contains(correlation)).await;
+    let plain = browser.client.find_all(Locator::Css("#task-rows tr.row-failed")).await.unwrap();
+    assert_eq!(plain.len(), 1, "only the failed row is marked");
+    browser.shot("tasks-failed").await;
+    close(browser).await;
 }

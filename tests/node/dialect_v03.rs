@@ -193,6 +193,11 @@ async fn first_v1_events(app: &TestApp, text: &str, n: usize) -> Vec<crate::supp
     seen
 }
 
+/// What the resume tests send: 64 characters, one chunk each 15 ms, so the task still has
+/// most of a second to run when the client comes back after 4 events, however loaded the
+/// machine (a task that ended in between would refuse the subscription as terminal).
+const LONG_TEXT: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-";
+
 fn assert_resumed_without_gap(mut seen: Vec<crate::support::SseEvent>, resumed: Vec<crate::support::SseEvent>) {
     seen.extend(resumed);
     let seqs: Vec<u64> = seen.iter().map(|e| e.seq()).collect();
@@ -203,7 +208,7 @@ fn assert_resumed_without_gap(mut seen: Vec<crate::support::SseEvent>, resumed: 
 async fn the_v1_subscribe_resumes_after_last_event_id() {
     let app = spawn_app(slow_echo(Duration::from_millis(15))).await;
     for post in [false, true] {
-        let seen = first_v1_events(&app, "abcdefghijklmnop", 4).await;
+        let seen = first_v1_events(&app, LONG_TEXT, 4).await;
         let id = seen[0].json()["task"]["id"].as_str().unwrap().to_owned();
         let last = seen.last().unwrap().seq().to_string();
         let url = format!("{}/v1/tasks/{id}:subscribe", app.url);
@@ -225,7 +230,7 @@ async fn the_v1_subscribe_resumes_after_last_event_id() {
 #[actix_web::test]
 async fn json_rpc_resubscribe_resumes_after_the_last_event_id_header() {
     let app = spawn_app(slow_echo(Duration::from_millis(15))).await;
-    let seen = first_v1_events(&app, "abcdefghijklmnop", 4).await;
+    let seen = first_v1_events(&app, LONG_TEXT, 4).await;
     let id = seen[0].json()["task"]["id"].as_str().unwrap().to_owned();
     let last = seen.last().unwrap().seq().to_string();
     let resumed = app.stream("tasks/resubscribe", json!({"id": id}), &[("Last-Event-ID", last.as_str())]).await;

@@ -103,13 +103,13 @@ async fn a_body_not_declared_as_json_is_refused_with_415() {
     let response = app.post_raw("hello agent", "text/plain").await;
     assert_eq!(response.status(), 415);
     let body: Value = response.json().await.unwrap();
-    assert_eq!((body["error"]["code"].clone(), body["id"].clone()), (json!(-32600), Value::Null));
+    assert_eq!((body["error"]["code"].clone(), body["id"].clone()), (json!(-32005), Value::Null));
     // A valid JSON-RPC body as `text/plain` (a CORS simple request) is refused too.
     let ok = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
     let response = app.post_raw(ok.to_string(), "text/plain").await;
     assert_eq!(response.status(), 415);
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["data"][0]["reason"], "UNSUPPORTED_MEDIA_TYPE");
+    assert_eq!(body["error"]["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
 }
 
 #[actix_web::test]

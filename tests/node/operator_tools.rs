@@ -43,7 +43,10 @@ fn config_check_prints_the_effective_values_masked_and_starts_nothing() {
         taken.local_addr().unwrap()
     );
     std::fs::write(cwd.path().join("a2ad.yml"), config).unwrap();
-    let out = a2ad(cwd.path(), &["config", "check", "a2ad.yml"], "", &[("A2AD_IDLE_TIMEOUT", "2m")]);
+    let verdict = a2ad(cwd.path(), &["config", "check", "a2ad.yml"], "", &[]);
+    assert!(verdict.status.success(), "{}", text(&verdict.stderr));
+    assert!(verdict.stdout.is_empty(), "the effective config only with --print");
+    let out = a2ad(cwd.path(), &["config", "check", "--print", "a2ad.yml"], "", &[("A2AD_IDLE_TIMEOUT", "2m")]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stderr.trim_end(), "a2ad: a2ad.yml is valid (not checked: ports, the data dir, Redis)");

@@ -7,7 +7,7 @@ use crate::redis::RedisServer;
 /// The storage crate's cluster harness, the very same file (it needs only std, `redis`
 /// and `tempfile`); the storage tests use parts of it these do not.
 #[allow(dead_code)]
-#[path = "../../storage/src/test_redis_cluster.rs"]
+#[path = "../../storage/src/redis/test_cluster.rs"]
 mod harness;
 pub(crate) use harness::{redis_server_binary, spawn_server, start_server, RedisCluster};
 

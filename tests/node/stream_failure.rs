@@ -33,20 +33,20 @@ struct FailingDisk {
 }
 
 impl TaskStore for FailingDisk {
-    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
-        self.inner.put_task(record, events)
+    fn write_step(&self, step: a2ad_storage::Step<'_>) -> Result<a2ad_storage::Replaced, StoreError> {
+        self.inner.write_step(step)
     }
-    fn events_after(
+    fn read_events(
         &self,
         scope: Scope<'_>,
         id: &str,
         after: u64,
         limit: usize,
-    ) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.events_after(scope, id, after, limit)
+    ) -> a2ad_storage::StoreFuture<Vec<LoggedEvent>> {
+        self.inner.read_events(scope, id, after, limit)
     }
-    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get_task(scope, task_id)
+    fn read_task(&self, scope: Scope<'_>, task_id: &str) -> a2ad_storage::StoreFuture<Option<TaskRecord>> {
+        self.inner.read_task(scope, task_id)
     }
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.inner.list_tasks(query)
@@ -150,7 +150,7 @@ fn behind_a_log_on_a_disk_that_fills(
     use a2ad_storage::wal::{FullDiskSwitch, WalOptions};
     use a2ad_storage::WalStore;
     let switch = FullDiskSwitch::default();
-    let sled: Arc<dyn TaskStore> = Arc::new(SledStore::open_behind_log(&dir.join("db")).unwrap());
+    let sled = Arc::new(SledStore::open_behind_log(&dir.join("db")).unwrap());
     let options = WalOptions::default().full_disk_switch(&switch);
     let (journal, _) = WalStore::open(sled, None, None, &dir.join("wal"), options).unwrap();
     let journal = Arc::new(journal);

@@ -64,7 +64,8 @@ pub async fn spawn_app(tweak: impl FnOnce(&mut Config)) -> TestApp {
 /// suite's scenarios run against both backends (`scripts/test.sh` runs it both ways);
 /// with `A2AD_TEST_STORE=redis-cluster`, on a Redis Cluster of three primaries (16 shards).
 fn on_shared_store_if_asked(config: &mut Config) {
-    if !on_shared_store() {
+    // A test that put the node on a Redis of its own, or in memory, keeps it.
+    if !on_shared_store() || matches!(config.store, a2ad::config::StoreKind::Redis | a2ad::config::StoreKind::Memory) {
         return;
     }
     static SERVER: std::sync::OnceLock<crate::shared_redis::SharedRedis> = std::sync::OnceLock::new();
@@ -399,14 +400,25 @@ impl NodeProcess {
         Self::spawn(command, cwd, args, std::fs::File::create(log).expect("the log file").into())
     }
 
+    /// Like [`NodeProcess::start_logging`], with HTTP on `listen` (port 0) instead of
+    /// 127.0.0.1 (gRPC stays on loopback).
+    pub fn start_logging_on(cwd: &Path, listen: &str, args: &[&str], log: &Path) -> NodeProcess {
+        let stderr = std::fs::File::create(log).expect("the log file").into();
+        Self::spawn_on(Command::new(env!("CARGO_BIN_EXE_a2ad")), cwd, listen, args, stderr)
+    }
+
     fn start_with_stderr(cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
         Self::spawn(Command::new(env!("CARGO_BIN_EXE_a2ad")), cwd, args, stderr)
     }
 
-    fn spawn(mut command: Command, cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
+    fn spawn(command: Command, cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
+        Self::spawn_on(command, cwd, "127.0.0.1:0", args, stderr)
+    }
+
+    fn spawn_on(mut command: Command, cwd: &Path, listen: &str, args: &[&str], stderr: Stdio) -> NodeProcess {
         let mut child = command
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"])
+            .args(["--listen", listen, "--grpc-listen", "127.0.0.1:0"])
             .args(args)
             .current_dir(cwd)
             .env_remove("RUST_LOG")

@@ -69,11 +69,20 @@ async fn an_invalid_cwd_fails_the_task_without_leaking_paths() {
     let app = pwd_app(vec![root.path().to_owned()]).await;
 
     let task = app.send_text("x", with_cwd("relative/dir", "bad-1")).await;
-    assert_eq!(failure(&task), "Agent failed: the working directory `relative/dir` is not an absolute path");
+    let message = failure(&task);
+    assert!(
+        message.starts_with("Agent failed: the working directory `relative/dir` is not an absolute path"),
+        "{message}"
+    );
+    assert!(message.contains("`allowed-cwds`"), "the refusal names the key: {message}");
 
     let missing = format!("{}/missing", text(root.path()));
     let task = app.send_text("x", with_cwd(&missing, "bad-2")).await;
-    assert!(failure(&task).contains("is not available"));
+    let message = failure(&task);
+    assert!(
+        message.contains(&format!("`{missing}` is not available")) && message.contains("`allowed-cwds`"),
+        "{message}"
+    );
 
     let task = app.send_text("x", with_cwd(text(outside.path()), "bad-3")).await;
     let message = failure(&task);

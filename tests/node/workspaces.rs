@@ -134,11 +134,21 @@ async fn with_authentication_and_no_allowed_cwds_workspaces_are_refused() {
     let root = tenant_dirs(dir.path());
     let node = node(dir.path(), None);
     let remote = node.app_view();
-    for params in [asking(None, Some(&root.join("acme"))), asking(Some(&root.join("acme/notes.txt")), None)] {
+    let (cwd, file) = (root.join("acme"), format!("file://{}", root.join("acme/notes.txt").display()));
+    let asked = [
+        (asking(None, Some(&cwd)), cwd.display().to_string()),
+        (asking(Some(&root.join("acme/notes.txt")), None), file),
+    ];
+    for (params, shown) in asked {
         let answer = remote.rpc_as("tok-a", "SendMessage", params).await;
         assert_eq!(answer["error"]["data"][0]["reason"], "INVALID_PARAMS", "{answer}");
         let message = answer["error"]["message"].as_str().unwrap();
         assert!(message.contains("no `allowed-cwds` is configured"), "{message}");
+        assert!(message.contains(&format!("`{shown}`")), "the refusal names the path given: {message}");
+        assert!(
+            message.contains("adds a root that holds it to `allowed-cwds`"),
+            "and the key that allows it: {message}"
+        );
     }
     let (state, text) = outcome(&remote, "tok-a", asking(None, None)).await;
     assert!(state == "TASK_STATE_COMPLETED" && text.contains("look"), "a message without paths runs: {text}");

@@ -7,7 +7,7 @@ use crate::agent::TurnSignal;
 use crate::messages::TurnOutcome;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Message, StreamResponse};
-use a2ad_storage::{ContextKey, LoggedEvent, Owner, Scope, SessionRecord, SessionWrite, TaskRecord};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner, Scope, SessionRecord, SessionWrite, TaskRecord, Written};
 use actix::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -159,6 +159,12 @@ impl ContextActor {
         if self.session.is_none() {
             self.session = self.rt.store.get_session(&self.key, limit)?.map(Box::new);
         }
+        self.bind_session(skill)
+    }
+
+    /// The session as loaded (a new one if there is none), bound to the agent the message
+    /// asks for.
+    pub(super) fn bind_session(&mut self, skill: Option<&str>) -> Result<&mut SessionRecord, RuntimeError> {
         let agents = &self.rt.agents;
         if let Some(asked) = skill {
             if agents.get(asked).is_none() {
@@ -197,32 +203,36 @@ impl ContextActor {
 
     /// The step that ends a turn: writes the task with `events`, and folds the turn's
     /// messages into the session with the task as the context's latest, in ONE commit.
-    pub(super) fn save_turn_end(&mut self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), RuntimeError> {
+    pub(super) fn save_turn_end(
+        &mut self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+    ) -> Result<Written, RuntimeError> {
         let history_limit = self.rt.settings.session_history_limit;
         let appended = std::mem::take(&mut self.pending);
         let Some(session) = self.session.as_mut() else { return self.save(record, events) };
         session.append(&appended, history_limit);
         session.last_task_id = Some(record.task.id.clone());
         let write = SessionWrite { session, appended: &appended, history_limit };
-        self.rt.persist_step(record, events, Some(write))?;
-        Ok(())
+        Ok(self.rt.persist_step(record, events, Some(write))?)
     }
 
     /// This context's task `task_id` as stored, if `owner` owns it; else TaskNotFound, so
     /// that another owner's task is never revealed (the store's read is owner-scoped).
     pub(super) fn stored_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, RuntimeError> {
-        self.rt
-            .store
-            .get_task(Scope::Owner(owner), task_id)?
-            .filter(|r| r.task.context_id == self.key.context_id)
+        self.own_context_task(self.rt.store.get_task(Scope::Owner(owner), task_id)?, task_id)
+    }
+
+    /// `read` (task `task_id` as the caller's scope read it) if it is this context's.
+    pub(super) fn own_context_task(&self, read: Option<TaskRecord>, task_id: &str) -> Result<TaskRecord, RuntimeError> {
+        read.filter(|r| r.task.context_id == self.key.context_id)
             .ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))
     }
 
-    /// Writes the task and logs `events`. Durability comes from the group commit that
-    /// callers await before answering.
-    pub(super) fn save(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<(), RuntimeError> {
-        self.rt.persist(record, events)?;
-        Ok(())
+    /// Writes the task and logs `events`. Durability comes from the write's answer and
+    /// the group commit after it, which callers await before answering.
+    pub(super) fn save(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Written, RuntimeError> {
+        Ok(self.rt.persist(record, events)?)
     }
 }
 

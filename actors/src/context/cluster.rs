@@ -2,9 +2,11 @@
 //! [`a2ad_storage::Cluster`]).
 //!
 //! * **Leases.** A turn starts only once this node holds the context's lease; another
-//!   node's turn refuses it with the usual `Task is already working.`. Holding the lease,
-//!   the actor reloads the session from the store (another node may have run the last
-//!   turn), and gives the lease back when the turn's end is written.
+//!   node's turn refuses it with the usual `Task is already working.`. The lease and the
+//!   session come in one round trip (`Cluster::begin_turn`, awaited by
+//!   `ContextActor::start_shared_turn` without holding the thread): another node may have
+//!   run the last turn, so the stored session is the truth. The turn's end gives the lease
+//!   back in its own commit.
 //! * **Subscribers.** `SubscribeToTask` follows the task in the store whichever node runs
 //!   its turns (this one included), so a subscriber sees every turn of the task, on any
 //!   node, as its steps are committed. Commits are durable when they return, so such a
@@ -27,18 +29,6 @@ use tokio::sync::mpsc;
 pub const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 impl ContextActor {
-    /// Takes the context's lease for a turn (a node's own store: nothing to take).
-    /// Another node's turn is [`RuntimeError::AlreadyWorking`].
-    pub(super) fn take_lease(&mut self) -> Result<(), RuntimeError> {
-        let Some(cluster) = self.rt.store.cluster() else { return Ok(()) };
-        if !cluster.acquire_lease(&self.key)? {
-            return Err(RuntimeError::AlreadyWorking);
-        }
-        // The last turn may have run on another node: the stored session is the truth.
-        self.session = None;
-        Ok(())
-    }
-
     /// Gives the context's lease back once the turn's end is written (or failed).
     pub(super) fn give_back_lease(&self) {
         if let Some(cluster) = self.rt.store.cluster() {
@@ -51,14 +41,11 @@ impl ContextActor {
         self.rt.store.cluster().is_some()
     }
 
-    /// The node that runs `record`'s turn, when it is another node.
-    pub(super) fn running_elsewhere(&self, record: &TaskRecord) -> Result<Option<String>, RuntimeError> {
-        let Some(cluster) = self.rt.store.cluster() else { return Ok(None) };
-        if !record.state().is_active() {
-            return Ok(None);
-        }
-        let holder = cluster.lease_holder(&self.key)?;
-        Ok(holder.filter(|node| node != cluster.node_id()))
+    /// The node that runs `record`'s turn, when it is another node: its context's lease
+    /// `holder` (as read), while the task is active.
+    pub(super) fn elsewhere(&self, record: &TaskRecord, holder: Option<String>) -> Option<String> {
+        let cluster = self.rt.store.cluster()?;
+        holder.filter(|node| record.state().is_active() && node != cluster.node_id())
     }
 }
 

@@ -21,7 +21,7 @@
 //!
 //! [`Subscription`]: crate::messages::Subscription
 
-use a2ad_storage::GroupCommit;
+use a2ad_storage::{GroupCommit, StoreError, Written};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -50,22 +50,32 @@ impl DurableMark {
         });
     }
 
-    /// Raises the mark to `seq` once a commit covers what was appended so far (the
-    /// caller has just written the step that `seq` ends).
-    pub(crate) async fn advance_after_commit(self: Arc<Self>, commit: GroupCommit, seq: u64) {
-        if commit.commit().await.is_ok() {
+    /// Raises the mark to `seq` once the write of the step that `seq` ends is answered
+    /// and a commit covers it.
+    pub(crate) async fn advance_after_commit(self: Arc<Self>, written: Written, commit: GroupCommit, seq: u64) {
+        if durable(written, &commit).await.is_ok() {
             self.advance(seq);
         }
     }
 
     /// [`DurableMark::advance_after_commit`], spawned on the current arbiter.
-    pub(crate) fn advance_when_durable(self: &Arc<Self>, commit: &GroupCommit, seq: u64) {
-        actix::spawn(Arc::clone(self).advance_after_commit(commit.clone(), seq));
+    pub(crate) fn advance_when_durable(self: &Arc<Self>, written: Written, commit: &GroupCommit, seq: u64) {
+        actix::spawn(Arc::clone(self).advance_after_commit(written, commit.clone(), seq));
     }
 
     fn is_followed(&self) -> bool {
         self.0.receiver_count() > 0
     }
+}
+
+/// Resolves once `written` is answered and a commit covers it: a step is durable. A
+/// write that Redis refused or did not answer is logged here (its caller may be gone).
+pub(crate) async fn durable(written: Written, commit: &GroupCommit) -> Result<(), StoreError> {
+    if let Err(e) = written.answered().await {
+        tracing::error!(error = %e, "a task step could not be written");
+        return Err(e);
+    }
+    commit.commit().await
 }
 
 /// The marks of a context's tasks that streams follow, by task id.

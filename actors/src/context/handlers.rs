@@ -3,23 +3,36 @@
 use super::actor::ContextActor;
 use super::cluster;
 use super::fanout::Subscriber;
-use super::stream::{first_events, status_event};
+use super::stream::{first_events, first_events_read, status_event};
 use crate::messages::{
     CancelTask, ExpireTask, ForgetSession, Shutdown, StartTurn, Subscribe, Subscription, TryEvict, TurnTicket,
 };
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
-use a2ad_storage::{LoggedEvent, Scope};
+use a2ad_storage::{LoggedEvent, Scope, Written};
 use actix::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
 impl Handler<StartTurn> for ContextActor {
-    type Result = Result<TurnTicket, A2aError>;
+    type Result = ActorResponse<Self, Result<TurnTicket, A2aError>>;
 
+    /// On a node's own store the answer is at once. On a shared store the start waits for
+    /// Redis (`start_shared_turn`) with the context's mailbox held (`ctx.wait`: a second
+    /// message finds the turn running) but not its thread, which serves other contexts.
     fn handle(&mut self, msg: StartTurn, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
-        self.start_turn(msg, ctx)
+        if !self.shared() {
+            return ActorResponse::reply(self.start_turn(msg, ctx));
+        }
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        ctx.wait(self.start_shared_turn(msg).map(move |started, _, _| {
+            let _ = answer.send(started);
+        }));
+        ActorResponse::r#async(
+            async move { answered.await.unwrap_or_else(|_| Err(RuntimeError::ContextUnavailable.into())) }
+                .into_actor(self),
+        )
     }
 }
 
@@ -31,8 +44,44 @@ impl Handler<CancelTask> for ContextActor {
     /// runs on another node is cancelled there (`super::cluster`).
     fn handle(&mut self, msg: CancelTask, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
-        match self.cancel_here(msg, ctx) {
-            Ok(Cancel::Done(task)) => Box::pin(std::future::ready(Ok(task))),
+        let runs_here = self.turn.as_ref().is_some_and(|t| t.record.task.id == msg.task_id);
+        let Some(cluster) = self.rt.store.cluster().filter(|_| !runs_here) else {
+            let cancel = self.cancel_here(msg, ctx);
+            return self.answer_cancel(cancel);
+        };
+        // On a shared store the task and its context's lease are read through the seam,
+        // with the mailbox held (`ctx.wait`: no turn starts in between) but not the thread.
+        let reads =
+            (self.rt.store.read_task(Scope::Owner(&msg.owner), &msg.task_id), cluster.read_lease_holder(&self.key));
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let read = async move { (reads.0.await, reads.1.await) };
+        ctx.wait(read.into_actor(self).map(move |(task, holder), act, ctx| {
+            let stored = task.map_err(RuntimeError::from).and_then(|read| act.own_context_task(read, &msg.task_id));
+            let holder = holder.map_err(RuntimeError::from);
+            let cancel = match (stored, holder) {
+                (Ok(record), Ok(holder)) => act.cancel_stored(record, holder, ctx),
+                (Err(e), _) | (_, Err(e)) => Err(e.into()),
+            };
+            let _ = answer.send(act.answer_cancel(cancel));
+        }));
+        Box::pin(async move {
+            match answered.await {
+                Ok(cancel) => cancel.await,
+                Err(_) => Err(RuntimeError::ContextUnavailable.into()),
+            }
+        })
+    }
+}
+
+impl ContextActor {
+    /// What a cancel answers once it ended up somewhere: its write, or the other node's
+    /// answer.
+    fn answer_cancel(&self, cancel: Result<Cancel, A2aError>) -> ResponseFuture<Result<Task, A2aError>> {
+        match cancel {
+            Ok(Cancel::Done(task, stored)) => Box::pin(async move {
+                stored.answered().await.map_err(RuntimeError::from)?;
+                Ok(task)
+            }),
             Ok(Cancel::Elsewhere(node, record)) => Box::pin(cluster::cancel_on(Arc::clone(&self.rt), node, record)),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
@@ -41,7 +90,8 @@ impl Handler<CancelTask> for ContextActor {
 
 /// Where a cancel ended up.
 enum Cancel {
-    Done(Task),
+    /// Canceled here, with the write of its end (answered first).
+    Done(Task, Written),
     /// The task's turn runs on this other node.
     Elsewhere(String, a2ad_storage::TaskRecord),
 }
@@ -51,46 +101,84 @@ impl ContextActor {
         let scope = Scope::Owner(&msg.owner);
         let running = self.turn.as_ref().map(|t| (t.record.task.id == msg.task_id, scope.admits(&t.record.owner)));
         match running {
-            Some((true, true)) => return self.end_turn(TaskState::Canceled, None, ctx).map(Cancel::Done),
+            Some((true, true)) => {
+                return self.end_turn(TaskState::Canceled, None, ctx).map(|task| Cancel::Done(task, Written::Done))
+            }
             Some((true, false)) => return Err(RuntimeError::TaskNotFound(msg.task_id).into()),
             _ => {}
         }
-        let mut record = self.stored_task(&msg.owner, &msg.task_id)?;
+        let record = self.stored_task(&msg.owner, &msg.task_id)?;
+        let holder = match self.rt.store.cluster() {
+            Some(cluster) if record.state().is_active() => {
+                cluster.lease_holder(&self.key).map_err(RuntimeError::from)?
+            }
+            _ => None,
+        };
+        self.cancel_stored(record, holder, ctx)
+    }
+
+    /// Cancels the stored task `record` (not running here), whose context's lease
+    /// `holder` holds: there if it is another node, else here.
+    fn cancel_stored(
+        &mut self,
+        mut record: a2ad_storage::TaskRecord,
+        holder: Option<String>,
+        _ctx: &mut Context<Self>,
+    ) -> Result<Cancel, A2aError> {
+        let task_id = record.task.id.clone();
         if record.state().is_terminal() {
-            return Err(RuntimeError::NotCancelable(msg.task_id, record.state()).into());
+            return Err(RuntimeError::NotCancelable(task_id, record.state()).into());
         }
-        if let Some(node) = self.running_elsewhere(&record)? {
+        if let Some(node) = self.elsewhere(&record, holder) {
             return Ok(Cancel::Elsewhere(node, record));
         }
         record.task.status = TaskStatus::now(TaskState::Canceled, None);
         record.last_event_seq += 1;
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
-        self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?;
-        self.close_watchers(&msg.task_id, event);
-        Ok(Cancel::Done(record.task))
+        let (stored, for_watchers) =
+            self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?.split();
+        self.close_watchers(&task_id, event, for_watchers);
+        Ok(Cancel::Done(record.task, stored))
     }
 }
 
 impl Handler<ExpireTask> for ContextActor {
-    type Result = Result<bool, A2aError>;
+    type Result = ResponseFuture<Result<bool, A2aError>>;
 
+    /// Answered once the expiry's write is.
     fn handle(&mut self, msg: ExpireTask, _ctx: &mut Self::Context) -> Self::Result {
+        match self.expire(msg) {
+            Ok(Some(stored)) => Box::pin(async move {
+                stored.answered().await.map_err(RuntimeError::from)?;
+                Ok(true)
+            }),
+            Ok(None) => Box::pin(std::future::ready(Ok(false))),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+impl ContextActor {
+    /// Cancels an interrupted task whose wait ran out, unless it changed since the sweep
+    /// looked; the expiry's write, or `None` if it was left alone.
+    fn expire(&mut self, msg: ExpireTask) -> Result<Option<Written>, A2aError> {
         if self.turn.as_ref().is_some_and(|t| t.record.task.id == msg.task_id) {
-            return Ok(false); // Answered since the sweep looked: running again.
+            return Ok(None); // Answered since the sweep looked: running again.
         }
         let mut record = self.stored_task(&msg.owner, &msg.task_id)?;
         let unchanged = record.status_millis() == msg.status_millis;
         if !unchanged || !matches!(record.state(), TaskState::InputRequired | TaskState::AuthRequired) {
-            return Ok(false);
+            return Ok(None);
         }
         let mut message = self.agent_message(&msg.reason);
         message.task_id = Some(record.task.id.clone());
         record.task.status = TaskStatus::now(TaskState::Canceled, Some(message));
         record.last_event_seq += 1;
         let event = LoggedEvent::encode(record.last_event_seq, &status_event(&record));
-        self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?;
-        self.close_watchers(&msg.task_id, event);
-        Ok(true)
+        let (stored, for_watchers) =
+            self.rt.persist(&record, std::slice::from_ref(&event)).map_err(RuntimeError::from)?.split();
+        self.close_watchers(&msg.task_id, event, for_watchers);
+        Ok(Some(stored))
     }
 }
 
@@ -117,11 +205,15 @@ impl Handler<ForgetSession> for ContextActor {
 }
 
 impl Handler<Subscribe> for ContextActor {
-    type Result = Result<Subscription, A2aError>;
+    type Result = ResponseFuture<Result<Subscription, A2aError>>;
 
+    /// On a node's own store, answered at once; on a shared store, once its reads are in.
     fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
-        self.subscribe(msg, ctx)
+        match self.shared() {
+            true => self.subscribe_shared(msg, ctx),
+            false => Box::pin(std::future::ready(self.subscribe(msg, ctx))),
+        }
     }
 }
 
@@ -160,9 +252,6 @@ impl ContextActor {
     /// A stream that joins a running turn waits for that turn's next progress write to be
     /// durable (scheduled here), if the snapshot it starts from is not yet.
     pub(super) fn subscribe(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Result<Subscription, A2aError> {
-        if self.shared() {
-            return self.subscribe_shared(msg, ctx);
-        }
         let buffer = self.rt.settings.stream_buffer;
         if let Some(turn) = watched_turn(&mut self.turn, &msg)? {
             let initial = match msg.after {
@@ -188,25 +277,47 @@ impl ContextActor {
 impl ContextActor {
     /// [`Self::subscribe`] on a shared store: the stream follows the task in the store,
     /// whichever node runs its turns (`super::cluster`). A turn running here keeps its
-    /// task (someone watches it now) and writes its progress promptly.
-    fn subscribe_shared(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Result<Subscription, A2aError> {
-        if let Some(turn) = watched_turn(&mut self.turn, &msg)? {
-            turn.visible = true;
-            self.schedule_progress_save(ctx);
+    /// task (someone watches it now) and writes its progress promptly. The task and its
+    /// first events are read through the seam, and the actor goes on meanwhile: the
+    /// stream follows the store from the generation it read, not the actor.
+    fn subscribe_shared(
+        &mut self,
+        msg: Subscribe,
+        ctx: &mut Context<Self>,
+    ) -> ResponseFuture<Result<Subscription, A2aError>> {
+        match watched_turn(&mut self.turn, &msg) {
+            Ok(Some(turn)) => {
+                turn.visible = true;
+                self.schedule_progress_save(ctx);
+            }
+            Ok(None) => {}
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
         }
-        let record = self.subscribable_task(&msg)?;
-        let initial = first_events(&self.rt, &record, &[], msg.after)?;
-        let cluster = self.rt.store.cluster().ok_or(RuntimeError::ContextUnavailable)?;
-        Ok(cluster::follow(cluster, &record, initial, self.rt.settings.stream_buffer)?)
+        let read = self.rt.store.read_task(Scope::Owner(&msg.owner), &msg.task_id);
+        let (rt, context_id) = (Arc::clone(&self.rt), self.key.context_id.clone());
+        Box::pin(async move {
+            let read = read.await.map_err(RuntimeError::from)?.filter(|r| r.task.context_id == context_id);
+            let record = subscribable(read, &msg)?;
+            let initial = first_events_read(&rt, &record, msg.after).await?;
+            let cluster = rt.store.cluster().ok_or(RuntimeError::ContextUnavailable)?;
+            Ok(cluster::follow(cluster, &record, initial, rt.settings.stream_buffer)?)
+        })
     }
 
     /// The stored task a subscription starts from: the caller's, and not terminal.
     fn subscribable_task(&self, msg: &Subscribe) -> Result<a2ad_storage::TaskRecord, A2aError> {
-        let record = self.stored_task(&msg.owner, &msg.task_id)?;
-        match record.state().is_terminal() {
-            true => Err(RuntimeError::SubscribeTerminal(msg.task_id.clone(), record.state()).into()),
-            false => Ok(record),
-        }
+        let read = self.rt.store.get_task(Scope::Owner(&msg.owner), &msg.task_id).map_err(RuntimeError::from)?;
+        subscribable(read.filter(|r| r.task.context_id == self.key.context_id), msg)
+    }
+}
+
+/// `read` (the caller's task of this context, as read) if a subscription may start from
+/// it: known, and not terminal.
+fn subscribable(read: Option<a2ad_storage::TaskRecord>, msg: &Subscribe) -> Result<a2ad_storage::TaskRecord, A2aError> {
+    let record = read.ok_or_else(|| RuntimeError::TaskNotFound(msg.task_id.clone()))?;
+    match record.state().is_terminal() {
+        true => Err(RuntimeError::SubscribeTerminal(msg.task_id.clone(), record.state()).into()),
+        false => Ok(record),
     }
 }
 

@@ -89,22 +89,54 @@ pub(super) fn first_events(
     unsaved: &[LoggedEvent],
     after: Option<u64>,
 ) -> Result<Vec<LoggedEvent>, RuntimeError> {
+    let stored = match log_read_after(record, after) {
+        Some(after) => rt.store.events_after(Scope::Owner(&record.owner), &record.task.id, after, usize::MAX)?,
+        None => Vec::new(),
+    };
+    Ok(first_events_of(record, unsaved, after, stored))
+}
+
+/// [`first_events`] of a task that is not running here, read through the seam (a shared
+/// store's read is the pipe's answer: no thread waits for it).
+pub(super) async fn first_events_read(
+    rt: &crate::Runtime,
+    record: &TaskRecord,
+    after: Option<u64>,
+) -> Result<Vec<LoggedEvent>, RuntimeError> {
+    let stored = match log_read_after(record, after) {
+        Some(after) => rt.store.read_events(Scope::Owner(&record.owner), &record.task.id, after, usize::MAX).await?,
+        None => Vec::new(),
+    };
+    Ok(first_events_of(record, &[], after, stored))
+}
+
+/// Where [`first_events`] reads the log from: `after`, when events came since.
+fn log_read_after(record: &TaskRecord, after: Option<u64>) -> Option<u64> {
+    after.filter(|after| *after < record.last_event_seq)
+}
+
+/// [`first_events`] once the log's events after `after` (`stored`) are read.
+fn first_events_of(
+    record: &TaskRecord,
+    unsaved: &[LoggedEvent],
+    after: Option<u64>,
+    mut events: Vec<LoggedEvent>,
+) -> Vec<LoggedEvent> {
     let Some(after) = after else {
-        return Ok(vec![snapshot(record, None)]);
+        return vec![snapshot(record, None)];
     };
     let last = record.last_event_seq;
     if after >= last {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    let mut events = rt.store.events_after(Scope::Owner(&record.owner), &record.task.id, after, usize::MAX)?;
     let stored_up_to = events.last().map_or(after, |e| e.seq);
     events.extend(unsaved.iter().filter(|e| e.seq > stored_up_to).cloned());
     let contiguous = events.iter().zip(after + 1..).all(|(e, expected)| e.seq == expected);
     if contiguous && events.last().map(|e| e.seq) == Some(last) {
-        return Ok(events);
+        return events;
     }
     let oldest = events.first().map_or(last, |e| e.seq);
     let note = json!({"lastEventId": after, "replayed": false, "oldestRetainedEventId": oldest,
         "reason": "events after lastEventId are no longer retained; this is the current task"});
-    Ok(vec![snapshot(record, Some(note))])
+    vec![snapshot(record, Some(note))]
 }

@@ -15,12 +15,18 @@ use crate::RuntimeError;
 use a2ad_protocol::{
     ids, A2aError, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
 };
-use a2ad_storage::{LoggedEvent, Owner, TaskRecord};
+use a2ad_storage::{LoggedEvent, Owner, Scope, TaskRecord, TurnLease, Written};
 use actix::prelude::*;
 use futures_util::stream;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+
+/// What a shared store's start of a turn read before the turn (`start_shared_turn`).
+struct Prefetched {
+    /// The task a resuming message names, as the caller's scope reads it.
+    resumed: Option<Option<TaskRecord>>,
+}
 
 /// How many agent events may wait for the actor before the agent is slowed down.
 const TURN_CHANNEL_CAPACITY: usize = 64;
@@ -54,36 +60,108 @@ const PROGRESS_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_mi
 const LIVE_SAVE_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl ContextActor {
-    /// Handles [`StartTurn`]: checks, stores the task, starts the agent.
+    /// Handles [`StartTurn`] on a node's own store: checks, stores the task, starts the
+    /// agent. Every store call here answers at once.
     pub(super) fn start_turn(&mut self, msg: StartTurn, ctx: &mut Context<Self>) -> Result<TurnTicket, A2aError> {
         if self.turn.is_some() {
             return Err(RuntimeError::AlreadyWorking.into());
         }
         let permit = self.rt.turn_limits.acquire(&msg.owner.tenant)?;
-        // On a shared store, another node's turn in this context refuses this one.
-        self.take_lease()?;
-        let started = self.start_leased_turn(msg, permit, ctx);
+        let (ticket, _stored) = self.start_leased_turn(msg, permit, None, ctx)?;
+        Ok(ticket)
+    }
+
+    /// Handles [`StartTurn`] on a shared store: the context's lease and its session in one
+    /// round trip ([`a2ad_storage::Cluster::begin_turn`]), with the resumed task read
+    /// beside it on the same pipe, all awaited without holding the thread; then the turn
+    /// as on a node's own store, answered once its start is written. The caller runs this
+    /// future with `ctx.wait`: the context takes no other message meanwhile, so a turn
+    /// still starts one at a time.
+    pub(super) fn start_shared_turn(
+        &mut self,
+        msg: StartTurn,
+    ) -> ResponseActFuture<Self, Result<TurnTicket, A2aError>> {
+        let ready = |result| -> ResponseActFuture<Self, _> { Box::pin(actix::fut::ready(result)) };
+        if self.turn.is_some() {
+            return ready(Err(RuntimeError::AlreadyWorking.into()));
+        }
+        let (permit, cluster) = match (self.rt.turn_limits.acquire(&msg.owner.tenant), self.rt.store.cluster()) {
+            (Ok(permit), Some(cluster)) => (permit, cluster),
+            (Err(e), _) => return ready(Err(e.into())),
+            (_, None) => return ready(Err(RuntimeError::ContextUnavailable.into())),
+        };
+        let known = self.session.as_deref();
+        let lease = cluster.begin_turn(&self.key, self.rt.settings.session_history_limit, known);
+        let resumed = msg.task_id.as_deref().map(|id| self.rt.store.read_task(Scope::Owner(&msg.owner), id));
+        let reads = async move {
+            let lease = lease.await;
+            let resumed = match resumed {
+                Some(read) => Some(read.await),
+                None => None,
+            };
+            (lease, resumed)
+        };
+        Box::pin(reads.into_actor(self).then(move |(lease, resumed), act, ctx| {
+            let started = act.start_after_lease(msg, permit, lease, resumed, ctx);
+            async move {
+                let (ticket, stored) = started?;
+                stored.answered().await.map_err(RuntimeError::from)?;
+                Ok(ticket)
+            }
+            .into_actor(act)
+        }))
+    }
+
+    /// The turn once [`Self::start_shared_turn`]'s reads are in.
+    fn start_after_lease(
+        &mut self,
+        msg: StartTurn,
+        permit: crate::limits::TurnPermit,
+        lease: Result<TurnLease, a2ad_storage::StoreError>,
+        resumed: Option<Result<Option<TaskRecord>, a2ad_storage::StoreError>>,
+        ctx: &mut Context<Self>,
+    ) -> Result<(TurnTicket, Written), A2aError> {
+        // The last turn may have run on another node: the stored session is the truth.
+        match lease.map_err(RuntimeError::from)? {
+            TurnLease::HeldElsewhere => return Err(RuntimeError::AlreadyWorking.into()),
+            TurnLease::Taken(session) => self.session = session.map(Box::new),
+            TurnLease::Current => {}
+        }
+        let resumed = match resumed {
+            Some(read) => Some(read.map_err(RuntimeError::from)?),
+            None => None,
+        };
+        let started = self.start_leased_turn(msg, permit, Some(Prefetched { resumed }), ctx);
         if started.is_err() {
             self.give_back_lease();
         }
         started
     }
 
-    /// [`Self::start_turn`] once the context is this node's.
+    /// Starts the turn once the context is this node's. `prefetched`: what a shared store's
+    /// start read already (the session, set on the actor, and the resumed task), which is
+    /// then not read again. Returns the ticket and the start's write (done already but on
+    /// a shared store, and when the new task is not written yet).
     fn start_leased_turn(
         &mut self,
         msg: StartTurn,
         permit: crate::limits::TurnPermit,
+        prefetched: Option<Prefetched>,
         ctx: &mut Context<Self>,
-    ) -> Result<TurnTicket, A2aError> {
-        let skill = self.ensure_session(msg.skill.as_deref())?.agent.clone();
+    ) -> Result<(TurnTicket, Written), A2aError> {
+        let skill = match prefetched.is_some() {
+            true => self.bind_session(msg.skill.as_deref())?,
+            false => self.ensure_session(msg.skill.as_deref())?,
+        }
+        .agent
+        .clone();
         let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
         agent.check_input(&msg.message)?;
         let cwd = self.bind_workspace(&msg.message)?;
         let new_task = msg.task_id.is_none();
         // A client that holds the task, or asked for its push notifications, keeps it.
         let reply_allowed = new_task && !msg.keep_task && agent.may_reply_only();
-        let (record, message, first) = self.open_task(&msg, &skill)?;
+        let (record, message, first) = self.open_task(&msg, &skill, prefetched.and_then(|p| p.resumed))?;
         // A new task that nobody can see yet (a blocking send without a stream, a push
         // config or `returnImmediately`: its id is in no answer until the turn ends) is
         // not written now. Its first event waits with the turn's progress, so a turn that
@@ -93,10 +171,14 @@ impl ContextActor {
         let unseen = new_task && !msg.stream && !msg.keep_task;
         self.marks.forget_unfollowed(None);
         let mark = self.marks.of(&record.task.id, first.seq - 1);
-        if !unseen {
-            self.save(&record, std::slice::from_ref(&first))?;
-            mark.advance_when_durable(&self.rt.commit, first.seq);
-        }
+        let stored = match unseen {
+            true => Written::Done,
+            false => {
+                let (stored, for_mark) = self.save(&record, std::slice::from_ref(&first))?.split();
+                mark.advance_when_durable(for_mark, &self.rt.commit, first.seq);
+                stored
+            }
+        };
         let history = self.session.as_ref().map(|s| s.history.clone()).unwrap_or_default();
         self.pending = vec![message.clone()];
 
@@ -149,7 +231,7 @@ impl ContextActor {
         if unseen {
             self.schedule_progress_save(ctx);
         }
-        Ok(TurnTicket { task, done, subscription })
+        Ok((TurnTicket { task, done, subscription }, stored))
     }
 
     /// The caller's stream of a starting turn: its subscriber, its subscription, and the
@@ -171,10 +253,16 @@ impl ContextActor {
     /// event (the caller stores both): the new task itself, or the resumed task's WORKING
     /// status. The turn starts right away (a busy context refused earlier), so no
     /// SUBMITTED write that nobody could see.
-    fn open_task(&self, msg: &StartTurn, skill: &str) -> Result<(TaskRecord, Message, LoggedEvent), RuntimeError> {
-        let mut record = match &msg.task_id {
-            Some(task_id) => self.resumable_task(task_id, &msg.owner)?,
-            None => self.new_task(&msg.owner, skill, msg.new_task_id.clone()),
+    fn open_task(
+        &self,
+        msg: &StartTurn,
+        skill: &str,
+        resumed: Option<Option<TaskRecord>>,
+    ) -> Result<(TaskRecord, Message, LoggedEvent), RuntimeError> {
+        let mut record = match (&msg.task_id, resumed) {
+            (Some(task_id), Some(read)) => self.resumable(task_id, self.own_context_task(read, task_id)?)?,
+            (Some(task_id), None) => self.resumable(task_id, self.stored_task(&msg.owner, task_id)?)?,
+            (None, _) => self.new_task(&msg.owner, skill, msg.new_task_id.clone()),
         };
         record.task.status = TaskStatus::now(TaskState::Working, None);
         let mut message = msg.message.clone();
@@ -204,9 +292,8 @@ impl ContextActor {
         }
     }
 
-    /// The context's interrupted task `task_id`, ready to continue.
-    fn resumable_task(&self, task_id: &str, owner: &Owner) -> Result<TaskRecord, RuntimeError> {
-        let record = self.stored_task(owner, task_id)?;
+    /// The context's interrupted task `task_id` (`record`, as stored), ready to continue.
+    fn resumable(&self, task_id: &str, record: TaskRecord) -> Result<TaskRecord, RuntimeError> {
         let state = record.state();
         if state.is_terminal() {
             return Err(RuntimeError::TaskTerminal(task_id.to_owned(), state));
@@ -320,12 +407,16 @@ impl ContextActor {
         let started = std::time::Instant::now();
         let saved = rt.persist(&turn.record, &events);
         turn.save_cost = started.elapsed();
-        if let Err(e) = saved {
-            tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
-            turn.save_scheduled = false;
-            return;
-        }
-        let durable = Arc::clone(&turn.mark).advance_after_commit(rt.commit.clone(), turn.record.last_event_seq);
+        let written = match saved {
+            Ok(written) => written,
+            Err(e) => {
+                tracing::error!(task_id = %turn.record.task.id, error = %e, "could not save task progress");
+                turn.save_scheduled = false;
+                return;
+            }
+        };
+        let mark = Arc::clone(&turn.mark);
+        let durable = mark.advance_after_commit(written, rt.commit.clone(), turn.record.last_event_seq);
         ctx.spawn(durable.into_actor(self).map(move |(), act, ctx| {
             let Some(turn) = act.turn.as_mut().filter(|t| t.id == turn_id) else { return };
             turn.save_scheduled = false;
@@ -430,8 +521,8 @@ impl ContextActor {
         self.give_back_lease();
         self.schedule_hibernation(ctx);
         match saved {
-            Ok(()) => {
-                self.notify_when_durable(turn, last, ctx);
+            Ok(written) => {
+                self.notify_when_durable(turn, last, written, ctx);
                 Ok(task)
             }
             Err(e) => {
@@ -498,14 +589,20 @@ impl ContextActor {
     /// the turn left interrupted: those go back to the actor to wait for the next turn
     /// ([`super::watch`]). If the commit fails, waiters get the error and every stream
     /// ends with it (not silently).
-    pub(super) fn notify_when_durable(&self, turn: Box<RunningTurn>, last: LoggedEvent, ctx: &Context<Self>) {
+    pub(super) fn notify_when_durable(
+        &self,
+        turn: Box<RunningTurn>,
+        last: LoggedEvent,
+        written: Written,
+        ctx: &Context<Self>,
+    ) {
         let commit = self.rt.commit.clone();
         let RunningTurn { waiters, mut subscribers, mark, record, .. } = *turn;
         let task = record.task;
         let home = (!task.status.state.is_terminal()).then(|| ctx.address());
         actix::spawn(async move {
             let task_id = task.id.clone();
-            let result = commit.commit().await.map(|()| task).map_err(A2aError::from);
+            let result = super::durable::durable(written, &commit).await.map(|()| task).map_err(A2aError::from);
             let followers = match &result {
                 Ok(_) => {
                     mark.advance(last.seq);

@@ -16,7 +16,7 @@ use super::actor::ContextActor;
 use super::fanout::{Fanout, Subscriber};
 use super::stream::first_events;
 use a2ad_protocol::{A2aError, ErrorCode};
-use a2ad_storage::LoggedEvent;
+use a2ad_storage::{LoggedEvent, Written};
 use actix::prelude::*;
 
 /// Gives a turn's followers back to their context once the interrupted end of that turn
@@ -71,18 +71,18 @@ impl ContextActor {
     /// The task's mark is raised even when nobody waits here now: followers on their way
     /// back from the turn that interrupted the task ([`Rewatch`], still in the mailbox)
     /// find `last` in the store and hold it until the mark reaches it.
-    pub(super) fn close_watchers(&mut self, task_id: &str, last: LoggedEvent) {
+    pub(super) fn close_watchers(&mut self, task_id: &str, last: LoggedEvent, written: Written) {
         let mut subscribers = self.take_watchers(task_id);
         let mark = self.marks.get(task_id).cloned();
         if subscribers.is_empty() {
             if let Some(mark) = mark {
-                mark.advance_when_durable(&self.rt.commit, last.seq);
+                mark.advance_when_durable(written, &self.rt.commit, last.seq);
             }
             return;
         }
         let commit = self.rt.commit.clone();
         actix::spawn(async move {
-            match commit.commit().await {
+            match super::durable::durable(written, &commit).await {
                 Ok(()) => {
                     if let Some(mark) = mark {
                         mark.advance(last.seq);

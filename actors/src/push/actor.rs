@@ -98,7 +98,8 @@ impl PushWorker {
                 .into_actor(self)
                 .then(|(ready, attempt), act, _| {
                     let reach = attempt.reach();
-                    futures_util::FutureExt::map(act.settle(ready.job.clone(), attempt), move |()| (ready, reach))
+                    let host = Some(ready.route.destination.clone());
+                    futures_util::FutureExt::map(act.settle(ready.job.clone(), attempt, host), move |()| (ready, reach))
                         .into_actor(act)
                 })
                 .map(|(ready, reach), act, ctx| {
@@ -121,7 +122,7 @@ impl PushWorker {
     /// Settles a job that needs no delivery (its config is gone or unreadable).
     fn conclude(&mut self, job: PushJob, attempt: Attempt, ctx: &mut Context<Self>) {
         let id = job.id();
-        ctx.spawn(self.settle(job, attempt).into_actor(self).map(move |(), act, _| {
+        ctx.spawn(self.settle(job, attempt, None).into_actor(self).map(move |(), act, _| {
             act.held.remove(&id);
         }));
     }

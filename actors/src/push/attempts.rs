@@ -57,6 +57,9 @@ struct Attempts {
     by_task: HashMap<String, VecDeque<DeliveryAttempt>>,
     /// Task ids in the order they were first recorded, oldest first.
     order: VecDeque<String>,
+    /// Attempts delivered since the node started (the admin API's series), counted under
+    /// the lock the log takes anyway.
+    delivered: u64,
 }
 
 impl DeliveryLog {
@@ -70,11 +73,19 @@ impl DeliveryLog {
             }
             log.order.push_back(task_id.to_owned());
         }
+        if attempt.outcome == AttemptOutcome::Delivered {
+            log.delivered += 1;
+        }
         let attempts = log.by_task.entry(task_id.to_owned()).or_default();
         if attempts.len() >= PER_TASK {
             attempts.pop_front();
         }
         attempts.push_back(attempt);
+    }
+
+    /// Deliveries made since the node started.
+    pub fn delivered(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).delivered
     }
 
     /// A task's attempts, oldest first.
@@ -110,6 +121,9 @@ mod tests {
         assert_eq!(kept.first().unwrap().attempt, 4);
         assert_eq!(kept.last().unwrap().attempt, PER_TASK as u32 + 3);
         assert!(log.of_task("other").is_empty());
+        assert_eq!(log.delivered(), 0, "retries are not deliveries");
+        log.record("t", DeliveryAttempt { outcome: AttemptOutcome::Delivered, ..attempt(1) });
+        assert_eq!(log.delivered(), 1);
     }
 
     #[test]

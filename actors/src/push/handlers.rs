@@ -46,7 +46,15 @@ impl PushWorker {
                 let Deferral { job, until_ms, reason } = deferral;
                 let now = now_ms();
                 if now.saturating_sub(job.first_enqueued_ms) >= max_age_ms {
-                    return queue.bury(&job, &format!("gave up after {} attempts: {reason}", job.attempts), now);
+                    let why = format!("gave up after {} attempts: {reason}", job.attempts);
+                    tracing::warn!(
+                        task_id = %job.task_id,
+                        config_id = %job.config_id,
+                        attempts = job.attempts,
+                        reason = %why,
+                        "push delivery is dead: moved to the dead letters"
+                    );
+                    return queue.bury(&job, &why, now);
                 }
                 let mut next = job.clone();
                 next.next_attempt_ms = until_ms;
@@ -63,17 +71,23 @@ impl PushWorker {
     }
 
     /// Records the outcome in the queue (off the actor thread: the queue may be remote),
-    /// and in the delivery log. The job stays in flight until this is done, so no poll
+    /// in the delivery log, and, for a failed or dead delivery, in the node's log at
+    /// `warn` (`host`: the `host:port` of the config's URL, never its path or query,
+    /// which may hold a secret). The job stays in flight until this is done, so no poll
     /// hands it out again.
-    pub(super) fn settle(&self, job: PushJob, attempt: Attempt) -> BoxFuture<'static, ()> {
+    pub(super) fn settle(&self, job: PushJob, attempt: Attempt, host: Option<String>) -> BoxFuture<'static, ()> {
         let queue = Arc::clone(&self.queue);
         let now = now_ms();
         let verdict = verdict(&self.settings, &job, attempt, now);
-        self.deliveries.record(&job.task_id, verdict.log_entry(&job, now));
+        let entry = verdict.log_entry(&job, now);
+        verdict.log(&job, entry.attempt, host.as_deref().unwrap_or("-"));
+        self.deliveries.record(&job.task_id, entry);
         Box::pin(async move {
             let result = tokio::task::spawn_blocking(move || match verdict {
                 Verdict::Ack { .. } => queue.ack(&job),
-                Verdict::Bury { why, .. } => queue.bury(&job, &why, now),
+                // The dead letter counts the attempt that killed it, as the delivery log
+                // does: one attempt count everywhere (the id and receipt do not change).
+                Verdict::Bury { why, .. } => queue.bury(&PushJob { attempts: job.attempts + 1, ..job }, &why, now),
                 Verdict::Reschedule { next, .. } => queue.reschedule(&job, &next),
             })
             .await;
@@ -97,6 +111,24 @@ enum Verdict {
 }
 
 impl Verdict {
+    /// A failed attempt (to be retried) or a dead delivery, at `warn`: the task, the
+    /// config id, the URL's host and the reason. A delivered or dropped one says nothing.
+    fn log(&self, job: &PushJob, attempt: u32, host: &str) {
+        let (task_id, config_id) = (&job.task_id, &job.config_id);
+        match self {
+            Verdict::Ack { .. } => {}
+            Verdict::Bury { why, .. } => tracing::warn!(
+                task_id = %task_id, config_id = %config_id, host, attempt, reason = %why,
+                "push delivery is dead: moved to the dead letters"
+            ),
+            Verdict::Reschedule { next, reason } => tracing::warn!(
+                task_id = %task_id, config_id = %config_id, host, attempt, reason = %reason,
+                retry_in_ms = next.next_attempt_ms.saturating_sub(now_ms()),
+                "push delivery failed: will retry"
+            ),
+        }
+    }
+
     /// The attempt as the delivery log keeps it.
     fn log_entry(&self, job: &PushJob, now: i64) -> DeliveryAttempt {
         let (outcome, detail) = match self {

@@ -15,6 +15,7 @@
 pub mod dead;
 pub mod download;
 pub mod feed;
+pub mod series;
 pub mod stats;
 pub mod status;
 pub mod tasks;

@@ -37,6 +37,9 @@ pub struct NodeStatus {
     pub requests: BTreeMap<&'static str, u64>,
     /// Live feed watchers (open consoles) now.
     pub feed_watchers: usize,
+    /// What the operator should know about how the node runs: a listener other hosts
+    /// reach without authentication ([`crate::exposure`]). Empty when all is well.
+    pub warnings: Vec<String>,
 }
 
 /// The limits the node runs under.
@@ -73,8 +76,13 @@ pub async fn gauges(core: &Core) -> Gauges {
     }
 }
 
-/// The status, with `bindings` as the edge knows them (the card's interfaces).
-pub async fn status(core: &Core, bindings: Vec<serde_json::Value>) -> Result<NodeStatus, AdminError> {
+/// The status, with `bindings` and `warnings` as the edge knows them (the card's
+/// interfaces, the exposure of its listeners).
+pub async fn status(
+    core: &Core,
+    bindings: Vec<serde_json::Value>,
+    warnings: Vec<String>,
+) -> Result<NodeStatus, AdminError> {
     let gauges = gauges(core).await;
     let rt = Arc::clone(core.runtime());
     let store = tokio::task::spawn_blocking(move || super::stats::collect(rt.store.as_ref(), &rt.data_dir))
@@ -103,6 +111,7 @@ pub async fn status(core: &Core, bindings: Vec<serde_json::Value>) -> Result<Nod
         dead_letters: core.metrics().dead_letters(),
         requests: core.metrics().requests_by_method(),
         feed_watchers: rt.feed.watchers(),
+        warnings,
     })
 }
 

@@ -24,6 +24,9 @@ pub struct TaskFilter {
     pub state: Option<TaskState>,
     pub context_id: Option<String>,
     pub agent: Option<String>,
+    /// Text to find (lower-cased): a substring, so also a prefix, of the task id, the
+    /// context id, the tenant, the agent or the first user message's text.
+    pub q: Option<String>,
     /// Status time at or after, in milliseconds.
     pub since_ms: Option<i64>,
     /// Status time before, in milliseconds.
@@ -44,6 +47,7 @@ impl TaskFilter {
                 "tenant" => filter.tenant = Some(value.clone()),
                 "contextId" => filter.context_id = Some(value.clone()),
                 "agent" => filter.agent = Some(value.clone()),
+                "q" => filter.q = Some(value.to_lowercase()),
                 "state" => {
                     filter.state = Some(parse_state(value).ok_or_else(|| invalid("state", "is not a task state"))?)
                 }
@@ -85,7 +89,18 @@ impl TaskFilter {
     fn keeps_record(&self, record: &TaskRecord) -> bool {
         self.context_id.as_ref().is_none_or(|c| *c == record.task.context_id)
             && self.agent.as_ref().is_none_or(|a| *a == record.agent)
+            && self.q.as_ref().is_none_or(|q| finds(q, record))
     }
+}
+
+/// Whether `q` (lower-cased) is in the task's id, context id, tenant, agent, or the text
+/// of its first user message.
+fn finds(q: &str, record: &TaskRecord) -> bool {
+    let task = &record.task;
+    let first_user = task.history.iter().find(|m| m.role == a2ad_protocol::Role::User).map(texts).unwrap_or_default();
+    [task.id.as_str(), task.context_id.as_str(), record.owner.tenant.as_str(), record.agent.as_str(), &first_user]
+        .iter()
+        .any(|field| field.to_lowercase().contains(q))
 }
 
 const TIME_FORMS: &str = "must be an RFC 3339 time or milliseconds since the epoch";
@@ -114,6 +129,13 @@ pub struct TaskRow {
     /// The start of the task's last message's text, as the tenant wrote it (the console
     /// shows it as text).
     pub preview: String,
+    /// A failed or rejected task's reason: the first line of its status message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The correlation id a failed turn's status message carries
+    /// (`metadata.a2ad.correlationId`), which finds its cause in the node's log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
 }
 
 /// One page of tasks, newest status first.
@@ -126,7 +148,7 @@ pub struct TaskList {
 
 /// A page of tasks across tenants. Blocking (an index scan, then the page's records):
 /// the edge runs it on the blocking pool. The index filters (tenant, state, time) cost no
-/// record read; `contextId` and `agent` read each candidate.
+/// record read; `contextId`, `agent` and `q` read each candidate.
 pub fn list(core: &Core, filter: &TaskFilter) -> Result<TaskList, AdminError> {
     let store = &core.runtime().store;
     let mut entries = Vec::new();
@@ -155,6 +177,11 @@ pub fn list(core: &Core, filter: &TaskFilter) -> Result<TaskList, AdminError> {
 
 fn row(record: TaskRecord, updated_ms: i64) -> TaskRow {
     let preview = last_text(&record.task).chars().take(120).collect();
+    let failed = matches!(record.task.status.state, TaskState::Failed | TaskState::Rejected);
+    let status_message = record.task.status.message.as_ref().filter(|_| failed);
+    let error = status_message.map(|m| texts(m).lines().next().unwrap_or("").chars().take(200).collect());
+    let correlation_id = status_message
+        .and_then(|m| m.metadata.as_ref()?.get("a2ad")?.get("correlationId")?.as_str().map(str::to_owned));
     TaskRow {
         id: record.task.id,
         tenant: record.owner.tenant,
@@ -165,14 +192,20 @@ fn row(record: TaskRecord, updated_ms: i64) -> TaskRow {
         updated_ms,
         last_event_seq: record.last_event_seq,
         preview,
+        error,
+        correlation_id,
     }
 }
 
 /// The text of the task's latest message: its status message, else its last history entry.
 fn last_text(task: &Task) -> String {
-    let message = task.status.message.as_ref().or(task.history.last());
-    let parts = message.map(|m| m.parts.as_slice()).unwrap_or_default();
-    let texts: Vec<&str> = parts
+    task.status.message.as_ref().or(task.history.last()).map(texts).unwrap_or_default()
+}
+
+/// A message's text parts, joined by spaces.
+fn texts(message: &a2ad_protocol::Message) -> String {
+    let texts: Vec<&str> = message
+        .parts
         .iter()
         .filter_map(|p| match &p.content {
             a2ad_protocol::PartContent::Text(text) => Some(text.as_str()),

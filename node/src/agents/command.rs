@@ -122,9 +122,15 @@ impl Agent for CommandAgent {
         let settings = Arc::clone(&self.settings);
         let env = Arc::clone(&self.env);
         Box::pin(async move {
-            let cwd = env.workspace(&input).await?.or_else(|| settings.cwd.clone());
-            let prompt = env.prompt(&input, cwd.clone()).await?;
-            let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd };
+            let chosen = env.workspace(&input).await?.or_else(|| settings.cwd.clone());
+            // `file://` parts are judged against the directory the client or the operator
+            // chose, not the private one, which holds nothing of theirs yet.
+            let prompt = env.prompt(&input, chosen.clone()).await?;
+            let (cwd, private) = match chosen {
+                Some(dir) => (dir, false),
+                None => (env.private_dir(&input).await?, true),
+            };
+            let turn = Turn { settings: &settings, env: &env, input: &input, events: &events, prompt, cwd, private };
             let timeout = settings.timeout;
             match tokio::time::timeout(timeout, run_program(&turn)).await {
                 Ok(result) => result,
@@ -151,7 +157,11 @@ struct Turn<'a> {
     events: &'a EventSink,
     /// The message rendered as text (see [`super::input`]).
     prompt: String,
-    cwd: Option<PathBuf>,
+    /// Where the program runs: the client's workspace, the agent's `cwd`, or the task's
+    /// private working directory.
+    cwd: PathBuf,
+    /// Whether `cwd` is the task's private working directory (in the data dir).
+    private: bool,
 }
 
 impl Turn<'_> {
@@ -231,9 +241,7 @@ async fn run_program(turn: &Turn<'_>) -> Result<TurnEnd, AgentError> {
         // Not kill_on_drop: that would SIGKILL the program right after the guard's SIGTERM,
         // leaving it no `cancel-grace` to clean up. The guard stops the whole group.
         .kill_on_drop(false);
-    if let Some(cwd) = &turn.cwd {
-        command.current_dir(cwd);
-    }
+    command.current_dir(&turn.cwd);
     if let Some(mask) = crate::private_files::inherited_umask() {
         // The node's own files are private (umask 077); the program's are not the node's.
         // SAFETY: umask is async-signal-safe and touches no memory; nothing else runs
@@ -352,7 +360,7 @@ async fn read_output(turn: &Turn<'_>, stdout: tokio::process::ChildStdout) -> Re
     let mut stdout = BufReader::new(stdout);
     let mut seen = 0usize;
     let (mut end, mut text) = (None, String::new());
-    let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events, turn.cwd.as_deref());
+    let mut reader = super::jsonl::JsonlReader::new(turn.env, turn.input, events, Some(&turn.cwd), turn.private);
     let mut bytes = Vec::new();
     loop {
         bytes.clear();

@@ -17,7 +17,7 @@
 //! reading `file://` parts happens in the turn ([`InputPolicy::render`]), so a missing or
 //! oversized file fails the task with a clear message.
 
-use super::workspace::AllowedRoots;
+use super::workspace::{AllowedRoots, WorkspaceError};
 use a2ad_protocol::{A2aError, ErrorCode, Message, Part, PartContent};
 use std::path::Path;
 
@@ -178,15 +178,21 @@ impl InputPolicy {
     }
 }
 
-/// Whether `message` names a path on the node: a `file://` part or a working directory
-/// (`metadata.a2ad.cwd`).
-pub fn names_local_paths(message: &Message) -> bool {
-    let file_part = message.parts.iter().any(|part| match &part.content {
-        PartContent::Url(url) => url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("file://")),
-        _ => false,
-    });
+/// The refusal of the first path on the node that `message` names (its working
+/// directory, `metadata.a2ad.cwd`, then its first `file://` part) where workspaces are
+/// off; `None` when it names none.
+pub fn local_path_refusal(message: &Message) -> Option<WorkspaceError> {
     let cwd = message.metadata.as_ref().and_then(|m| m.get("a2ad")).and_then(|a| a.get("cwd"));
-    file_part || cwd.is_some_and(|cwd| !cwd.is_null())
+    if let Some(cwd) = cwd.filter(|cwd| !cwd.is_null()) {
+        let shown = cwd.as_str().map_or_else(|| cwd.to_string(), str::to_owned);
+        return Some(WorkspaceError::CwdOff(shown));
+    }
+    message.parts.iter().find_map(|part| match &part.content {
+        PartContent::Url(url) if url.get(..7).is_some_and(|scheme| scheme.eq_ignore_ascii_case("file://")) => {
+            Some(WorkspaceError::FileOff(url.clone()))
+        }
+        _ => None,
+    })
 }
 
 /// Only `file://` URLs: remote ones are refused, and so is every other scheme.

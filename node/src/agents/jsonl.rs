@@ -45,15 +45,23 @@ pub(crate) struct JsonlReader<'a> {
     events: &'a EventSink,
     /// The program's working directory, for artifact files it names.
     cwd: Option<&'a Path>,
+    /// Whether `cwd` is the task's private working directory (which lies in the data dir).
+    private: bool,
     /// Tool names by `toolUseId`, from the events that named them.
     tool_names: HashMap<String, Value>,
 }
 
 impl<'a> JsonlReader<'a> {
     /// A reader for one turn's output; `cwd` is the workspace relative artifact paths are
-    /// read from.
-    pub fn new(env: &'a AgentEnv, input: &'a TurnInput, events: &'a EventSink, cwd: Option<&'a Path>) -> Self {
-        JsonlReader { env, input, events, cwd, tool_names: HashMap::new() }
+    /// read from; `private` when it is the task's private working directory.
+    pub fn new(
+        env: &'a AgentEnv,
+        input: &'a TurnInput,
+        events: &'a EventSink,
+        cwd: Option<&'a Path>,
+        private: bool,
+    ) -> Self {
+        JsonlReader { env, input, events, cwd, private, tool_names: HashMap::new() }
     }
 
     /// Handles one line; returns the turn's end if the line named one.
@@ -164,8 +172,9 @@ impl<'a> JsonlReader<'a> {
 impl JsonlReader<'_> {
     /// The bytes and file name of a file the program wrote, named by a path (relative to
     /// its working directory) or a `file://` URL; it must lie in the caller's roots or in
-    /// the directory the program ran in (the caller's workspace, or the agent's `cwd`
-    /// the operator set), and never in the data dir.
+    /// the directory the program ran in (the caller's workspace, the agent's `cwd` the
+    /// operator set, or the task's private working directory), and never elsewhere in the
+    /// data dir.
     async fn produced_file(&self, named: &str) -> Result<(Vec<u8>, Option<String>), AgentError> {
         let path = match named.strip_prefix("file://") {
             Some(_) => reqwest::Url::parse(named)
@@ -178,12 +187,12 @@ impl JsonlReader<'_> {
             },
         };
         let (policy, owner) = (self.env.roots.clone(), self.input.owner.clone());
-        let cwd = self.cwd.map(Path::to_owned);
+        let (cwd, private) = (self.cwd.map(Path::to_owned), self.private);
         let shown = named.to_owned();
         let read = move || -> Result<(Vec<u8>, Option<String>), String> {
             let mut roots = policy.for_owner(&owner);
             if let Some(cwd) = cwd.and_then(|cwd| cwd.canonicalize().ok()) {
-                roots = roots.with_root(&cwd);
+                roots = if private { roots.with_private_dir(&cwd) } else { roots.with_root(&cwd) };
             }
             let bytes = roots.read_file(&path, None, &shown, MAX_FILE_ARTIFACT).map_err(|e| e.to_string())?;
             Ok((bytes, path.file_name().map(|n| n.to_string_lossy().into_owned())))

@@ -35,6 +35,10 @@ pub struct AgentEnv {
     pub artifacts: crate::artifacts::ArtifactStore,
     /// The process groups of the command agents' programs, killed at the node's close.
     pub process_groups: process_groups::ProcessGroups,
+    /// The node's data dir (absolute): a turn without a working directory runs in a
+    /// private one under it ([`a2ad_actors::workdirs`]). Empty (the `Default`): under the
+    /// system temp dir.
+    pub data_dir: PathBuf,
 }
 
 impl AgentEnv {
@@ -49,6 +53,28 @@ impl AgentEnv {
             .map_err(|_| AgentError("the working directory could not be checked".into()))?
             .map(Some)
             .map_err(|e| AgentError(e.to_string()))
+    }
+
+    /// The task's private working directory ([`a2ad_actors::workdirs`]), made if it is
+    /// not there yet (`0700`, like every directory the node makes in its data dir), and
+    /// canonical. On the blocking pool, like [`AgentEnv::workspace`].
+    pub async fn private_dir(&self, input: &TurnInput) -> Result<PathBuf, AgentError> {
+        let base = if self.data_dir.as_os_str().is_empty() { std::env::temp_dir() } else { self.data_dir.clone() };
+        let dir = a2ad_actors::workdirs::private_dir(&base, &input.owner, &input.task_id).ok_or_else(|| {
+            AgentError("the tenant and principal names are too long for a private working directory".into())
+        })?;
+        let make = move || -> std::io::Result<PathBuf> {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+            dir.canonicalize()
+        };
+        tokio::task::spawn_blocking(make)
+            .await
+            .map_err(|_| AgentError("the private working directory could not be made".into()))?
+            .map_err(|e| {
+                tracing::warn!(task_id = %input.task_id, error = %e, "could not make a private working directory");
+                AgentError("the private working directory could not be made".into())
+            })
     }
 
     /// The turn's message as a prompt ([`input::InputPolicy::render`]), on the blocking
@@ -68,8 +94,10 @@ impl AgentEnv {
     /// is refused now, with the reason, rather than failing its task.
     pub fn check_input(&self, message: &Message, accepts: &[String]) -> Result<(), A2aError> {
         self.input.check(message, accepts)?;
-        if self.roots.is_off() && input::names_local_paths(message) {
-            return Err(A2aError::invalid_params(workspace::WorkspaceError::Off.to_string()));
+        if self.roots.is_off() {
+            if let Some(refusal) = input::local_path_refusal(message) {
+                return Err(A2aError::invalid_params(refusal.to_string()));
+            }
         }
         Ok(())
     }

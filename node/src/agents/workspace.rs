@@ -18,25 +18,33 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// Why a working directory or a file was refused. The text reaches the client.
+/// Why a working directory or a file was refused. The text reaches the client: it names
+/// the path as the client (or the program) gave it and the config key that would allow
+/// it, never the canonical path or the roots.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("the working directory `{0}` is not an absolute path")]
+    #[error("the working directory `{0}` is not an absolute path: `metadata.a2ad.cwd` takes an absolute path inside the node's `allowed-cwds`")]
     NotAbsolute(String),
     /// Missing, not a directory, outside the roots, or in the data dir: one text for all.
-    #[error("the working directory `{0}` is not available: it must be an existing directory inside the allowed roots")]
+    #[error("the working directory `{0}` is not available: it must be an existing directory inside the allowed roots (the node's `allowed-cwds`)")]
     CwdUnavailable(String),
     /// Missing, not a regular file, outside the workspace or the roots: one text for all.
     #[error(
-        "the file `{0}` is not available: it must be an existing file inside the working directory and the allowed roots"
+        "the file `{0}` is not available: it must be an existing file inside the working directory and the allowed roots (the node's `allowed-cwds`)"
     )]
     FileUnavailable(String),
     #[error("the file `{0}` is larger than {1} MiB")]
     FileTooLarge(String, u64),
+    /// A working directory on a node where workspaces are off.
     #[error(
-        "this node takes no working directory and no file:// part: authentication is on and no `allowed-cwds` is configured"
+        "the working directory `{0}` is refused: authentication is on and no `allowed-cwds` is configured. To allow it, the operator adds a root that holds it to `allowed-cwds` (for example `/srv/a2ad/{{tenant}}`); without a `cwd`, a command agent runs in a private directory of its own"
     )]
-    Off,
+    CwdOff(String),
+    /// A `file://` part on a node where workspaces are off.
+    #[error(
+        "the file `{0}` is refused: authentication is on and no `allowed-cwds` is configured. To allow it, the operator adds a root that holds it to `allowed-cwds` (for example `/srv/a2ad/{{tenant}}`)"
+    )]
+    FileOff(String),
 }
 
 /// One root: as configured (normalized), and canonical when it exists.
@@ -52,7 +60,11 @@ pub struct AllowedRoots {
     roots: Vec<Root>,
     /// The data dir, as configured and canonical: refused even inside a root.
     excluded: Vec<PathBuf>,
-    /// Workspaces are off: every path is refused with [`WorkspaceError::Off`].
+    /// The turn's private working directory (canonical), which lies in the data dir but
+    /// is the program's own: allowed although `excluded` holds it.
+    private: Option<PathBuf>,
+    /// Workspaces are off: every path is refused with [`WorkspaceError::CwdOff`] or
+    /// [`WorkspaceError::FileOff`].
     off: bool,
 }
 
@@ -64,12 +76,12 @@ impl AllowedRoots {
             .into_iter()
             .map(|named| Root { canonical: named.canonicalize().ok(), named: normalize(&named) })
             .collect();
-        AllowedRoots { roots, excluded, off: false }
+        AllowedRoots { roots, excluded, private: None, off: false }
     }
 
     /// No roots at all: workspaces are off on this node.
     pub fn off(excluded: Vec<PathBuf>) -> Self {
-        AllowedRoots { roots: Vec::new(), excluded, off: true }
+        AllowedRoots { roots: Vec::new(), excluded, private: None, off: true }
     }
 
     /// These roots and `dir` (canonical) too: for the files a program writes in the
@@ -80,8 +92,16 @@ impl AllowedRoots {
         self
     }
 
+    /// These roots and the turn's private working directory `dir` (canonical, under
+    /// the data dir, see [`a2ad_actors::workdirs`]): for the files a program writes there.
+    pub fn with_private_dir(mut self, dir: &Path) -> Self {
+        self.private = Some(dir.to_owned());
+        self.with_root(dir)
+    }
+
     fn in_data_dir(&self, path: &Path) -> bool {
-        self.excluded.iter().any(|data| path.starts_with(data))
+        let private = self.private.as_ref().is_some_and(|dir| path.starts_with(dir));
+        !private && self.excluded.iter().any(|data| path.starts_with(data))
     }
 
     /// Whether `path`, by its text alone, lies inside a root (as named or canonical) and
@@ -108,7 +128,7 @@ impl AllowedRoots {
             return Err(WorkspaceError::NotAbsolute(requested.to_owned()));
         }
         if self.off {
-            return Err(WorkspaceError::Off);
+            return Err(WorkspaceError::CwdOff(requested.to_owned()));
         }
         let refused = || WorkspaceError::CwdUnavailable(requested.to_owned());
         if !self.lexically_inside(path) {
@@ -126,7 +146,7 @@ impl AllowedRoots {
     /// working directory.
     pub fn resolve_file(&self, path: &Path, cwd: Option<&Path>, shown: &str) -> Result<PathBuf, WorkspaceError> {
         if self.off {
-            return Err(WorkspaceError::Off);
+            return Err(WorkspaceError::FileOff(shown.to_owned()));
         }
         let refused = || WorkspaceError::FileUnavailable(shown.to_owned());
         if !path.is_absolute() || !self.lexically_inside(path) {
@@ -269,6 +289,16 @@ mod tests {
         std::os::unix::fs::symlink(&data, root.path().join("link")).unwrap();
         let via_link = root.path().join("link/db");
         assert!(matches!(roots.resolve_file(&via_link, None, "x"), Err(WorkspaceError::FileUnavailable(_))));
+        // A turn's private directory in the data dir is the program's own; the rest of
+        // the data dir stays out of reach.
+        let private = data.join("workdirs/acme+ci/t1");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::write(private.join("out.txt"), "mine").unwrap();
+        let private = private.canonicalize().unwrap();
+        let roots = AllowedRoots::off(vec![data.canonicalize().unwrap()]).with_private_dir(&private);
+        assert!(roots.resolve_file(&private.join("out.txt"), None, "out.txt").is_ok());
+        let db = roots.resolve_file(&data.join("db"), None, "db");
+        assert!(matches!(db, Err(WorkspaceError::FileUnavailable(_))), "{db:?}");
     }
 
     #[test]
@@ -315,6 +345,8 @@ mod tests {
         let answers = [cwd("/proc/self"), cwd("/proc/no-such"), cwd(&missing_inside), cwd(&there)];
         assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
         let off = AllowedRoots::off(Vec::new());
-        assert_eq!(off.resolve_cwd("/tmp"), Err(WorkspaceError::Off));
+        assert_eq!(off.resolve_cwd("/tmp"), Err(WorkspaceError::CwdOff("/tmp".into())));
+        let refusal = off.resolve_file(Path::new("/tmp/x"), None, "file:///tmp/x").unwrap_err().to_string();
+        assert!(refusal.contains("`file:///tmp/x`") && refusal.contains("`allowed-cwds`"), "{refusal}");
     }
 }

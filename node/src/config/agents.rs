@@ -174,6 +174,7 @@ impl super::Config {
                 self.artifact_route_base(),
             ),
             process_groups: process_groups.clone(),
+            data_dir: std::path::absolute(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone()),
         }
     }
 

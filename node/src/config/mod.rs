@@ -15,6 +15,7 @@ mod limits;
 pub mod retention;
 mod store;
 mod transports;
+mod unknown_key;
 
 pub use crate::push::{PushConfig, PushQueueKind};
 pub use agents::{AgentConfig, AgentKind};
@@ -262,8 +263,10 @@ impl Default for Config {
 /// Why the config was refused. Every variant names the key (or the file) at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    /// The cause is in the message, not a `source`: printed with its causes (`{:#}`), a
+    /// source would say it twice.
+    #[error("cannot read config file {path}: {cause}")]
+    Read { path: String, cause: String },
     #[error("config file {path} is not valid YAML: {message}")]
     Syntax { path: String, message: String },
     #[error("config key `{key}`: {message}")]
@@ -460,13 +463,16 @@ fn rest_prefix_ok(prefix: &str) -> bool {
 fn deserialize_named<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let key = e.path().to_string();
-        ConfigError::Invalid { key, message: e.into_inner().to_string() }
+        let message = e.into_inner().to_string();
+        let message = unknown_key::explain(&key, &message).unwrap_or(message);
+        ConfigError::Invalid { key, message }
     })
 }
 
 fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| ConfigError::Read { path: shown.clone(), cause: e.to_string() })?;
     let mut root: Value =
         serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Syntax { path: shown, message: e.to_string() })?;
     if let (Value::Mapping(map), Some(written)) = (&mut root, transports::unix_mode_as_written(&text)) {

@@ -13,6 +13,10 @@ pub enum StoreKind {
     /// One Redis shared by every node that points at it (`redis:`): any node serves any
     /// task (docs/cluster.md).
     Redis,
+    /// Everything in the node's memory, gone when it stops: for tests, demos and
+    /// ephemeral deployments (as every SDK offers), bounded by retention. The data dir
+    /// keeps only the files agents write (artifacts, turn directories).
+    Memory,
 }
 
 /// `redis:`: the shared store of `store: redis`.
@@ -40,6 +44,10 @@ pub struct RedisStoreConfig {
     /// Start although Redis may lose acknowledged writes (`appendonly no`, or
     /// `appendfsync` other than `always`): for development only.
     pub allow_weak_persistence: bool,
+    /// Answer a step only once this many replicas of the primary confirmed it (`WAIT`):
+    /// then a failover to a replica loses nothing acknowledged. 0 (the default): the
+    /// primary's own persistence only. One server only (not with `cluster`).
+    pub replica_acks: u32,
 }
 
 impl Default for RedisStoreConfig {
@@ -52,6 +60,7 @@ impl Default for RedisStoreConfig {
             connections: 8,
             lease_ttl: Duration::from_secs(10),
             allow_weak_persistence: false,
+            replica_acks: 0,
         }
     }
 }
@@ -77,6 +86,12 @@ impl RedisStoreConfig {
                 "must be a redis:// URL with redis.cluster (a cluster's nodes are found by address)",
             ));
         }
+        if self.replica_acks > 16 {
+            return Err(("redis.replica-acks", "must be from 0 to 16"));
+        }
+        if self.replica_acks > 0 && self.cluster {
+            return Err(("redis.replica-acks", "is for one server with replicas, not with redis.cluster"));
+        }
         if self.shards.is_some_and(|n| n == 0 || n > a2ad_storage::MAX_SHARDS) {
             return Err(("redis.shards", "must be from 1 to 1024"));
         }
@@ -99,6 +114,7 @@ impl RedisStoreConfig {
             connections: self.connections,
             push_stream: None,
             lease_ttl: self.lease_ttl,
+            replica_acks: self.replica_acks,
             ..a2ad_storage::RedisStoreOptions::default()
         }
     }

@@ -9,7 +9,7 @@ use a2ad_storage::Owner;
 
 impl Core {
     pub async fn cancel_task(&self, owner: &Owner, req: CancelTaskRequest) -> Result<Task, A2aError> {
-        let record = self.owned_task(owner, &req.id)?;
+        let record = self.owned_task(owner, &req.id).await?;
         let cancel = CancelTask { owner: owner.clone(), task_id: req.id };
         let task = self.call(&record.context_key(), cancel).await??;
         self.rt.commit.commit().await?;

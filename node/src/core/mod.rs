@@ -61,6 +61,8 @@ pub struct Core {
     operators: Arc<crate::auth::operators::Operators>,
     /// When the node started (the admin status's uptime).
     started: std::time::Instant,
+    /// The admin API's samples of the last hour (filled by the admin API's sampler, `admin/series.rs`).
+    series: crate::metrics::series::Series,
 }
 
 /// What a [`Core`] is made of, as start-up assembles it.
@@ -118,6 +120,7 @@ impl Core {
             draining: std::sync::atomic::AtomicBool::new(false),
             operators,
             started: std::time::Instant::now(),
+            series: crate::metrics::series::Series::default(),
         }
     }
 
@@ -149,6 +152,11 @@ impl Core {
     /// How long the node has run.
     pub fn uptime(&self) -> std::time::Duration {
         self.started.elapsed()
+    }
+
+    /// The admin API's series of samples.
+    pub fn series(&self) -> &crate::metrics::series::Series {
+        &self.series
     }
 
     /// The node's metrics.
@@ -241,8 +249,11 @@ impl Core {
 
     /// The caller's task, or TaskNotFound: another owner's task is never revealed (the
     /// store reads it by owner and id together, see [`Scope`]).
-    pub(crate) fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
-        self.rt.store.get_task(Scope::Owner(owner), task_id)?.ok_or_else(|| A2aError::task_not_found(task_id))
+    /// Read through the store's seam: on Redis the HTTP worker awaits the answer, it does
+    /// not wait for it.
+    pub(crate) async fn owned_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, A2aError> {
+        let read = self.rt.store.read_task(Scope::Owner(owner), task_id).await?;
+        read.ok_or_else(|| A2aError::task_not_found(task_id))
     }
 }
 

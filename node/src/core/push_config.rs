@@ -60,7 +60,7 @@ impl Core {
             .clone()
             .filter(|t| !t.is_empty())
             .ok_or_else(|| A2aError::invalid_field("taskId", "is required"))?;
-        self.owned_task(owner, &task_id)?;
+        self.owned_task(owner, &task_id).await?;
         let mut config = self.checked_push_config(config)?;
         config.task_id = Some(task_id);
         self.check_push_host(&config).await?;
@@ -76,7 +76,8 @@ impl Core {
         config: &TaskPushNotificationConfig,
     ) -> Result<(), A2aError> {
         let (hooks, _) = self.push()?;
-        hooks.configs.put(owner, config)?;
+        let (configs, owner, config) = (hooks.configs.clone(), owner.clone(), config.clone());
+        off_the_workers(move || configs.put(&owner, &config)).await?;
         self.rt.commit.commit_unlogged().await?;
         Ok(())
     }
@@ -87,8 +88,9 @@ impl Core {
         req: TaskPushNotificationConfigRef,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
         let (hooks, _) = self.push()?;
-        self.owned_task(owner, &req.task_id)?;
-        match hooks.configs.get(Scope::Owner(owner), &req.task_id, &req.id)? {
+        self.owned_task(owner, &req.task_id).await?;
+        let (configs, who, task_id, id) = (hooks.configs.clone(), owner.clone(), req.task_id.clone(), req.id.clone());
+        match off_the_workers(move || configs.get(Scope::Owner(&who), &task_id, &id)).await? {
             Some(stored) => Ok(stored.config),
             None => Err(A2aError::task_not_found(&req.task_id).with_meta("configId", req.id)),
         }
@@ -100,15 +102,18 @@ impl Core {
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
         let (hooks, _) = self.push()?;
-        self.owned_task(owner, &req.task_id)?;
-        let configs = hooks.configs.list(Scope::Owner(owner), &req.task_id)?.into_iter().map(|s| s.config).collect();
+        self.owned_task(owner, &req.task_id).await?;
+        let (configs, who, task_id) = (hooks.configs.clone(), owner.clone(), req.task_id.clone());
+        let stored = off_the_workers(move || configs.list(Scope::Owner(&who), &task_id)).await?;
+        let configs = stored.into_iter().map(|s| s.config).collect();
         Ok(ListTaskPushNotificationConfigsResponse { configs, next_page_token: String::new() })
     }
 
     pub async fn delete_push_config(&self, owner: &Owner, req: TaskPushNotificationConfigRef) -> Result<(), A2aError> {
         let (hooks, _) = self.push()?;
-        self.owned_task(owner, &req.task_id)?;
-        hooks.configs.delete(Scope::Owner(owner), &req.task_id, &req.id)?;
+        self.owned_task(owner, &req.task_id).await?;
+        let (configs, who, task_id, id) = (hooks.configs.clone(), owner.clone(), req.task_id.clone(), req.id.clone());
+        off_the_workers(move || configs.delete(Scope::Owner(&who), &task_id, &id)).await?;
         self.rt.commit.commit_unlogged().await?;
         Ok(())
     }
@@ -121,5 +126,16 @@ impl Core {
                 tracing::warn!(task_id, error = %e, "could not remove the push config of a refused turn");
             }
         }
+    }
+}
+
+/// Runs a push-config read or write on the blocking pool: on the shared store it is a
+/// Redis round trip, which no HTTP worker waits for (ARCHITECTURE.md, "What may block").
+async fn off_the_workers<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, a2ad_storage::StoreError> + Send + 'static,
+) -> Result<T, A2aError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => Ok(done?),
+        Err(_) => Err(A2aError::internal("a push-config call stopped before it answered")),
     }
 }

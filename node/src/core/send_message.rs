@@ -22,7 +22,7 @@ use a2ad_storage::{ContextKey, Owner};
 
 impl Core {
     pub async fn send_message(&self, owner: &Owner, req: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
-        let (key, start, config, push) = prepare_turn(self, owner, req, false)?;
+        let (key, start, config, push) = prepare_turn(self, owner, req, false).await?;
         let ticket = self.start_turn(owner, &key, start, push).await?;
         let task = if config.return_immediately {
             self.rt.commit.commit().await?;
@@ -45,7 +45,7 @@ impl Core {
         owner: &Owner,
         req: SendMessageRequest,
     ) -> Result<Subscription, A2aError> {
-        let (key, start, _, push) = prepare_turn(self, owner, req, true)?;
+        let (key, start, _, push) = prepare_turn(self, owner, req, true).await?;
         let ticket = self.start_turn(owner, &key, start, push).await?;
         self.rt.commit.commit().await?;
         let subscription =
@@ -93,7 +93,12 @@ impl Core {
 type PreparedTurn = (ContextKey, StartTurn, SendMessageConfiguration, Option<TaskPushNotificationConfig>);
 
 /// Validates a send and works out its context and the turn to start.
-fn prepare_turn(core: &Core, owner: &Owner, req: SendMessageRequest, stream: bool) -> Result<PreparedTurn, A2aError> {
+async fn prepare_turn(
+    core: &Core,
+    owner: &Owner,
+    req: SendMessageRequest,
+    stream: bool,
+) -> Result<PreparedTurn, A2aError> {
     let config = req.configuration.unwrap_or_default();
     check_history_length("configuration.historyLength", config.history_length)?;
     validate_message(&req.message)?;
@@ -101,7 +106,7 @@ fn prepare_turn(core: &Core, owner: &Owner, req: SendMessageRequest, stream: boo
     let mut message = req.message;
     let (context_id, task_id) = match message.task_id.clone() {
         Some(task_id) => {
-            let record = core.owned_task(owner, &task_id)?;
+            let record = core.owned_task(owner, &task_id).await?;
             if message.context_id.as_ref().is_some_and(|c| *c != record.task.context_id) {
                 return Err(A2aError::invalid_field("message.contextId", "does not match the task's context")
                     .with_meta("taskId", task_id));

@@ -17,7 +17,7 @@ impl Core {
         req: SubscribeToTaskRequest,
         last_event_id: Option<u64>,
     ) -> Result<Subscription, A2aError> {
-        let record = self.owned_task(owner, &req.id)?;
+        let record = self.owned_task(owner, &req.id).await?;
         if record.state().is_terminal() {
             return Err(A2aError::unsupported(format!(
                 "Task {} is in terminal state {}: there is nothing to subscribe to",

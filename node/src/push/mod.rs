@@ -73,6 +73,25 @@ impl PushStack {
         Self::assemble(config, configs, queue, outbox, Some(local), forward)
     }
 
+    /// The push stack of a node that keeps nothing (`store: memory`): the configs and the
+    /// local queue in `scratch`, a temporary database, the configs sealed with a key made
+    /// now (or `A2AD_PUSH_KEY`'s), which no file keeps.
+    pub fn open_in_memory(config: &PushConfig, scratch: &SledStore) -> Result<PushStack, PushSetupError> {
+        if config.queue != PushQueueKind::LocalFile {
+            return Err(PushSetupError::Config(
+                "with store: memory the push queue is in memory too: leave push-queue at local-file".into(),
+            ));
+        }
+        let key = match std::env::var("A2AD_PUSH_KEY") {
+            Ok(text) => SecretKey::from_base64(&text)?,
+            Err(_) => SecretKey::generate()?,
+        };
+        let configs = PushConfigStore::new(scratch.tree("push_configs")?, key);
+        let local = PushQueue::new(scratch.tree(a2ad_storage::PUSH_QUEUE_TREE)?);
+        let queue = Arc::new(local.clone()) as Arc<dyn JobQueue>;
+        Self::assemble(config, configs, queue, None, Some(local), None)
+    }
+
     /// The push stack on the shared store (`store: redis`): the configs in the store's
     /// Redis, the jobs in a Redis Streams queue on the same server, which each step's
     /// commit script adds its jobs to (so no outbox: the commit is the durable write).
@@ -82,7 +101,7 @@ impl PushStack {
         store: &RedisStore,
         data_dir: &Path,
     ) -> Result<(PushStack, String), PushSetupError> {
-        let configs = PushConfigStore::in_redis(store, push_key(data_dir)?);
+        let configs = store.push_configs(push_key(data_dir)?);
         let mut shared = config.clone();
         match &shared.redis_url {
             Some(url) if *url != store.options().url => {

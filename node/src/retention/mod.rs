@@ -1,6 +1,7 @@
 //! Retention: terminal tasks are removed once they are older than `retention.max-age` or
-//! beyond `retention.max-tasks` per tenant, with their event logs, push configs and
-//! artifact files (`<data-dir>/artifacts/<task-id>/`); a context's session goes with its
+//! beyond `retention.max-tasks` per tenant, with their event logs, push configs,
+//! artifact files (`<data-dir>/artifacts/<task-id>/`) and private working directories
+//! (`<data-dir>/workdirs/<owner>/<task-id>/`); a context's session goes with its
 //! last task. Interrupted tasks (input-required, auth-required) that nobody answers for
 //! `retention.interrupted-timeout` become CANCELED, with a status message that says so,
 //! and are then kept like any terminal task.
@@ -11,15 +12,16 @@
 //! session removals of live contexts (see `ForgetSessions`). A removed task is gone from
 //! every index: GetTask, ListTasks, SubscribeToTask and a follow-up message answer
 //! TaskNotFound, like for a task that never existed. Once per start, the sweeper also
-//! removes artifact directories whose task is gone (a crash between a task's removal
-//! and its directory's: see [`remove_orphan_artifact_dirs`]); push configs whose task is
+//! removes artifact and private working directories whose task is gone (a crash between a
+//! task's removal and its directory's: see [`remove_orphan_artifact_dirs`] and
+//! [`remove_orphan_workdirs`]); push configs whose task is
 //! gone are removed at start-up before requests are taken ([`remove_orphan_push_configs`]).
 
 mod orphans;
 mod plan;
 mod sweep;
 
-pub use orphans::{remove_orphan_artifact_dirs, remove_orphan_push_configs};
+pub use orphans::{remove_orphan_artifact_dirs, remove_orphan_push_configs, remove_orphan_workdirs};
 pub use plan::{plan, Plan, Planner};
 pub use sweep::{SweepReport, Sweeper};
 

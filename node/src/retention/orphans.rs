@@ -44,6 +44,38 @@ pub fn remove_orphan_artifact_dirs(store: &dyn TaskStore, data_dir: &Path) -> Re
     Ok(removed)
 }
 
+/// Removes every private working directory (`<data-dir>/workdirs/<owner>/<task-id>/`, see
+/// [`a2ad_actors::workdirs`]) whose task the store does not hold; returns how many. Like
+/// an artifact directory, a private one is made only once its task is stored. Blocking.
+pub fn remove_orphan_workdirs(store: &dyn TaskStore, data_dir: &Path) -> Result<usize, StoreError> {
+    let root = data_dir.join(a2ad_actors::workdirs::WORKDIRS);
+    let owners = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(StoreError::Io(format!("cannot list {}: {e}", root.display()))),
+    };
+    let mut removed = 0;
+    for owner in owners.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+        let Ok(tasks) = std::fs::read_dir(owner.path()) else { continue };
+        for entry in tasks.flatten() {
+            let Ok(task_id) = entry.file_name().into_string() else { continue };
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if !is_dir || artifact_dir(data_dir, &task_id).is_none() {
+                continue;
+            }
+            if store.get_task(Scope::Node, &task_id)?.is_some() {
+                continue;
+            }
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(task_id, error = %e, "could not remove an orphaned private working directory"),
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// Removes every push config whose task the store does not hold; returns how many.
 /// Blocking; run it before the node takes requests (see the module docs).
 pub fn remove_orphan_push_configs(store: &dyn TaskStore, configs: &PushConfigStore) -> Result<usize, StoreError> {
@@ -120,5 +152,13 @@ mod tests {
         assert_eq!(remove_orphan_artifact_dirs(&store, data.path()).unwrap(), 0, "idempotent");
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(remove_orphan_artifact_dirs(&store, empty.path()).unwrap(), 0, "no artifacts dir yet");
+        let workdirs = data.path().join("workdirs/acme+ci");
+        for dir in ["kept-1", "gone-3"] {
+            std::fs::create_dir_all(workdirs.join(dir)).unwrap();
+            std::fs::write(workdirs.join(dir).join("scratch"), "x").unwrap();
+        }
+        assert_eq!(remove_orphan_workdirs(&store, data.path()).unwrap(), 1);
+        assert!(workdirs.join("kept-1/scratch").exists() && !workdirs.join("gone-3").exists());
+        assert_eq!(remove_orphan_workdirs(&store, empty.path()).unwrap(), 0, "no workdirs yet");
     }
 }

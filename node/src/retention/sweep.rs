@@ -70,13 +70,18 @@ impl Sweeper {
         });
     }
 
-    /// Removes the artifact directories a crash left without their task (once, at start).
+    /// Removes the artifact and private working directories a crash left without their
+    /// task (once, at start).
     async fn remove_orphans(&self) {
         let rt = Arc::clone(self.core.runtime());
-        let swept = blocking(move || Ok(super::remove_orphan_artifact_dirs(rt.store.as_ref(), &rt.data_dir)?)).await;
+        let swept = blocking(move || {
+            let artifacts = super::remove_orphan_artifact_dirs(rt.store.as_ref(), &rt.data_dir)?;
+            Ok(artifacts + super::remove_orphan_workdirs(rt.store.as_ref(), &rt.data_dir)?)
+        })
+        .await;
         match swept {
             Ok(0) => {}
-            Ok(removed) => tracing::info!(removed, "removed artifact dirs whose task was gone"),
+            Ok(removed) => tracing::info!(removed, "removed artifact and private working dirs whose task was gone"),
             Err(e) => tracing::error!(error = %e, "could not sweep orphaned artifact dirs"),
         }
     }

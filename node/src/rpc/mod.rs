@@ -116,7 +116,7 @@ pub async fn handle(core: &Core, owner: &Owner, decoded: Value, meta: &RpcMeta) 
 
 /// Answers a request whose envelope is valid, in its dialect.
 async fn answer(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcMeta) -> RpcAnswer {
-    if v01::owns(core, owner, &rpc.method, &rpc.params, meta.version.as_deref()) {
+    if v01::owns(core, owner, &rpc.method, &rpc.params, meta.version.as_deref()).await {
         return v01::handle(core, owner, rpc, meta).await;
     }
     if v03::is_method(&rpc.method) {

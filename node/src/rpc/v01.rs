@@ -14,18 +14,14 @@
 //! heartbeat` with `{"ok": true}` and closes. Its errors (other than a rate limit, which
 //! is a plain 429) are `event: error` with a 0.1 JSON-RPC error response.
 
-use super::{Frame, RpcAnswer, RpcMeta, RpcOutcome, RpcStream};
+use super::{RpcAnswer, RpcMeta, RpcOutcome, RpcStream};
 use crate::core::{Call, Core, Reply, ReplyBody};
 use a2ad_actors::messages::Subscription;
 use a2ad_protocol::dialect::v01;
 use a2ad_protocol::jsonrpc::JsonRpcRequest;
-use a2ad_protocol::{
-    A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, Method, SendMessageResponse, StreamResponse, Task,
-};
+use a2ad_protocol::{A2aError, CancelTaskRequest, ErrorCode, GetTaskRequest, Method, SendMessageResponse, Task};
 use a2ad_storage::Owner;
-use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::{json, Map, Value};
-use std::time::Duration;
 
 /// Whether a request is 0.1 by its method and version alone (before the caller is
 /// known): a 0.1-only method, or a shared one with `A2A-Version: 0.1`.
@@ -35,7 +31,7 @@ pub fn says_v01(method: &str, version: Option<&str>) -> bool {
 }
 
 /// Whether a request is answered in the 0.1 dialect (see the module docs).
-pub fn owns(core: &Core, owner: &Owner, method: &str, params: &Value, version: Option<&str>) -> bool {
+pub async fn owns(core: &Core, owner: &Owner, method: &str, params: &Value, version: Option<&str>) -> bool {
     if says_v01(method, version) {
         return true;
     }
@@ -43,7 +39,8 @@ pub fn owns(core: &Core, owner: &Owner, method: &str, params: &Value, version: O
         return false;
     }
     let task_id = params.get("id").and_then(Value::as_str);
-    task_id.and_then(|id| core.owned_task(owner, id).ok()).is_some_and(|record| started_by_v01(&record.task))
+    let Some(task_id) = task_id else { return false };
+    core.owned_task(owner, task_id).await.is_ok_and(|record| started_by_v01(&record.task))
 }
 
 /// A 0.1 name that 0.3 uses too (`tasks/get`, `tasks/cancel`), answered in 0.1 shape
@@ -77,8 +74,10 @@ pub async fn execute(core: &Core, owner: &Owner, method: &str, params: Value) ->
         "tasks/send" | "tasks/sendSubscribe" => {
             let v01::SendParams { mut request, task_id } = v01::send_request(params)?;
             // `id` continues the caller's task of that id; any other id starts a new task.
-            if let Some(id) = task_id.filter(|id| core.owned_task(owner, id).is_ok()) {
-                request.message.task_id = Some(id);
+            if let Some(id) = task_id {
+                if core.owned_task(owner, &id).await.is_ok() {
+                    request.message.task_id = Some(id);
+                }
             }
             if method == "tasks/send" {
                 Call::SendMessage(request)
@@ -136,70 +135,4 @@ pub async fn handle(core: &Core, owner: &Owner, rpc: JsonRpcRequest, _meta: &Rpc
         }
     };
     RpcAnswer { outcome, method: Some(method), error: None, activated: vec![] }
-}
-
-/// The frame of an error inside a `tasks/sendSubscribe` stream.
-pub(super) fn error_frame(id: &Value, error: &A2aError) -> Frame {
-    Frame { seq: None, event: Some("error"), data: v01::error_response(id, error, true).to_string() }
-}
-
-/// Where a `tasks/sendSubscribe` stream stands.
-struct Progress {
-    items: BoxStream<'static, Result<a2ad_storage::LoggedEvent, A2aError>>,
-    task: Option<Task>,
-    done: bool,
-}
-
-/// The frames of a `tasks/sendSubscribe` stream: the whole task after every event, an
-/// error, or a heartbeat when `window` ends first.
-pub(super) fn frames(
-    items: BoxStream<'static, Result<a2ad_storage::LoggedEvent, A2aError>>,
-    id: Value,
-    window: Duration,
-    owner: Map<String, Value>,
-) -> BoxStream<'static, Frame> {
-    let deadline = tokio::time::Instant::now() + window;
-    stream::unfold(Progress { items, task: None, done: false }, move |mut progress| {
-        let (id, owner) = (id.clone(), owner.clone());
-        async move {
-            while !progress.done {
-                let item = match tokio::time::timeout_at(deadline, progress.items.next()).await {
-                    Err(_) => {
-                        progress.done = true;
-                        return Some((
-                            Frame { seq: None, event: Some("heartbeat"), data: r#"{"ok":true}"#.into() },
-                            progress,
-                        ));
-                    }
-                    Ok(None) => return None,
-                    Ok(Some(item)) => item,
-                };
-                let event = match item {
-                    Ok(event) => event,
-                    Err(error) => {
-                        progress.done = true;
-                        return Some((error_frame(&id, &error), progress));
-                    }
-                };
-                if let Some(task) = apply(&mut progress.task, &event.json) {
-                    let result = v01::task_to_v01(task, &owner);
-                    let data = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-                    return Some((Frame { seq: Some(event.seq), event: Some("task"), data }, progress));
-                }
-            }
-            None
-        }
-    })
-    .boxed()
-}
-
-/// Applies one stored event to the task being followed; the task, when it changed.
-fn apply<'a>(task: &'a mut Option<Task>, event_json: &str) -> Option<&'a Task> {
-    match serde_json::from_str::<StreamResponse>(event_json).ok()? {
-        StreamResponse::Task(t) => *task = Some(t),
-        StreamResponse::StatusUpdate(update) => task.as_mut()?.status = update.status,
-        StreamResponse::ArtifactUpdate(update) => task.as_mut()?.apply_artifact(update.artifact, update.append),
-        StreamResponse::Message(_) => return None,
-    }
-    task.as_ref()
 }

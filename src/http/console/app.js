@@ -3,8 +3,9 @@
 // Safety rules this file keeps:
 // - Everything shown is built with el()/text(): strings become text nodes (textContent),
 //   never HTML. A tenant's message that looks like <script> is shown as those characters.
-// - The operator token lives in the `token` variable only (memory): no storage, no cookie.
-//   It goes out as `Authorization: Bearer`, which no other site's page can make the
+// - The operator token lives in the `token` variable (memory); only when the operator ticks
+//   "stay signed in" is it also kept in sessionStorage (this tab only, gone with it), never
+//   in a cookie or localStorage; signing out removes it. It goes out as `Authorization: Bearer`, which no other site's page can make the
 //   browser send.
 // - Links are built from ids with encodeURIComponent, never from tenant-written URLs.
 'use strict';
@@ -14,6 +15,8 @@ let operator = null;
 let feedAbort = null;
 let current = { page: null, refresh: null, onFeed: null };
 const lastRates = { at: 0, requests: 0, turns: 0 };
+// The samples of the last hour (GET /admin/v1/series), fetched since the newest one held.
+let series = { intervalSeconds: 10, samples: [] };
 
 // ---------- DOM helpers ----------
 
@@ -90,16 +93,25 @@ async function api(path, options) {
 
 // ---------- sign in / out ----------
 
+const KEPT_TOKEN = 'a2ad-operator-token';
+
 async function signIn(event) {
   event.preventDefault();
-  const given = $('token').value.trim();
+  await signInWith($('token').value.trim(), $('stay').checked);
+}
+
+/** Signs in with `given`; keeps it in this tab's sessionStorage when `stay`. */
+async function signInWith(given, stay) {
   $('sign-in-error').textContent = '';
   try {
     const response = await fetch('/admin/v1/me', { headers: { Authorization: 'Bearer ' + given } });
     if (!response.ok) throw new Error(response.status === 401 ? 'That token is not an operator token.' : 'HTTP ' + response.status);
     operator = await response.json();
     token = given;
+    if (stay) sessionStorage.setItem(KEPT_TOKEN, given);
+    else sessionStorage.removeItem(KEPT_TOKEN);
   } catch (e) {
+    sessionStorage.removeItem(KEPT_TOKEN);
     $('sign-in-error').textContent = e.message;
     return;
   }
@@ -114,8 +126,10 @@ async function signIn(event) {
 }
 
 function signOut(message) {
+  sessionStorage.removeItem(KEPT_TOKEN);
   token = null;
   operator = null;
+  series = { intervalSeconds: 10, samples: [] };
   if (feedAbort) feedAbort.abort();
   feedAbort = null;
   current = { page: null, refresh: null, onFeed: null };
@@ -207,15 +221,19 @@ function throttle(fn, ms) {
 
 async function overviewPage(root) {
   const grid = el('div', { class: 'grid', id: 'overview' });
+  const drawn = el('div', { class: 'charts', id: 'charts' });
   const tenants = el('tbody');
   root.append(
     el('h1', {}, 'Overview'),
     grid,
+    el('h2', {}, 'The last hour'),
+    drawn,
     el('h2', {}, 'Tasks per tenant'),
     el('table', { id: 'tenants' }, el('thead', {}, el('tr', {}, el('th', {}, 'tenant'), el('th', {}, 'tasks'), el('th', {}, 'by state'))), tenants),
   );
   const load = async () => {
-    const s = await api('/status');
+    const [s] = await Promise.all([api('/status'), loadSeries()]);
+    drawn.replaceChildren(...charts(series));
     const now = Date.now();
     const requests = Object.values(s.requests).reduce((a, b) => a + b, 0);
     const turns = (s.requests.SendMessage || 0) + (s.requests.SendStreamingMessage || 0);
@@ -230,8 +248,13 @@ async function overviewPage(root) {
       ['agents', s.agents.join(', ')],
     ];
     Object.assign(lastRates, { at: now, requests, turns });
+    // The failures of the last hour, from the samples, linked to the list of them.
+    const hourAgo = now - 3600 * 1000;
+    const failed = series.samples.filter((x) => x.atMs >= hourAgo).reduce((a, x) => a + x.turnsFailed, 0);
+    const failures = el('a', { class: 'figure failures', id: 'failures', href: '#/tasks/' + encodeURIComponent('state=failed&since=' + hourAgo) },
+      el('span', { class: 'value' }, failed), el('span', { class: 'label' }, 'failed, last hour'));
     grid.replaceChildren(...figures.map(([label, value]) =>
-      el('div', { class: 'figure', 'data-figure': label }, el('span', { class: 'value' }, value), el('span', { class: 'label' }, label))));
+      el('div', { class: 'figure', 'data-figure': label }, el('span', { class: 'value' }, value), el('span', { class: 'label' }, label))), failures);
     tenants.replaceChildren(...Object.entries(s.store.tasks).map(([tenant, states]) => el('tr', {},
       el('td', {}, el('a', { href: '#/tasks/' + encodeURIComponent('tenant=' + tenant) }, tenant || '(default)')),
       el('td', {}, Object.values(states).reduce((a, b) => a + b, 0)),
@@ -243,6 +266,15 @@ async function overviewPage(root) {
   await load();
 }
 
+/** Adds the samples newer than those held, and forgets those older than an hour. */
+async function loadSeries() {
+  const held = series.samples;
+  const newest = held.length ? held[held.length - 1].atMs : 0;
+  const fresh = await api('/series' + (newest ? '?since=' + newest : ''));
+  const hour = Date.now() - 3600 * 1000;
+  series = { intervalSeconds: fresh.intervalSeconds, samples: held.concat(fresh.samples).filter((x) => x.atMs >= hour) };
+}
+
 // ---------- Tasks ----------
 
 const STATES = ['', 'submitted', 'working', 'input-required', 'auth-required', 'completed', 'canceled', 'failed', 'rejected'];
@@ -252,6 +284,7 @@ async function tasksPage(root, rest) {
   const field = (name, label) => el('label', {}, label, el('input', { name, value: query.get(name) || '', size: 14 }));
   const state = el('select', { name: 'state' }, STATES.map((s) => el('option', { value: s, selected: s === (query.get('state') || '') }, s || 'any state')));
   const form = el('form', { class: 'filters', id: 'filters' },
+    el('label', {}, 'search', el('input', { name: 'q', id: 'search', type: 'search', value: query.get('q') || '', size: 22, placeholder: 'id, tenant, agent, text' })),
     field('tenant', 'tenant'), el('label', {}, 'state', state), field('contextId', 'context'), field('agent', 'agent'),
     el('button', { type: 'submit' }, 'Filter'));
   const rows = el('tbody', { id: 'task-rows' });
@@ -265,9 +298,12 @@ async function tasksPage(root, rest) {
     for (const [key, value] of new FormData(form)) if (value) chosen.set(key, value);
     location.hash = '#/tasks/' + encodeURIComponent(chosen.toString());
   });
-  const row = (t) => el('tr', { 'data-task': t.id },
+  const row = (t) => el('tr', { 'data-task': t.id, class: ['failed', 'rejected'].includes(t.state) ? 'row-failed' : null },
     el('td', {}, when(t.updatedMs)), el('td', {}, t.tenant || '(default)'), el('td', { class: 'task-state' }, stateBadge(t.state)),
-    el('td', {}, t.agent), el('td', {}, taskLink(t.id)), el('td', { class: 'preview' }, t.preview));
+    el('td', {}, t.agent), el('td', {}, taskLink(t.id)),
+    el('td', { class: t.error ? 'preview failure' : 'preview' }, t.error
+      ? [el('span', { class: 'task-error' }, t.error), t.correlationId ? el('div', { class: 'correlation mono' }, 'correlation ' + t.correlationId) : '']
+      : t.preview));
   const load = async (pageToken) => {
     const params = new URLSearchParams(query);
     if (pageToken) params.set('pageToken', pageToken);
@@ -279,7 +315,7 @@ async function tasksPage(root, rest) {
       list.nextPageToken ? el('button', { type: 'button', id: 'next-page', onclick: () => load(list.nextPageToken) }, 'Next page') : '');
     current.firstPage = !pageToken;
   };
-  const matches = (item) => ['tenant', 'contextId', 'agent', 'state'].every((key) => {
+  const matches = (item) => !query.get('q') && ['tenant', 'contextId', 'agent', 'state'].every((key) => {
     const wanted = query.get(key);
     const have = key === 'contextId' ? item.contextId : item[key];
     return !wanted || wanted === have;
@@ -484,7 +520,8 @@ async function agentsPage(root) {
       el('h2', {}, skill.name, ' ', el('span', { class: 'mono' }, skill.id)),
       el('p', {}, skill.description),
       el('p', {}, (skill.tags || []).map((tag) => el('span', { class: 'tag' }, tag))),
-      el('p', {}, el('b', {}, running.length + ' running'), ' ', running.map((id) => taskLink(id))),
+      el('p', {}, el('b', {}, running.length + ' running')),
+      running.length ? el('ul', { class: 'running' }, running.map((id) => el('li', {}, taskLink(id)))) : '',
       el('details', {}, el('summary', {}, 'settings'), el('pre', { class: 'json' }, JSON.stringify(settings[skill.id] || {}, null, 2))));
   })));
   current.refresh = () => agentsPage(root);
@@ -495,6 +532,8 @@ async function agentsPage(root) {
 document.addEventListener('DOMContentLoaded', () => {
   $('sign-in').addEventListener('submit', signIn);
   $('sign-out').addEventListener('click', () => signOut());
+  const kept = sessionStorage.getItem(KEPT_TOKEN);
+  if (kept) signInWith(kept, true);
   window.addEventListener('hashchange', route);
   document.addEventListener('keydown', (event) => {
     const typing = /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName);

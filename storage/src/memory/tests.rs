@@ -1,12 +1,12 @@
 //! The memory store, and the Redis store, answer every trait method as the sled store
 //! does: each test plays the same writes on all of them and compares every answer. The
 //! Redis store joins, on one server and on a Redis Cluster, when there is a redis-server to
-//! start (`crate::test_redis`).
+//! start (`crate::redis::test_server`).
 
 use super::MemoryStore;
-use crate::sled_store::tests::record;
-use crate::test_redis::{redis, redis_cluster, RedisServer};
-use crate::test_redis_cluster::RedisCluster;
+use crate::redis::test_cluster::RedisCluster;
+use crate::redis::test_server::{redis, redis_cluster, RedisServer};
+use crate::sled::store::tests::record;
 use crate::{
     ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, TaskQuery, TaskStore,
 };

@@ -1,0 +1,290 @@
+//! An in-memory [`TaskStore`]: every method of the trait, with the sled store's
+//! semantics (ordering, pagination, filters, totals, event retention, session history
+//! limits, the atomic reply settle), and nothing on disk.
+//!
+//! It exists so that the actor runtime can be tested without a data directory (and
+//! embedded where nothing needs to outlive the process). One mutex guards all of it:
+//! every method is one short critical section, which is also what makes
+//! [`TaskStore::settle_reply`] atomic. [`TaskStore::flush`] has nothing to do, so a
+//! [`crate::GroupCommit`] over this store resolves at once. With push, the store is given
+//! the queue a step's jobs go into ([`MemoryStore::with_push_queue`]).
+
+use crate::{
+    ContextKey, Cursor, JobQueue, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
+    TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
+};
+use a2ad_protocol::{Message, TaskState};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The in-memory [`TaskStore`].
+pub struct MemoryStore {
+    state: Mutex<State>,
+    event_retention: u64,
+    /// Where a step's push jobs go ([`TaskStore::put_step`]), when push is on.
+    push_queue: Option<Arc<dyn JobQueue>>,
+    /// Told of each step once it is stored (in memory, as durable as it gets).
+    listeners: Vec<Arc<dyn crate::DurableSteps>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// By task id: the order in which the sled store's recovery index yields them.
+    tasks: BTreeMap<String, TaskRecord>,
+    /// Each task's event log, by sequence number.
+    events: HashMap<String, BTreeMap<u64, Arc<str>>>,
+    sessions: HashMap<ContextKey, StoredSession>,
+}
+
+/// A session as stored: the metadata (its `history` left empty) and the messages, by
+/// their sequence number in the context.
+struct StoredSession {
+    meta: SessionRecord,
+    messages: BTreeMap<u64, Message>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store keeping [`DEFAULT_EVENT_RETENTION`] events per task.
+    pub fn new() -> Self {
+        MemoryStore {
+            state: Mutex::default(),
+            event_retention: DEFAULT_EVENT_RETENTION as u64,
+            push_queue: None,
+            listeners: Vec::new(),
+        }
+    }
+
+    /// Tells `listener` of every task step from now on, once it is stored (the node's
+    /// live feed).
+    pub fn with_listener(mut self, listener: Arc<dyn crate::DurableSteps>) -> Self {
+        self.listeners.push(listener);
+        self
+    }
+
+    /// Queues every step's push jobs in `queue`, right after the step is stored (nothing
+    /// here survives a crash, so there is no crash to separate them).
+    pub fn with_push_queue(mut self, queue: Arc<dyn JobQueue>) -> Self {
+        self.push_queue = Some(queue);
+        self
+    }
+
+    /// Keeps the last `events` events of each task (at least 1).
+    pub fn with_event_retention(mut self, events: usize) -> Self {
+        self.event_retention = events.max(1) as u64;
+        self
+    }
+
+    /// A poisoned lock still holds consistent data: every write below is applied whole
+    /// before anything can panic.
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A task's position in `ListTasks` order, as the sled index keys it: status time
+/// (clamped at 0, as the big-endian key is) and id.
+fn position(record: &TaskRecord) -> (i64, &str) {
+    (record.status_millis().max(0), record.task.id.as_str())
+}
+
+/// Whether `record` passes the query's owner, context, state and status-time filters.
+fn matches(record: &TaskRecord, query: &TaskQuery) -> bool {
+    record.owner == query.owner
+        && query.context_id.as_ref().is_none_or(|ctx| *ctx == record.task.context_id)
+        && query.state.is_none_or(|state| state == record.state())
+        && query.status_after_millis.is_none_or(|after| position(record).0 >= after)
+}
+
+impl State {
+    fn put_session(&mut self, session: &SessionRecord, appended: &[Message], history_limit: usize) {
+        let stored = self
+            .sessions
+            .entry(session.key.clone())
+            .or_insert_with(|| StoredSession { meta: session.clone(), messages: BTreeMap::new() });
+        stored.meta = SessionRecord { history: Arc::default(), ..session.clone() };
+        let count = session.message_count;
+        let first_new = count.saturating_sub(appended.len() as u64);
+        let limit = history_limit as u64;
+        stored.messages.extend((first_new..).zip(appended.iter().cloned()));
+        // The same range the sled store drops: what this write pushed past the limit.
+        for seq in first_new.saturating_sub(limit)..count.saturating_sub(limit) {
+            stored.messages.remove(&seq);
+        }
+    }
+
+    fn delete_task(&mut self, task_id: &str) -> Option<TaskRecord> {
+        let record = self.tasks.remove(task_id)?;
+        self.events.remove(task_id);
+        Some(record)
+    }
+}
+
+impl MemoryStore {
+    /// A task's events above `after` (at most `limit`), if the task is in `scope`.
+    fn events_of(
+        &self,
+        scope: Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        let state = self.state();
+        if scope != Scope::Node && !state.tasks.get(task_id).is_some_and(|r| scope.admits(&r.owner)) {
+            return Ok(Vec::new());
+        }
+        let Some(log) = state.events.get(task_id) else { return Ok(Vec::new()) };
+        let events = log.range(after.saturating_add(1)..).take(limit);
+        Ok(events.map(|(seq, json)| LoggedEvent { seq: *seq, json: Arc::clone(json) }).collect())
+    }
+
+    /// The task and its events, in the maps.
+    fn put_record(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
+        let mut state = self.state();
+        let old = state.tasks.insert(record.task.id.clone(), record.clone()).map(|old| old.state());
+        let log = state.events.entry(record.task.id.clone()).or_default();
+        for event in events {
+            log.insert(event.seq, Arc::clone(&event.json));
+            if let Some(expired) = event.seq.checked_sub(self.event_retention) {
+                log.remove(&expired);
+            }
+        }
+        Ok(old)
+    }
+}
+
+impl TaskStore for MemoryStore {
+    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
+        crate::refuse_jobs_without_queue(self.push_queue.is_some(), &step.jobs)?;
+        let previous = self.put_record(step.record, step.events)?;
+        if let (Some(queue), false) = (&self.push_queue, step.jobs.is_empty()) {
+            queue.enqueue(&step.jobs)?;
+        }
+        if let Some(write) = step.session {
+            self.put_session(write.session, write.appended, write.history_limit)?;
+        }
+        for listener in self.listeners.iter().filter(|l| l.listening()) {
+            listener.durable(step.record, step.events);
+        }
+        Ok(previous)
+    }
+
+    fn read_events(
+        &self,
+        scope: Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> crate::StoreFuture<Vec<LoggedEvent>> {
+        crate::ready(self.events_of(scope, task_id, after, limit))
+    }
+
+    fn read_task(&self, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
+        crate::ready(Ok(self.state().tasks.get(task_id).filter(|r| scope.admits(&r.owner)).cloned()))
+    }
+
+    fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let state = self.state();
+        let mut matching: Vec<&TaskRecord> = state.tasks.values().filter(|r| matches(r, query)).collect();
+        matching.sort_by(|a, b| position(b).cmp(&position(a)));
+        let total = matching.len();
+        let start = query.cursor.as_ref().map(|c| (c.ts.max(0), c.id.as_str()));
+        let after_cursor = matching.into_iter().skip_while(|r| start.is_some_and(|start| position(r) >= start));
+        let mut records: Vec<TaskRecord> = after_cursor.take(query.page_size.saturating_add(1)).cloned().collect();
+        let next_cursor = if records.len() > query.page_size {
+            records.truncate(query.page_size);
+            records.last().map(|r| Cursor { ts: position(r).0, id: r.task.id.clone() })
+        } else {
+            None
+        };
+        Ok(TaskPage { records, next_cursor, total })
+    }
+
+    fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(self.state().tasks.values().filter(|r| states.contains(&r.state())).cloned().collect())
+    }
+
+    fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
+        let state = self.state();
+        let Some(stored) = state.sessions.get(key) else { return Ok(None) };
+        let mut history: Vec<Message> = stored.messages.values().rev().take(history_limit).cloned().collect();
+        history.reverse();
+        Ok(Some(SessionRecord { history: Arc::new(history.into()), ..stored.meta.clone() }))
+    }
+
+    fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.state().put_session(session, appended, history_limit);
+        Ok(())
+    }
+
+    /// Nothing to make durable.
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Nothing is on disk.
+    fn size_on_disk(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
+        let entries: Vec<TaskEntry> = self
+            .state()
+            .tasks
+            .values()
+            .map(|r| TaskEntry {
+                owner: r.owner.clone(),
+                task_id: r.task.id.clone(),
+                status_millis: position(r).0,
+                state: r.state(),
+            })
+            .collect();
+        // Visited without the lock held: a visitor may call back into the store.
+        entries.into_iter().for_each(visit);
+        Ok(())
+    }
+
+    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.state().delete_task(task_id))
+    }
+
+    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
+        let mut state = self.state();
+        let tasks_left = state.tasks.values().any(|r| r.owner == key.owner && r.task.context_id == key.context_id);
+        Ok(!tasks_left && state.sessions.remove(key).is_some())
+    }
+
+    fn counts(&self) -> Result<StoreCounts, StoreError> {
+        let state = self.state();
+        Ok(StoreCounts {
+            events: state.events.values().map(|log| log.len() as u64).sum(),
+            sessions: state.sessions.len() as u64,
+            session_messages: state.sessions.values().map(|s| s.messages.len() as u64).sum(),
+        })
+    }
+
+    fn settle_reply(
+        &self,
+        task_id: &str,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let mut state = self.state();
+        state.put_session(session, appended, history_limit);
+        Ok(state.delete_task(task_id))
+    }
+}
+
+#[cfg(test)]
+mod tests;

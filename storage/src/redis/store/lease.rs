@@ -1,0 +1,309 @@
+//! Context leases: one turn at a time per context across nodes.
+//!
+//! A lease is the key `<t>:lease:<context>` holding `<node id>:<epoch>`, set only if
+//! absent, with an expiry of `lease_ttl`. The epoch comes from the counter of the
+//! context's shard (`<t>:lease-epoch`, in the lease's hash slot, so the grant is one
+//! script on a cluster too), so every grant of the lease has a token no earlier grant had:
+//! a fencing token.
+//! The node keeps the tokens it holds; its keeper thread renews them every third of the
+//! TTL (never the agent's loop: a stalled agent does not lose its context, a stalled or
+//! dead node does), and every commit of the context's steps from this node passes its
+//! token to the commit script, which refuses the write when another token holds the
+//! lease. A node that dies mid-turn stops renewing; once the lease expires, whichever node
+//! sweeps first marks the turn FAILED (`a2ad_actors::recovery`), and the context runs
+//! anywhere again.
+
+use crate::redis::keys::{Keys, Shard};
+use crate::redis::link::{LuaScript, RedisLink, Request};
+use crate::thread_owner::{StopSignal, ThreadOwner};
+use crate::{ContextKey, SessionRecord, StoreError};
+use crate::{StoreFuture, TurnLease};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Grants the lease KEYS[1] to node ARGV[1] for ARGV[2] ms with the next epoch of the
+/// counter KEYS[2], or extends it if that node holds it. Returns the token, or false when
+/// another node holds it.
+const ACQUIRE_FN: &str = r"
+local function acquire()
+  local held = redis.call('GET', KEYS[1])
+  if held then
+    if string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
+      redis.call('PEXPIRE', KEYS[1], ARGV[2])
+      return held
+    end
+    return false
+  end
+  local token = ARGV[1] .. ':' .. redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+  return token
+end
+";
+
+/// [`ACQUIRE_FN`] alone: the token, or false.
+const ACQUIRE_BODY: &str = "return acquire()";
+
+/// The start of a turn in one round trip: [`ACQUIRE_FN`], then, with the lease taken,
+/// the session KEYS[3] and its last ARGV[3] messages from the list KEYS[4]. Returns
+/// false when another node holds the lease, else {token, session or false, messages...},
+/// or {token, '='} when the stored session is ARGV[4] byte for byte: the session the
+/// node holds is current, and its history is not sent again (an echo context's 200
+/// messages were most of a turn's bytes and parsing, BENCHMARKS.md).
+const BEGIN_TURN_BODY: &str = r"
+local token = acquire()
+if not token then
+  return false
+end
+local meta = redis.call('GET', KEYS[3])
+if meta and ARGV[4] ~= '' and meta == ARGV[4] then
+  return {token, '='}
+end
+local out = {token, meta or false}
+local limit = tonumber(ARGV[3])
+if meta and limit > 0 then
+  local messages = redis.call('LRANGE', KEYS[4], -limit, -1)
+  for i = 1, #messages do
+    out[#out + 1] = messages[i]
+  end
+end
+return out
+";
+
+/// Extends each lease KEYS[i] still held by token ARGV[i+1] to ARGV[1] ms. Returns, per
+/// lease, 1 (renewed) or 0 (lost: expired, or granted to another node since). The keys of
+/// one call are of one shard (one hash slot).
+const RENEW: &str = r"
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    redis.call('PEXPIRE', key, ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out
+";
+
+/// Deletes the lease KEYS[1] if token ARGV[1] still holds it.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+/// The leases this node holds, and the keeper that renews them.
+pub(super) struct Leases {
+    link: RedisLink,
+    node_id: String,
+    ttl: Duration,
+    keys: Keys,
+    /// Lease key → (token, the lease's shard), for every lease this node holds.
+    held: Mutex<HashMap<Vec<u8>, (String, Shard)>>,
+    /// The last health check (the keeper's round) reached Redis.
+    reachable: AtomicBool,
+    acquire: redis::Script,
+    begin_turn: LuaScript,
+    renew: redis::Script,
+    release: LuaScript,
+}
+
+impl Leases {
+    pub fn new(link: RedisLink, node_id: String, ttl: Duration, keys: Keys) -> Self {
+        Leases {
+            link,
+            node_id,
+            ttl,
+            keys,
+            held: Mutex::default(),
+            reachable: AtomicBool::new(true),
+            acquire: redis::Script::new(&format!("{ACQUIRE_FN}{ACQUIRE_BODY}")),
+            begin_turn: LuaScript::new(&format!("{ACQUIRE_FN}{BEGIN_TURN_BODY}")),
+            renew: redis::Script::new(RENEW),
+            release: LuaScript::new(RELEASE),
+        }
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    pub fn reachable(&self) -> bool {
+        self.reachable.load(Ordering::Acquire)
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<Vec<u8>, (String, Shard)>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The token this node holds the lease `key` under ("" for none).
+    pub fn token(&self, key: &[u8]) -> String {
+        self.held().get(key).map(|(token, _)| token.clone()).unwrap_or_default()
+    }
+
+    /// Takes or extends the lease of `context`; false when another node holds it.
+    pub fn acquire(&self, context: &ContextKey) -> Result<bool, StoreError> {
+        let (key, shard) = (self.keys.lease(context), self.keys.of_owner(&context.owner));
+        let epoch = self.keys.lease_epoch(shard);
+        let token: Option<String> = self.link.with_conn("take a context lease", |conn| {
+            Ok(self.acquire.key(&key).key(&epoch).arg(&self.node_id).arg(self.ttl_ms()).invoke(conn)?)
+        })?;
+        let Some(token) = token else { return Ok(false) };
+        self.held().insert(key, (token, shard));
+        Ok(true)
+    }
+
+    /// Stops renewing the lease `key`, held under `token`, which a commit just deleted.
+    pub fn forget(&self, key: &[u8], token: &str) {
+        let mut held = self.held();
+        if held.get(key).is_some_and(|(t, _)| t == token) {
+            held.remove(key);
+        }
+    }
+
+    /// Takes the lease of `context` and reads its session, in one script sent on `link`'s
+    /// pipe (the request path: [`crate::Cluster::begin_turn`]).
+    pub fn begin_turn(
+        self: &Arc<Self>,
+        link: &RedisLink,
+        context: &ContextKey,
+        limit: usize,
+        known: Option<&SessionRecord>,
+    ) -> StoreFuture<TurnLease> {
+        let known = match known.map(serde_json::to_vec).transpose() {
+            Ok(known) => known.unwrap_or_default(),
+            Err(e) => return crate::ready(Err(StoreError::Corrupt(format!("session: {e}")))),
+        };
+        let (key, shard) = (self.keys.lease(context), self.keys.of_owner(&context.owner));
+        let mut call = self.begin_turn.prepare();
+        call.key(&key)
+            .key(self.keys.lease_epoch(shard))
+            .key(self.keys.session(context))
+            .key(self.keys.messages(context));
+        call.arg(&self.node_id).arg(self.ttl_ms()).arg(limit).arg(known);
+        let lane = link.lane_of(&context.storage_key());
+        let reply = link.submit("take a context lease", lane, Request::Script(call));
+        let leases = Arc::clone(self);
+        Box::pin(async move {
+            let Some(mut parts) = redis::from_owned_redis_value::<Option<Vec<Option<Vec<u8>>>>>(reply.await?)
+                .map_err(|e| StoreError::Corrupt(format!("the start of a turn: {e}")))?
+            else {
+                return Ok(TurnLease::HeldElsewhere);
+            };
+            let (token, meta) = match parts.len() >= 2 {
+                true => (parts.remove(0), parts.remove(0)),
+                false => return Err(StoreError::Corrupt("the start of a turn: a short answer".into())),
+            };
+            let token = String::from_utf8(token.unwrap_or_default())
+                .map_err(|_| StoreError::Corrupt("a context lease's token is not text".into()))?;
+            leases.held().insert(key, (token, shard));
+            let Some(meta) = meta else { return Ok(TurnLease::Taken(None)) };
+            if meta == b"=" {
+                return Ok(TurnLease::Current);
+            }
+            let messages: Vec<Vec<u8>> = parts.into_iter().flatten().collect();
+            Ok(TurnLease::Taken(Some(super::decode_session(&meta, &messages)?)))
+        })
+    }
+
+    /// Stops renewing the lease `key` and deletes it if this node still holds it, sent on
+    /// `link`'s pipe without waiting: a delete that fails leaves the lease to expire.
+    pub fn release(&self, link: &RedisLink, context: &ContextKey) {
+        let key = self.keys.lease(context);
+        let Some((token, _)) = self.held().remove(&key) else { return };
+        let mut call = self.release.prepare();
+        call.key(&key).arg(&token);
+        let lane = link.lane_of(&context.storage_key());
+        drop(link.submit("release a context lease", lane, Request::Script(call)));
+    }
+
+    /// The node id in the lease of `context`, if anyone holds it (asked on `link`'s pipe).
+    pub fn holder(&self, link: &RedisLink, context: &ContextKey) -> StoreFuture<Option<String>> {
+        let (key, lane) = (self.keys.lease(context), link.lane_of(&context.storage_key()));
+        let reply = link.submit("read a context lease", lane, Request::Cmd(redis::cmd("GET").arg(key).to_owned()));
+        Box::pin(async move {
+            let token: Option<String> = redis::from_owned_redis_value(reply.await?)
+                .map_err(|e| StoreError::Corrupt(format!("a context lease: {e}")))?;
+            Ok(token.and_then(|t| t.rsplit_once(':').map(|(node, _)| node.to_owned())))
+        })
+    }
+
+    /// One keeper round: renews the held leases, one script per shard, forgets the lost
+    /// ones, and records whether Redis answered.
+    fn renew_all(&self) {
+        let mut by_shard: std::collections::BTreeMap<Shard, Vec<(Vec<u8>, String)>> = Default::default();
+        for (key, (token, shard)) in self.held().iter() {
+            by_shard.entry(*shard).or_default().push((key.clone(), token.clone()));
+        }
+        if by_shard.is_empty() {
+            let pinged =
+                self.link.with_conn("reach the context leases", |conn| Ok(redis::cmd("PING").query::<()>(conn)?));
+            return self.reached(pinged.map(drop));
+        }
+        let mut outcome = Ok(());
+        for (_, held) in by_shard {
+            let renewed = self.link.with_conn("renew the context leases", |conn| {
+                let mut call = self.renew.prepare_invoke();
+                call.arg(self.ttl_ms());
+                for (key, token) in &held {
+                    call.key(key).arg(token);
+                }
+                Ok(call.invoke::<Vec<i64>>(conn)?)
+            });
+            let lost = renewed.as_ref().map(|kept| held.iter().zip(kept).filter(|(_, kept)| **kept == 0));
+            if let Ok(lost) = lost {
+                let mut map = self.held();
+                for ((key, token), _) in lost {
+                    if map.get(key).is_some_and(|(t, _)| t == token) {
+                        tracing::warn!(
+                            "a context lease was lost (it expired before its renewal); the turn's writes are refused"
+                        );
+                        map.remove(key);
+                    }
+                }
+            }
+            if let Err(e) = renewed {
+                outcome = Err(e); // Unreachable if any shard's primary was.
+            }
+        }
+        self.reached(outcome);
+    }
+
+    /// Records whether the keeper's last call reached Redis.
+    fn reached(&self, call: Result<(), StoreError>) {
+        match call {
+            Ok(()) => self.reachable.store(true, Ordering::Release),
+            Err(e) => {
+                self.reachable.store(false, Ordering::Release);
+                tracing::warn!(error = %e, "cannot renew the context leases");
+            }
+        }
+    }
+
+    /// Starts the keeper: a round every third of the TTL until the owner is dropped.
+    pub fn start_keeper(self: &Arc<Self>) -> Result<ThreadOwner, StoreError> {
+        let leases = Arc::clone(self);
+        let every = self.ttl / 3;
+        ThreadOwner::spawn_stoppable("a2ad-leases", "lease keeper", move |stop: &StopSignal| {
+            while !stop.wait(every) {
+                leases.renew_all();
+            }
+        })
+    }
+}
+
+/// `<host>-<pid>-<random>`: unique per process (a restarted node is a new node, and does
+/// not take its old leases for its own), with no `:` (the token's separator).
+pub(super) fn new_node_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String = host.trim().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{}-{}-{}", if host.is_empty() { "a2ad" } else { &host }, std::process::id(), &random[..8])
+}

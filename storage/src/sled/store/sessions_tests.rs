@@ -1,0 +1,122 @@
+//! The session chunks: the metadata that wins, the history limit, replay, migration.
+
+use super::super::SledStore;
+use super::{chunk_key, migrate_message_keys, Prefix};
+use crate::sled::store::index;
+use crate::{ContextKey, Owner, SessionRecord, TaskStore};
+use a2ad_protocol::Message;
+
+fn message(i: u64) -> Message {
+    Message::agent_text(format!("m{i}"), "ctx", None, "x")
+}
+
+fn ids(session: &SessionRecord) -> Vec<String> {
+    session.history.iter().map(|m| m.message_id.clone()).collect()
+}
+
+/// `turns` turns of two messages each, every one a task of its own.
+fn run_turns(store: &SledStore, session: &mut SessionRecord, turns: std::ops::Range<u64>, limit: usize) {
+    for turn in turns {
+        let appended = [message(turn * 2), message(turn * 2 + 1)];
+        session.append(&appended, limit);
+        session.last_task_id = Some(format!("task-{turn}"));
+        store.put_session(session, &appended, limit).unwrap();
+    }
+}
+
+#[test]
+fn the_newest_chunk_carries_the_metadata_and_a_later_meta_only_write_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    run_turns(&store, &mut session, 0..3, 10);
+    let loaded = store.get_session(&key, 10).unwrap().unwrap();
+    assert_eq!(loaded.last_task_id.as_deref(), Some("task-2"), "the `m` record is the first turn's; the chunk wins");
+    assert_eq!(loaded.message_count, 6);
+    assert_eq!(ids(&loaded), ["m0", "m1", "m2", "m3", "m4", "m5"]);
+
+    session.cwd = Some("/work".into());
+    store.put_session(&session, &[], 10).unwrap();
+    let loaded = store.get_session(&key, 0).unwrap().unwrap();
+    assert_eq!(loaded.cwd.as_deref(), Some("/work"), "a write without messages goes to `m` and wins at equal count");
+    assert!(loaded.history.is_empty());
+}
+
+#[test]
+fn a_replayed_write_changes_nothing_and_a_lower_limit_drops_more_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    run_turns(&store, &mut session, 0..5, 100);
+    let last = [message(8), message(9)];
+    store.put_session(&session, &last, 100).unwrap();
+    assert_eq!(store.count_session_messages().unwrap(), 10, "the same chunk again is the same key");
+
+    run_turns(&store, &mut session, 5..6, 3);
+    assert_eq!(store.count_session_messages().unwrap(), 4, "turns wholly past the new limit go at once");
+    assert_eq!(ids(&store.get_session(&key, 3).unwrap().unwrap()), ["m9", "m10", "m11"]);
+    run_turns(&store, &mut session, 6..7, 0);
+    assert_eq!(store.count_session_messages().unwrap(), 0, "a limit of 0 keeps no message");
+    assert_eq!(store.get_session(&key, 5).unwrap().unwrap().message_count, 14);
+}
+
+#[test]
+fn one_key_per_message_sessions_are_rewritten_as_chunks_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    {
+        let db = sled::open(dir.path()).unwrap();
+        let sessions = db.open_tree("sessions").unwrap();
+        let mut meta = SessionRecord::new(key.clone(), "echo");
+        meta.message_count = 3;
+        meta.last_task_id = Some("old".into());
+        let context = key.storage_key();
+        sessions.insert(index::key(Prefix::SessionMeta, &context), serde_json::to_vec(&meta).unwrap()).unwrap();
+        for seq in 0..3u64 {
+            let mut k = index::key(Prefix::SessionMessage, &context);
+            k.extend_from_slice(&seq.to_be_bytes());
+            sessions.insert(k, serde_json::to_vec(&message(seq)).unwrap()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let store = super::super::open_retrying(dir.path());
+    assert_eq!(migrate_message_keys(&store.sessions).unwrap(), 0, "the open moved them all");
+    assert!(store.sessions.scan_prefix([Prefix::SessionMessage as u8]).next().is_none());
+    assert!(store.sessions.contains_key(chunk_key(&key.storage_key(), 2, 1)).unwrap());
+    let loaded = store.get_session(&key, 2).unwrap().unwrap();
+    assert_eq!((loaded.message_count, loaded.last_task_id.as_deref()), (3, Some("old")));
+    assert_eq!(ids(&loaded), ["m1", "m2"]);
+
+    let mut session = loaded;
+    run_turns(&store, &mut session, 2..3, 2);
+    assert_eq!(ids(&store.get_session(&key, 2).unwrap().unwrap()), ["m4", "m5"]);
+    assert_eq!(store.count_session_messages().unwrap(), 2, "the migrated one-message chunks expire like any other");
+}
+
+/// Past a large limit, the oldest chunks go every few turns, not every turn: the store
+/// holds at most an eighth of the limit (and one turn) more, and reads still cut it.
+#[test]
+fn past_the_limit_chunks_are_pruned_every_few_turns_within_an_eighth_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let limit = 200;
+    let (mut most, mut prunes, mut held) = (0, 0, 0);
+    for turn in 0..500 {
+        run_turns(&store, &mut session, turn..turn + 1, limit);
+        let stored = store.count_session_messages().unwrap();
+        if stored < held {
+            prunes += 1;
+        }
+        (most, held) = (most.max(stored), stored);
+        assert!(stored >= (session.message_count).min(limit as u64), "never fewer than the limit");
+    }
+    assert!(most <= (limit + limit / 8 + 2) as u64, "at most an eighth more: {most}");
+    assert!((30..=50).contains(&prunes), "about once per 12.5 turns past the limit: {prunes}");
+    let loaded = store.get_session(&key, limit).unwrap().unwrap();
+    assert_eq!(loaded.history.len(), limit, "reads cut to the limit");
+    assert_eq!(loaded.history.front().unwrap().message_id, "m800");
+}

@@ -17,8 +17,9 @@ pub enum RuntimeError {
     NotCancelable(String, TaskState),
     #[error("Task not found")]
     TaskNotFound(String),
-    #[error("Unknown skill `{0}`")]
-    UnknownSkill(String),
+    /// The skill asked for, and the node's skills (the valid values, listed in the message).
+    #[error("Unknown skill `{asked}`: this node's skills are {}", list_skills(.known))]
+    UnknownSkill { asked: String, known: Vec<String> },
     #[error("Context is bound to skill `{bound}`; it cannot run skill `{asked}`")]
     SkillMismatch { bound: String, asked: String },
     #[error("message.metadata.a2ad.cwd: the context is bound to another working directory")]
@@ -37,6 +38,14 @@ pub enum RuntimeError {
     Store(#[from] StoreError),
 }
 
+/// `a`, `b`, `c` as the unknown-skill error lists them (`none` on a node with no agent).
+fn list_skills(skills: &[String]) -> String {
+    match skills.is_empty() {
+        true => "none".to_owned(),
+        false => skills.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "),
+    }
+}
+
 impl From<RuntimeError> for A2aError {
     fn from(e: RuntimeError) -> Self {
         let message = e.to_string();
@@ -48,7 +57,7 @@ impl From<RuntimeError> for A2aError {
                 A2aError::new(ErrorCode::TaskNotCancelable, message).with_meta("taskId", id)
             }
             RuntimeError::TaskNotFound(id) => A2aError::task_not_found(&id),
-            RuntimeError::UnknownSkill(skill) => {
+            RuntimeError::UnknownSkill { asked: skill, .. } => {
                 A2aError::invalid_params(message).with_meta("field", "message.metadata.skill").with_meta("skill", skill)
             }
             RuntimeError::SkillMismatch { .. } => {

@@ -79,6 +79,21 @@ fn an_unknown_config_key_stops_start_up_and_names_the_key() {
     assert!(stderr.contains("unknown key `idle-timout`; did you mean `idle-timeout`?"), "{stderr}");
     assert!(stderr.contains("push-max-attempts"), "every key is listed, the push-* ones too: {stderr}");
 
+    // The issue's own case: `push_notifications` for `push-notifications`.
+    std::fs::write(cwd.path().join("bad3.yml"), "listen: 127.0.0.1:0\npush_notifications: true\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
+        .args(["serve", "--config", "bad3.yml"])
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("did you mean `push-notifications`?"), "{stderr}");
+    assert!(
+        stderr.contains("push-allow") && stderr.contains("push-retry-base"),
+        "the push-* keys are listed: {stderr}"
+    );
+
     let output = Command::new(env!("CARGO_BIN_EXE_a2ad"))
         .args(["serve", "--config", "missing.yml"])
         .current_dir(cwd.path())

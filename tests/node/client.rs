@@ -246,6 +246,8 @@ async fn bad_urls_and_arguments_give_a_clear_error_and_exit_code() {
     assert_eq!(no_file.status.code(), Some(2));
     let no_skill = a2ad(&["call", &app.url, "hi", "--skill", "nope"], &[]).await;
     assert_eq!(no_skill.status.code(), Some(8), "{}", stderr(&no_skill));
+    // Like every enum error, it lists the valid values: the node's skills.
+    assert!(stderr(&no_skill).contains("Unknown skill `nope`: this node's skills are `echo`"), "{}", stderr(&no_skill));
 }
 
 /// The node's card, edited by `edit`, served by a second server on loopback; its URL.

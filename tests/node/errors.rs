@@ -99,17 +99,31 @@ async fn an_oversized_body_is_refused_and_the_node_stays_healthy() {
 
 #[actix_web::test]
 async fn a_body_not_declared_as_json_is_refused_with_415() {
-    let app = spawn_app(|_| {}).await;
-    let response = app.post_raw("hello agent", "text/plain").await;
+    // Over the real binary, on both bindings: HTTP 415, and the ContentTypeNotSupported row
+    // in each binding's error shape.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let node = crate::support::NodeProcess::start(dir.path(), &["--data-dir", data.to_str().unwrap()]);
+    let client = reqwest::Client::new();
+    let post = |url: String, body: String| client.post(url).header("content-type", "text/plain").body(body).send();
+    let response = post(node.url.clone(), "hello agent".into()).await.unwrap();
     assert_eq!(response.status(), 415);
     let body: Value = response.json().await.unwrap();
     assert_eq!((body["error"]["code"].clone(), body["id"].clone()), (json!(-32005), Value::Null));
     // A valid JSON-RPC body as `text/plain` (a CORS simple request) is refused too.
     let ok = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
-    let response = app.post_raw(ok.to_string(), "text/plain").await;
+    let response = post(node.url.clone(), ok.to_string()).await.unwrap();
     assert_eq!(response.status(), 415);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
+    let rest = post(format!("{}/a2a/message:send", node.url), "hi".into()).await.unwrap();
+    assert_eq!(rest.status(), 415);
+    let body: Value = rest.json().await.unwrap();
+    assert_eq!(
+        (body["error"]["code"].clone(), body["error"]["details"][0]["reason"].clone()),
+        (json!(415), json!("CONTENT_TYPE_NOT_SUPPORTED")),
+        "{body}"
+    );
 }
 
 #[actix_web::test]

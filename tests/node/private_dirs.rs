@@ -1,7 +1,7 @@
 //! A private working directory per task, over the real binary: a command agent with no
 //! `cwd` runs in `<data-dir>/workdirs/<owner>/<task-id>/`, never in the node's own working
-//! directory; the files it writes there become artifacts with authentication on and no
-//! `allowed-cwds`; a program that lists `..` sees its own tenant's directories only; and
+//! directory; the files it writes there become artifacts, with authentication on and no
+//! `allowed-cwds` as without authentication; a program that lists `..` sees its own tenant's directories only; and
 //! retention removes the directory with its task.
 
 use crate::support::{eventually, send_params, NodeProcess, RemoteNode};
@@ -20,11 +20,16 @@ echo '{"type":"artifact","artifactId":"out","path":"out.txt"}'
 /// one terminal task per tenant. The node runs in `<dir>/node-cwd`, its data in
 /// `<dir>/data`.
 fn node(dir: &Path) -> (NodeProcess, PathBuf) {
+    let auth = "auth:\n  bearer-tokens:\n    - {token: tok-a, tenant: acme, principal: alice}\n    - {token: tok-b, tenant: beta, principal: bob}\n";
+    node_with(dir, auth)
+}
+
+/// The node of [`node`], with `auth` (YAML, or nothing) in its config.
+fn node_with(dir: &Path, auth: &str) -> (NodeProcess, PathBuf) {
     let program = dir.join("agent.sh");
     std::fs::write(&program, PROGRAM).unwrap();
     let yaml = format!(
-        "auth:\n  bearer-tokens:\n    - {{token: tok-a, tenant: acme, principal: alice}}\n    - {{token: tok-b, tenant: beta, principal: bob}}\n\
-         retention: {{max-tasks: 1, sweep-interval: 100ms}}\n\
+        "{auth}retention: {{max-tasks: 1, sweep-interval: 100ms}}\n\
          agents:\n  - id: files\n    kind: command\n    command: {{argv: [/bin/sh, '{}'], output: jsonl}}\n",
         program.display()
     );
@@ -83,4 +88,20 @@ async fn each_task_runs_in_a_private_directory_that_goes_with_it() {
     let answer = remote.rpc_as("tok-a", "GetTask", json!({"id": id_a})).await;
     assert_eq!(answer["error"]["data"][0]["reason"], "TASK_NOT_FOUND", "{answer}");
     assert!(data.join("workdirs/acme+alice").join(second["id"].as_str().unwrap()).exists());
+}
+
+#[actix_web::test]
+async fn without_authentication_the_files_a_task_writes_become_artifacts_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (node, data) = node_with(dir.path(), "");
+    let remote = node.app_view();
+    let answer = remote.ok("SendMessage", send_params("go", json!({}))).await;
+    let task = &answer["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    let id = task["id"].as_str().unwrap();
+    let part = &task["artifacts"][0]["parts"][0];
+    let raw = a2ad_protocol::decode_base64(part["raw"].as_str().expect("inline raw bytes")).unwrap();
+    assert_eq!(String::from_utf8(raw).unwrap().trim(), id, "the file it wrote is the artifact: {task}");
+    assert!(data.join("workdirs/%+%").join(id).join("out.txt").exists(), "the anonymous owner's private directory");
+    assert!(std::fs::read_dir(dir.path().join("node-cwd")).unwrap().next().is_none(), "nothing in the node's cwd");
 }

@@ -73,6 +73,14 @@ async fn call_sets_a_push_config_and_failed_deliveries_are_logged_and_counted_on
     let last = deliveries.iter().filter(|d| d["outcome"] == "dead").map(|d| d["attempt"].clone()).next().unwrap();
     assert_eq!(letter["attempts"], 2, "{letter}");
     assert_eq!(last, letter["attempts"], "one attempt count: the dead letters and the delivery log agree");
+    // And `a2ad push dead list` says the same, as the console does.
+    let listed = a2ad(&["push", "dead", "list", "--url", &node.url, "--token", ADMIN], &[]).await;
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let line = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .find(|l| l.contains(letter["id"].as_str().unwrap()))
+        .map(str::to_owned);
+    assert!(line.as_deref().is_some_and(|l| l.contains("\tattempts=2\t")), "{line:?}");
 
     let logged = std::fs::read_to_string(&log).unwrap();
     let host = receiver.base.trim_start_matches("http://");

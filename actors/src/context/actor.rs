@@ -168,14 +168,15 @@ impl ContextActor {
         let agents = &self.rt.agents;
         if let Some(asked) = skill {
             if agents.get(asked).is_none() {
-                return Err(RuntimeError::UnknownSkill(asked.to_owned()));
+                return Err(RuntimeError::UnknownSkill { asked: asked.to_owned(), known: agents.skills().to_vec() });
             }
         }
         let session = match self.session.take() {
             Some(session) => session,
             None => {
-                let bound =
-                    skill.or(agents.default_skill()).ok_or_else(|| RuntimeError::UnknownSkill(String::new()))?;
+                let bound = skill
+                    .or(agents.default_skill())
+                    .ok_or_else(|| RuntimeError::UnknownSkill { asked: String::new(), known: Vec::new() })?;
                 Box::new(SessionRecord::new(self.key.clone(), bound))
             }
         };

@@ -155,7 +155,10 @@ impl ContextActor {
         }
         .agent
         .clone();
-        let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill(skill.clone()))?;
+        let agent = self.rt.agents.get(&skill).ok_or_else(|| RuntimeError::UnknownSkill {
+            asked: skill.clone(),
+            known: self.rt.agents.skills().to_vec(),
+        })?;
         agent.check_input(&msg.message)?;
         let cwd = self.bind_workspace(&msg.message)?;
         let new_task = msg.task_id.is_none();

@@ -43,13 +43,14 @@ impl PushWorker {
         let max_age_ms = self.settings.max_age.as_millis() as i64;
         Box::pin(async move {
             let result = tokio::task::spawn_blocking(move || {
-                let Deferral { job, until_ms, reason } = deferral;
+                let Deferral { job, until_ms, reason, destination } = deferral;
                 let now = now_ms();
                 if now.saturating_sub(job.first_enqueued_ms) >= max_age_ms {
                     let why = format!("gave up after {} attempts: {reason}", job.attempts);
                     tracing::warn!(
                         task_id = %job.task_id,
                         config_id = %job.config_id,
+                        host = %destination,
                         attempts = job.attempts,
                         reason = %why,
                         "push delivery is dead: moved to the dead letters"

@@ -59,6 +59,8 @@ pub struct Deferral {
     pub job: PushJob,
     pub until_ms: i64,
     pub reason: String,
+    /// The job's destination (`host:port`), which the log names if the job dies waiting.
+    pub destination: String,
 }
 
 /// What becomes of a job taken from the queue.
@@ -123,7 +125,7 @@ impl Lanes {
         match dest.circuit.gate(now_ms) {
             Gate::Shut { until_ms } => {
                 let reason = format!("the circuit of {key} is open");
-                Admission::Defer(self.deferral(ready.job, until_ms, reason))
+                Admission::Defer(self.deferral(ready, until_ms, reason))
             }
             Gate::Go | Gate::Probe if room => {
                 ready.probe = dest.circuit.state() == CircuitState::HalfOpen;
@@ -172,7 +174,7 @@ impl Lanes {
         self.circuit_opens_total += u64::from(opened.is_some());
         let reason = format!("the circuit of {} is open", route.destination);
         let until_ms = opened.unwrap_or(now_ms);
-        flushed.into_iter().map(|r| self.deferral(r.job, until_ms, reason.clone())).collect()
+        flushed.into_iter().map(|r| self.deferral(r, until_ms, reason.clone())).collect()
     }
 
     /// A waiting job that may start now, with its slots taken: the one whose job has
@@ -230,12 +232,12 @@ impl Lanes {
         }
         let until_ms = now_ms.saturating_add(self.limits.busy_wait.as_millis() as i64);
         let reason = format!("waiting for a free delivery slot of {}", ready.route.destination);
-        Admission::Defer(self.deferral(ready.job, until_ms, reason))
+        Admission::Defer(self.deferral(ready, until_ms, reason))
     }
 
-    fn deferral(&mut self, job: PushJob, until_ms: i64, reason: String) -> Deferral {
+    fn deferral(&mut self, ready: Ready, until_ms: i64, reason: String) -> Deferral {
         self.deferred_total += 1;
-        Deferral { job, until_ms, reason }
+        Deferral { job: ready.job, until_ms, reason, destination: ready.route.destination }
     }
 
     /// Keeps the map of destinations bounded (see [`REMEMBERED_DESTINATIONS`]).

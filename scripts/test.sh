@@ -27,11 +27,15 @@ A2AD_REDIS_SERVER=$(scripts/redis.sh | tail -n 1)
 export A2AD_REDIS_SERVER A2AD_REQUIRE_REDIS=1
 
 # Headless Chromium and chromedriver for the console's browser tests (installed when
-# missing; when they cannot be, the tests skip and say so).
+# missing; when they cannot be, the browser tests fail, as A2AD_REQUIRE_ALL below asks).
 A2AD_CHROMEDRIVER=$(scripts/browser.sh | tail -n 1)
 if [ -n "$A2AD_CHROMEDRIVER" ]; then
     export A2AD_CHROMEDRIVER A2AD_REQUIRE_BROWSER=1
 fi
+
+# Every test runs: one that cannot find what it needs fails instead of skipping
+# (storage/src/test_skip.rs). A plain `cargo test` without this skips such tests, loudly.
+export A2AD_REQUIRE_ALL=1
 
 cargo test --workspace --locked
 # The end-to-end suite once more with every in-process node on the shared store

@@ -23,6 +23,8 @@ mod redis;
 mod seam;
 mod sled;
 mod store;
+#[cfg(test)]
+pub(crate) mod test_skip;
 mod thread_owner;
 
 pub use self::sled::wal;

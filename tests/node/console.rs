@@ -49,11 +49,8 @@ async fn browser(shots: &Path) -> Option<Browser> {
     let driver = std::env::var("A2AD_CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
     let (Some(chromium), true) = (chromium, Path::new(&driver).exists()) else {
-        assert!(
-            std::env::var_os("A2AD_REQUIRE_BROWSER").is_none(),
-            "A2AD_REQUIRE_BROWSER is set but {driver} or chromium is missing"
-        );
-        eprintln!("skipped: no chromium/chromedriver (scripts/browser.sh installs them: apt-get install chromium chromium-driver)");
+        let how = "scripts/browser.sh installs them: apt-get install chromium chromium-driver";
+        crate::skip::skip_for_want_of(&format!("chromium or {driver}"), "A2AD_REQUIRE_BROWSER", how);
         return None;
     };
     let port = free_port();

@@ -38,7 +38,8 @@ async fn the_request_rate_is_limited_per_principal() {
     assert!(retry.unwrap().parse::<u64>().unwrap() >= 1);
     assert_eq!(body["error"]["code"], -32052);
     assert_eq!(body["error"]["data"][0]["reason"], "RATE_LIMITED");
-    let rest = app.client.get(format!("{}/a2a/tasks", app.url)).header("Authorization", "Bearer tok-a").send().await.unwrap();
+    let rest =
+        app.client.get(format!("{}/a2a/tasks", app.url)).header("Authorization", "Bearer tok-a").send().await.unwrap();
     assert_eq!(rest.status(), 429);
     assert!(rest.headers().contains_key("retry-after"));
     let (status, _, _) = rpc_as(&app, "tok-a2", "ListTasks", json!({})).await;
@@ -54,7 +55,9 @@ async fn running_turns_are_limited_per_tenant_and_per_node() {
         c.limits.max_running_turns = 2;
     })
     .await;
-    let slow = |ctx: &str| send_params(&"x".repeat(40), json!({"contextId": ctx, "configuration": {"returnImmediately": true}}));
+    let slow = |ctx: &str| {
+        send_params(&"x".repeat(40), json!({"contextId": ctx, "configuration": {"returnImmediately": true}}))
+    };
     let (_, _, first) = rpc_as(&app, "tok-a", "SendMessage", slow("a-1")).await;
     assert!(first.get("result").is_some(), "{first}");
     let (_, _, second) = rpc_as(&app, "tok-a2", "SendMessage", slow("a-2")).await;
@@ -64,7 +67,10 @@ async fn running_turns_are_limited_per_tenant_and_per_node() {
     assert!(other.get("result").is_some(), "another tenant still runs: {other}");
     let (_, _, full) = rpc_as(&app, "tok-b", "SendMessage", slow("b-2")).await;
     assert_eq!(full["error"]["code"], -32053);
-    assert!(full["error"]["message"].as_str().unwrap().contains("node") || full["error"]["message"].as_str().unwrap().contains("tenant"));
+    assert!(
+        full["error"]["message"].as_str().unwrap().contains("node")
+            || full["error"]["message"].as_str().unwrap().contains("tenant")
+    );
     // Cancelling frees the place.
     let task_id = first["result"]["task"]["id"].clone();
     rpc_as(&app, "tok-a", "CancelTask", json!({"id": task_id})).await;

@@ -37,6 +37,7 @@ mod interop;
 mod interop_js;
 mod interop_v03;
 mod jsonl_events;
+mod limits;
 mod list;
 mod memory_store;
 mod metrics;
@@ -58,6 +59,10 @@ mod retention;
 mod retention_tenants;
 mod shared_redis;
 mod signing;
+/// Loud skips (`SKIPPED …` lines and their count; `A2AD_REQUIRE_ALL=1` fails instead): the
+/// storage crate's own file, the very same.
+#[path = "../../storage/src/test_skip.rs"]
+mod skip;
 mod startup;
 mod stdio;
 mod stream_failure;

@@ -25,11 +25,8 @@ impl RedisServer {
     /// [`RedisServer::start`] with the server options `extra` (persistence).
     pub(crate) fn start_with(extra: &[&str]) -> Option<RedisServer> {
         let Some(binary) = redis_server_binary() else {
-            assert!(
-                std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
-                "A2AD_REQUIRE_REDIS is set but there is no redis-server"
-            );
-            eprintln!("skipped: no redis-server (scripts/test.sh installs one)");
+            let how = "install one (scripts/redis.sh) or name it in A2AD_REDIS_SERVER";
+            crate::skip::skip_for_want_of("redis-server", "A2AD_REQUIRE_REDIS", how);
             return None;
         };
         let dir = tempfile::tempdir().unwrap();

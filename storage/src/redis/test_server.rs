@@ -2,8 +2,12 @@
 //! on drop. The push queue's tests and the task store's share it.
 
 use crate::redis::test_cluster::{redis_server_binary, spawn_server, start_server};
+use crate::test_skip::skip_for_want_of;
 use std::path::PathBuf;
 use std::process::Child;
+
+/// How to get a redis-server, as a skip says it.
+const HOW: &str = "install one (scripts/redis.sh) or name it in A2AD_REDIS_SERVER";
 
 /// A redis-server of the test's own, on a free loopback port, killed on drop.
 pub(crate) struct RedisServer {
@@ -40,11 +44,7 @@ impl RedisServer {
 /// nothing on disk, or `None` as [`redis`] gives it.
 pub(crate) fn redis_cluster() -> Option<crate::redis::test_cluster::RedisCluster> {
     let binary = redis_server_binary().or_else(|| {
-        assert!(
-            std::env::var_os("A2AD_REQUIRE_REDIS").is_none(),
-            "A2AD_REQUIRE_REDIS is set but there is no redis-server"
-        );
-        eprintln!("skipped: no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh)");
+        skip_for_want_of("redis-server", "A2AD_REQUIRE_REDIS", HOW);
         None
     })?;
     Some(
@@ -53,8 +53,8 @@ pub(crate) fn redis_cluster() -> Option<crate::redis::test_cluster::RedisCluster
     )
 }
 
-/// Starts a redis-server keeping nothing on disk, or `None` (with a notice) when there is
-/// none to start and `A2AD_REQUIRE_REDIS` is unset.
+/// Starts a redis-server keeping nothing on disk, or `None` (a loud skip, see
+/// `crate::test_skip`) when there is none to start and the run does not require one.
 pub(crate) fn redis() -> Option<RedisServer> {
     redis_with(&["--appendonly", "no"])
 }
@@ -62,10 +62,7 @@ pub(crate) fn redis() -> Option<RedisServer> {
 /// [`redis`] with the server options `extra` (persistence).
 pub(crate) fn redis_with(extra: &[&str]) -> Option<RedisServer> {
     let Some(binary) = redis_server_binary() else {
-        if std::env::var_os("A2AD_REQUIRE_REDIS").is_some() {
-            panic!("A2AD_REQUIRE_REDIS is set but there is no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh)");
-        }
-        eprintln!("skipped: no redis-server (set A2AD_REDIS_SERVER or run scripts/redis.sh; A2AD_REQUIRE_REDIS=1 makes this fail)");
+        skip_for_want_of("redis-server", "A2AD_REQUIRE_REDIS", HOW);
         return None;
     };
     let dir = tempfile::tempdir().expect("a temp dir");

@@ -150,6 +150,30 @@ pub fn stored_file(data_dir: &Path, task: &Task, name: &str) -> Option<StoredFil
     })
 }
 
+/// The stored file a part's `url` links (the artifact route's URL or the file's
+/// `file://` URL), as [`stored_file`] judges its last path segment: `None` for any URL
+/// that names no file of this task's own directory that the task lists.
+pub fn stored_file_at(data_dir: &Path, task: &Task, url: &str) -> Option<StoredFile> {
+    let name = url.rsplit('/').next()?;
+    stored_file(data_dir, task, name)
+}
+
+/// The one filename rule of both artifact routes (the A2A route and the admin API's
+/// download): `attachment` with the file name: quoted in ASCII (anything else as `_`) and, exactly,
+/// as RFC 5987 `filename*`.
+pub fn content_disposition(name: &str) -> String {
+    let ascii: String =
+        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    let encoded: String = name
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
 /// A file name that stays inside its directory: the last path component, with anything
 /// but letters, digits, `.`, `-` and `_` replaced, and no leading dot.
 fn safe_name(name: &str) -> String {
@@ -172,6 +196,40 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_file_name_is_quoted_safely() {
+        assert_eq!(content_disposition("report.md"), "attachment; filename=\"report.md\"; filename*=UTF-8''report.md");
+        let odd = content_disposition("a\"b\r\nc é.txt");
+        assert!(
+            odd.starts_with("attachment; filename=\"a_b__c _.txt\"; filename*=UTF-8''a%22b%0D%0Ac%20%C3%A9.txt"),
+            "{odd}"
+        );
+    }
+
+    #[test]
+    fn only_files_of_the_tasks_own_directory_that_it_lists_are_found() {
+        let data = Path::new("/data");
+        let linked = |url: &str| -> Task {
+            serde_json::from_value(json!({"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
+                "artifacts": [{"artifactId": "a", "parts": [{"url": url}]}]}))
+            .unwrap()
+        };
+        let by_file = linked("file:///data/artifacts/t1/0001-a.txt");
+        let found = stored_file_at(data, &by_file, "file:///data/artifacts/t1/0001-a.txt").unwrap();
+        assert_eq!(found.path, Path::new("/data/artifacts/t1/0001-a.txt"));
+        let by_route = linked("http://node/a2a/tasks/t1/artifacts/0001-a.txt");
+        assert!(stored_file_at(data, &by_route, "http://node/a2a/tasks/t1/artifacts/0001-a.txt").is_some());
+        for url in [
+            "file:///etc/passwd",
+            "file:///data/artifacts/t2/0001-a.txt",
+            "file:///data/artifacts/t1/..",
+            "https://x/y",
+        ] {
+            assert!(stored_file_at(data, &linked(url), url).is_none(), "{url}");
+        }
+        assert!(stored_file_at(data, &by_file, "file:///data/artifacts/t1/other.txt").is_none(), "not listed");
+    }
 
     #[test]
     fn names_stay_inside_the_directory() {

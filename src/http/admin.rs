@@ -224,7 +224,7 @@ async fn artifact_part(
         Ok(Ok(download)) => HttpResponse::Ok()
             .content_type("application/octet-stream")
             .insert_header(("X-A2ad-Media-Type", media_type_header(&download.media_type)))
-            .insert_header(("Content-Disposition", format!("attachment; filename=\"{}\"", download.filename)))
+            .insert_header(("Content-Disposition", a2ad_node::artifacts::content_disposition(&download.filename)))
             .body(download.bytes),
         Ok(Err(e)) => error(e.into()),
         Err(e) => error(A2aError::internal(format!("admin: blocking pool: {e}"))),

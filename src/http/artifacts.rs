@@ -87,7 +87,7 @@ async fn serve(req: HttpRequest, state: web::Data<AppState>, path: web::Path<(St
     with_etag(&mut response, etag.as_deref())
         .content_type(served_type(&stored.media_type))
         .insert_header((header::ACCEPT_RANGES, "bytes"))
-        .insert_header((header::CONTENT_DISPOSITION, content_disposition(name)))
+        .insert_header((header::CONTENT_DISPOSITION, a2ad_node::artifacts::content_disposition(name)))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::CACHE_CONTROL, "private, no-cache"));
     let body = tokio_util::io::ReaderStream::new(file.take(count));
@@ -153,21 +153,6 @@ fn served_type(media_type: &str) -> &str {
     }
 }
 
-/// `attachment` with the file name: quoted in ASCII (anything else as `_`) and, exactly,
-/// as RFC 5987 `filename*`.
-fn content_disposition(name: &str) -> String {
-    let ascii: String =
-        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
-    let encoded: String = name
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,11 +178,5 @@ mod tests {
         assert_eq!(served_type("text/markdown; charset=utf-8"), "text/markdown; charset=utf-8");
         assert_eq!(served_type("text/html\r\nSet-Cookie: x"), "application/octet-stream");
         assert_eq!(served_type("nonsense"), "application/octet-stream");
-        assert_eq!(content_disposition("report.md"), "attachment; filename=\"report.md\"; filename*=UTF-8''report.md");
-        let odd = content_disposition("a\"b\r\nc é.txt");
-        assert!(
-            odd.starts_with("attachment; filename=\"a_b__c _.txt\"; filename*=UTF-8''a%22b%0D%0Ac%20%C3%A9.txt"),
-            "{odd}"
-        );
     }
 }

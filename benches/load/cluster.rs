@@ -16,6 +16,7 @@
 //! Every node, and Redis, run on CPU 0 (the driver on CPU 1): a second node adds no CPU,
 //! it shares the one core, so what more nodes show here is their overhead, not a scaling.
 
+use crate::report::say;
 /// The storage crate's Redis Cluster harness (the same file its tests use).
 #[allow(dead_code)]
 #[path = "../../storage/src/redis/test_cluster.rs"]
@@ -76,14 +77,14 @@ pub(crate) fn command_calls(conn: &mut redis::Connection) -> HashMap<String, u64
 
 pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration: Duration) {
     let Some((_redis, port)) = crate::redis_server_with(DURABLE) else {
-        println!("cluster: skipped (no redis-server; set A2AD_REDIS_SERVER)");
+        say!("cluster: skipped (no redis-server; set A2AD_REDIS_SERVER)");
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("redis://127.0.0.1:{port}/");
     let mut stats = redis::Client::open(url.as_str()).and_then(|c| c.get_connection()).expect("redis");
     let ran_for = warmup + duration;
-    println!(
+    say!(
         "cluster: SendMessage, {connections} connections, {} s after {} s warm-up:",
         duration.as_secs(),
         warmup.as_secs()
@@ -95,7 +96,7 @@ pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration:
     let sled_us = (sled.cpu_seconds() - sled_cpu) / (on_sled.throughput() * ran_for.as_secs_f64()) * 1e6;
     drop(sled);
 
-    println!("{}  {sled_us:.0} us node CPU per request", on_sled.summary("one node, sled"));
+    say!("{}  {sled_us:.0} us node CPU per request", on_sled.summary("one node, sled"));
     let (mut node, mut on_one_redis) = (None, 0.0);
     for workers in ["1", "8"] {
         let shared = shared_node(bin, dir.path(), port, usize::from(workers == "8"), workers);
@@ -105,8 +106,8 @@ pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration:
         let redis_us = (shared.cpu_seconds() - cpu_before) / requests * 1e6;
         let calls_after = command_calls(&mut stats);
         let label = format!("one node, Redis, {workers} worker(s)");
-        println!("{}  {redis_us:.0} us node CPU per request", on_redis.summary(&label));
-        println!("ratio Redis / sled: {:.2}", on_redis.throughput() / on_sled.throughput());
+        say!("{}  {redis_us:.0} us node CPU per request", on_redis.summary(&label));
+        say!("ratio Redis / sled: {:.2}", on_redis.throughput() / on_sled.throughput());
         print_calls(&calls_before, &calls_after, requests);
         (node, on_one_redis) = (Some(shared), on_redis.throughput());
     }
@@ -129,11 +130,11 @@ async fn on_a_redis_cluster(
     one_redis: f64,
 ) {
     let Some(binary) = redis_cluster::redis_server_binary() else {
-        return println!("Redis Cluster: skipped (no redis-server; set A2AD_REDIS_SERVER)");
+        return say!("Redis Cluster: skipped (no redis-server; set A2AD_REDIS_SERVER)");
     };
     let cluster = match redis_cluster::RedisCluster::start(&binary, 3, DURABLE) {
         Ok(cluster) => cluster,
-        Err(e) => return println!("Redis Cluster: skipped ({e})"),
+        Err(e) => return say!("Redis Cluster: skipped ({e})"),
     };
     for pid in cluster.pids() {
         let _ = std::process::Command::new("/usr/bin/taskset").args(["-cp", "0", &pid.to_string()]).output();
@@ -149,8 +150,8 @@ async fn on_a_redis_cluster(
     let requests = result.throughput() * (warmup + duration).as_secs_f64();
     let us = (node.cpu_seconds() - cpu_before) / requests * 1e6;
     let label = "one node, Redis Cluster (3 primaries, 16 shards), 8 worker(s)";
-    println!("{}  {us:.0} us node CPU per request", result.summary(label));
-    println!("ratio Redis Cluster / one Redis: {:.2}", result.throughput() / one_redis.max(1e-9));
+    say!("{}  {us:.0} us node CPU per request", result.summary(label));
+    say!("ratio Redis Cluster / one Redis: {:.2}", result.throughput() / one_redis.max(1e-9));
 }
 
 /// The commands Redis ran per request, the scripts among them.
@@ -164,7 +165,7 @@ fn print_calls(before: &HashMap<String, u64>, after: &HashMap<String, u64>, requ
     }
     let total: f64 = per.values().sum();
     let shown: Vec<String> = per.iter().filter(|(_, n)| **n >= 0.05).map(|(k, n)| format!("{k} {n:.2}")).collect();
-    println!("Redis commands per request: {total:.1} in all ({})", shown.join(", "));
+    say!("Redis commands per request: {total:.1} in all ({})", shown.join(", "));
 }
 
 /// Cross-node subscribe latency, over 50 turns of about 10 events each (8 chunks 5 ms
@@ -177,7 +178,7 @@ async fn subscribe_latency(bin: &Path, dir: &Path, port: u16, a: &Node) {
     }
     latencies.sort();
     let at = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q) as usize).copied().unwrap_or_default();
-    println!(
+    say!(
         "cross-node subscribe (committed on A, seen on B): {} events, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         latencies.len(),
         at(0.5).as_secs_f64() * 1e3,
@@ -301,7 +302,7 @@ async fn nodes_on_one_redis(
         let total: f64 = results.iter().map(LoadResult::throughput).sum();
         let requests = total * (warmup + duration).as_secs_f64();
         let errors: u64 = results.iter().map(|r| r.errors).sum();
-        println!(
+        say!(
             "{count} node(s) on one Redis: {total:.0} req/s in all ({errors} errors), {:.0} requests per node-CPU-second",
             requests / cpu.max(1e-9)
         );

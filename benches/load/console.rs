@@ -6,6 +6,7 @@
 
 use crate::client::{self, LoadResult, Target};
 use crate::node::Node;
+use crate::report::say;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,7 +40,7 @@ pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration:
     let body_for: client::BodyFor = crate::send_body;
     let target = || Target { addr: node.addr, path: "/", body_for, expect: "TASK_STATE_COMPLETED", a2a_version: None };
     let load = || client::run(target(), connections, warmup, duration, u64::MAX);
-    println!(
+    say!(
         "console: SendMessage with the live feed closed / open / closed, {connections} connections, {} s after {} s warm-up each, one node on 1 core:",
         duration.as_secs(),
         warmup.as_secs()
@@ -53,10 +54,10 @@ pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration:
     // The node notices the closed feed at its next write (a keep-alive, 15 s by default)
     // or event: the load's first events do it.
     let closed_again = load().await;
-    println!("{}", closed.summary("feed closed"));
-    println!("{}  ({} feed events read)", open.summary("feed open"), events.load(Ordering::Relaxed));
-    println!("{}", closed_again.summary("feed closed again"));
-    println!(
+    say!("{}", closed.summary("feed closed"));
+    say!("{}  ({} feed events read)", open.summary("feed open"), events.load(Ordering::Relaxed));
+    say!("{}", closed_again.summary("feed closed again"));
+    say!(
         "ratio open / closed: {:.3}  (closed again / closed: {:.3})",
         open.throughput() / closed.throughput(),
         closed_again.throughput() / closed.throughput()

@@ -8,6 +8,7 @@
 
 use crate::client::{self, LoadResult, Target};
 use crate::node::Node;
+use crate::report::say;
 use std::path::Path;
 use std::time::Duration;
 
@@ -52,17 +53,17 @@ async fn measure(
 
 /// The whole dialects part, printed with the two ratios.
 pub async fn run_all(bin: &Path, connections: usize, warmup: Duration, duration: Duration) {
-    println!(
+    say!(
         "dialects: {connections} connections, {} s after {} s warm-up, server on 1 core:",
         duration.as_secs(),
         warmup.as_secs()
     );
     let v10 = measure(bin, v10_blocking, "TASK_STATE_COMPLETED", connections, warmup, duration).await;
     let v03 = measure(bin, v03_blocking, "\"completed\"", connections, warmup, duration).await;
-    println!("{}", v10.summary("1.0 SendMessage (blocking)"));
-    println!("{}  ratio {:.3}", v03.summary("0.3 message/send"), v03.throughput() / v10.throughput());
+    say!("{}", v10.summary("1.0 SendMessage (blocking)"));
+    say!("{}  ratio {:.3}", v03.summary("0.3 message/send"), v03.throughput() / v10.throughput());
     let v10i = measure(bin, v10_immediate, "TASK_STATE_", connections, warmup, duration).await;
     let v01 = measure(bin, v01_send, "created_at", connections, warmup, duration).await;
-    println!("{}", v10i.summary("1.0 SendMessage (immediate)"));
-    println!("{}  ratio {:.3}", v01.summary("0.1 tasks/send"), v01.throughput() / v10i.throughput());
+    say!("{}", v10i.summary("1.0 SendMessage (immediate)"));
+    say!("{}  ratio {:.3}", v01.summary("0.1 tasks/send"), v01.throughput() / v10i.throughput());
 }

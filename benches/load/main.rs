@@ -17,6 +17,8 @@
 //! `dialects.rs`, `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`,
 //! `cluster.rs`, `network.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
+//! `--markdown FILE` writes every result line of the run to FILE as BENCHMARKS.md's table
+//! of current figures, with the date, the commit and the command (`report.rs`).
 
 mod bare;
 mod client;
@@ -30,6 +32,7 @@ mod network;
 mod node;
 mod push;
 mod push_hang;
+mod report;
 mod retention;
 mod sdk_peer;
 mod soak;
@@ -38,6 +41,7 @@ mod transports;
 mod ws_stream;
 
 use node::Node;
+use report::say;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,6 +54,7 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --all                    run every part (default: core, streams, push, memory)
   --skip-PART              leave a part out (e.g. --skip-memory, --skip-transports)
   --repeat N               run each of the added parts N times in a row (1)
+  --markdown FILE          write the run's results as BENCHMARKS.md's current-figures table
   --ws-sockets N           WebSocket connections of the transports part (4)
   --stream-characters N    fire-hose characters of the ws-stream part (50000)
   --retention-tasks N      tasks of the retention part (10000, at most 10000)
@@ -93,6 +98,8 @@ struct Options {
     retention_tasks: u64,
     push_hang_healthy: usize,
     soak: soak::Shape,
+    /// `--markdown FILE`: where the run's table of current figures goes.
+    markdown: Option<String>,
 }
 
 impl Options {
@@ -122,6 +129,7 @@ impl Options {
                 rounds_per_second: value("--soak-rate", 300),
                 contexts: value("--soak-contexts", 1024).max(1),
             },
+            markdown: args.iter().position(|a| a == "--markdown").and_then(|i| args.get(i + 1)).cloned(),
         }
     }
 
@@ -187,19 +195,23 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let warmup = Duration::from_secs(2);
     let duration = Duration::from_secs(options.seconds);
+    report::enter("core");
     let bare_throughput = options.runs("core").then(|| run_core(&runtime, &bin, &options, warmup, duration));
 
     if options.runs("streams") {
+        report::enter("streams");
         run_streaming(&runtime, &bin, &options, warmup, duration, bare_throughput);
     }
 
     if options.runs("push") {
+        report::enter("push");
         run_push(&runtime, &bin);
     }
 
     if options.runs("memory") {
+        report::enter("memory");
         let mem = runtime.block_on(memory::measure(&bin, options.contexts));
-        println!(
+        say!(
             "idle contexts: {}  RSS live {} MiB, evicting {} MiB  =>  {:.0} bytes per idle context",
             mem.contexts,
             mem.rss_live_kib / 1024,
@@ -208,6 +220,16 @@ fn main() {
         );
     }
     run_added_parts(&runtime, &bin, &options, warmup, duration);
+    if let Some(file) = &options.markdown {
+        let command = format!(
+            "taskset -c 1 cargo bench --bench load -- {}",
+            std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+        );
+        match std::fs::write(file, report::markdown(&command)) {
+            Ok(()) => eprintln!("wrote the current-figures table to {file}"),
+            Err(e) => eprintln!("could not write {file}: {e}"),
+        }
+    }
 }
 
 /// The parts measuring this session's additions, each `--repeat` times in a row.
@@ -222,6 +244,7 @@ fn run_added_parts(
     let added =
         ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console", "cluster", "network"];
     for part in added.into_iter().filter(|p| options.runs(p)) {
+        report::enter(part);
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);
             match part {
@@ -257,7 +280,7 @@ fn run_core(
         a2a_version: None,
     };
     let load = |target| client::run(target, options.connections, warmup, duration, u64::MAX);
-    println!(
+    say!(
         "SendMessage, {} connections, {} s after {} s warm-up, server on 1 core:",
         options.connections,
         options.seconds,
@@ -280,24 +303,24 @@ fn run_core(
     let grpc = Node::start(bin, &["--workers", "1"]);
     let grpc_result = runtime.block_on(grpc_load::run(grpc.grpc_addr(), options.connections, warmup, duration));
     drop(grpc);
-    println!("{}", bare_result.summary("bare actix-web handler"));
+    say!("{}", bare_result.summary("bare actix-web handler"));
     match &peer {
-        Ok(peer) => println!("{}", peer.result.summary("rust SDK (in-memory)")),
-        Err(skipped) => println!("{skipped}"),
+        Ok(peer) => say!("{}", peer.result.summary("rust SDK (in-memory)")),
+        Err(skipped) => say!("{skipped}"),
     }
-    println!("{}", a2ad.result.summary("a2ad JSON-RPC (sled, fsync)"));
-    println!("{}", rest_result.summary("a2ad HTTP+JSON"));
-    println!("{}", grpc_result.summary("a2ad gRPC"));
-    println!(
+    say!("{}", a2ad.result.summary("a2ad JSON-RPC (sled, fsync)"));
+    say!("{}", rest_result.summary("a2ad HTTP+JSON"));
+    say!("{}", grpc_result.summary("a2ad gRPC"));
+    say!(
         "ratio a2ad / bare: {:.3}  (a2ad RSS after run: {} MiB)",
         a2ad.result.throughput() / bare_result.throughput(),
         a2ad.rss_kib / 1024
     );
-    println!("{}", a2ad.per_request("a2ad JSON-RPC"));
+    say!("{}", a2ad.per_request("a2ad JSON-RPC"));
     if let Ok(peer) = &peer {
         let ratio = a2ad.result.throughput() / peer.result.throughput();
-        println!("ratio a2ad / rust SDK: {ratio:.3}  (rust SDK RSS after run: {} MiB)", peer.rss_kib / 1024);
-        println!("{}", peer.per_request("rust SDK"));
+        say!("ratio a2ad / rust SDK: {ratio:.3}  (rust SDK RSS after run: {} MiB)", peer.rss_kib / 1024);
+        say!("{}", peer.per_request("rust SDK"));
     }
 
     bare_result.throughput()
@@ -354,20 +377,20 @@ fn run_streaming(
     bare_throughput: Option<f64>,
 ) {
     let streams = runtime.block_on(streams::streams_per_second(bin, options.connections, warmup, duration));
-    println!("{}", streams.summary("a2ad SendStreamingMessage"));
+    say!("{}", streams.summary("a2ad SendStreamingMessage"));
     if let Some(bare) = bare_throughput {
-        println!("ratio streams / bare: {:.3}", streams.throughput() / bare);
+        say!("ratio streams / bare: {:.3}", streams.throughput() / bare);
     }
 
     let (events, elapsed) = runtime.block_on(streams::events_per_second(bin, 50_000));
-    println!(
+    say!(
         "one stream: {events} events in {:.2} s = {:.0} events/s",
         elapsed.as_secs_f64(),
         events as f64 / elapsed.as_secs_f64()
     );
 
     let (fan, per_subscriber) = runtime.block_on(streams::fan_out(bin, 1000, 200));
-    println!(
+    say!(
         "fan-out: {} subscribers, {} events delivered in {:.2} s ({:.0}/s); server CPU {:.2} s vs {:.2} s for 1 subscriber => {:.1} us per extra delivered event",
         fan.subscribers,
         fan.events_delivered,
@@ -380,7 +403,7 @@ fn run_streaming(
 
     let open = 2000;
     let (before, after) = runtime.block_on(streams::memory_per_stream(bin, open));
-    println!(
+    say!(
         "open streams: {open}, RSS {} -> {} KiB => {:.0} bytes per open stream",
         before,
         after,
@@ -391,18 +414,18 @@ fn run_streaming(
 fn run_push(runtime: &tokio::runtime::Runtime, bin: &std::path::Path) {
     let n = 5000;
     let (rate, elapsed) = runtime.block_on(push::deliveries_per_second(bin, n, "push-queue: local-file\n"));
-    println!("push, local-file queue: {n} deliveries in {:.2} s = {rate:.0} deliveries/s", elapsed.as_secs_f64());
+    say!("push, local-file queue: {n} deliveries in {:.2} s = {rate:.0} deliveries/s", elapsed.as_secs_f64());
     match redis_server() {
         Some((server, port)) => {
             let queue = format!("push-queue: redis-streams\npush-redis-url: redis://127.0.0.1:{port}/\n");
             let (rate, elapsed) = runtime.block_on(push::deliveries_per_second(bin, n, &queue));
-            println!(
+            say!(
                 "push, redis-streams queue: {n} deliveries in {:.2} s = {rate:.0} deliveries/s",
                 elapsed.as_secs_f64()
             );
             drop(server);
         }
-        None => println!("push, redis-streams queue: skipped (no redis-server; run scripts/redis.sh)"),
+        None => say!("push, redis-streams queue: skipped (no redis-server; run scripts/redis.sh)"),
     }
 }
 
@@ -412,7 +435,7 @@ fn run_push_hang(runtime: &tokio::runtime::Runtime, bin: &std::path::Path, healt
     let delays = runtime.block_on(push_hang::healthy_delays(bin, hanging, healthy));
     let arrived: Vec<Duration> = delays.iter().flatten().copied().collect();
     let ms = |d: Option<&Duration>| d.map_or("-".to_owned(), |d| format!("{:.1} ms", d.as_secs_f64() * 1000.0));
-    println!(
+    say!(
         "push, {healthy} healthy deliveries behind {hanging} hanging configs: {} arrived within 120 s, p50 {}, max {}",
         arrived.len(),
         ms(arrived.get(arrived.len() / 2)),

@@ -24,6 +24,7 @@
 use crate::client::{self, Target};
 use crate::cluster;
 use crate::node::Node;
+use crate::report::say;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -199,12 +200,12 @@ pub fn run_all(
     duration: Duration,
 ) {
     let Some((_redis, port)) = crate::redis_server_with(cluster::DURABLE) else {
-        return println!("network: skipped (no redis-server; set A2AD_REDIS_SERVER)");
+        return say!("network: skipped (no redis-server; set A2AD_REDIS_SERVER)");
     };
     let redis_addr = SocketAddr::from(([127, 0, 0, 1], port));
     let dir = tempfile::tempdir().expect("temp dir");
     let load = |addr, run| client::run(target(addr, run), connections, warmup, duration, MAX_REQUESTS);
-    println!(
+    say!(
         "network: SendMessage, {connections} connections, {} s after {} s warm-up, node on 1 core (1 worker):",
         duration.as_secs(),
         warmup.as_secs()
@@ -224,7 +225,7 @@ pub fn run_all(
         let one_way = one_way_us.map(Duration::from_micros);
         let proxy = match one_way.map(|d| DelayProxy::start(redis_addr, d)).transpose() {
             Ok(proxy) => proxy,
-            Err(e) => return println!("network: the proxy did not start ({e})"),
+            Err(e) => return say!("network: the proxy did not start ({e})"),
         };
         let reach = proxy.as_ref().map_or(redis_addr, |p| p.addr);
         let load = (|node| load(node, run + 1), warmup + duration);
@@ -234,7 +235,7 @@ pub fn run_all(
         rows.push(row);
         drop(proxy);
     }
-    println!("{}", table(&rows));
+    say!("{}", table(&rows));
 }
 
 /// One node (one worker) on Redis reached at `reach` (the proxy, or Redis itself), under
@@ -269,7 +270,7 @@ fn print_row(row: &Row) {
         Some(rtt) => format!("{} {:.1} ms RTT", row.label, rtt.as_secs_f64() * 1e3),
         None => row.label.clone(),
     };
-    println!("{}  {:.0} us node CPU per request", row.measured.result.summary(&label), row.measured.cpu_us_per_request);
+    say!("{}  {:.0} us node CPU per request", row.measured.result.summary(&label), row.measured.cpu_us_per_request);
 }
 
 /// The markdown table of the sitting, every ratio against the first row (sled).

@@ -12,6 +12,7 @@
 
 use crate::client::{self, read_response, Target};
 use crate::node::Node;
+use crate::report::say;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -146,7 +147,7 @@ pub fn human(bytes: u64) -> String {
 /// The whole part, printed.
 pub async fn run_all(bin: &Path, n: u64) {
     let f = measure(bin, n).await;
-    println!(
+    say!(
         "retention: {} tasks, {} removed in one sweep: {:.0} ms wall ({:.0} us/task), node CPU {:.0} ms ({:.0} us/task)",
         f.tasks,
         f.removed,
@@ -155,14 +156,14 @@ pub async fn run_all(bin: &Path, n: u64) {
         f.sweep_cpu_s * 1e3,
         f.sweep_cpu_s * 1e6 / f.removed.max(1) as f64
     );
-    println!(
+    say!(
         "store with the tasks: {} on disk, {} compacted ({:.2} s: {})",
         human(f.bytes_full),
         human(f.full_compacted.bytes_after),
         f.full_compacted.wall.as_secs_f64(),
         f.full_compacted.said
     );
-    println!(
+    say!(
         "store after the sweep: {} on disk, {} compacted ({:.2} s: {})",
         human(f.bytes_swept),
         human(f.swept_compacted.bytes_after),

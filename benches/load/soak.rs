@@ -24,6 +24,7 @@
 
 use crate::client::{post, read_response};
 use crate::node::Node;
+use crate::report::say;
 use crate::retention::{dir_bytes, human, metric_sum};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -96,7 +97,7 @@ pub async fn run_all(bin: &Path, shape: Shape) {
         0 => "rounds back to back".to_owned(),
         n => format!("{n} rounds/s"),
     };
-    println!(
+    say!(
         "soak: {} s, {} in flight, {rate}, {} contexts, retention max-age 30s (sweep 5s), a sample every {} s",
         shape.duration.as_secs(),
         shape.in_flight,
@@ -138,7 +139,7 @@ async fn take_sample(node: &Node, data: &Path, started: Instant, counts: &Counts
 }
 
 fn print_sample(s: &Sample) {
-    println!(
+    say!(
         "  t={:>5} s  RSS {:>7.1} MiB  disk {:>10} (log {:>10})  tasks {:>7}  live contexts {:>6}  requests {:>9} ({} errors)",
         s.at.as_secs(),
         s.rss_kib as f64 / 1024.0,
@@ -158,10 +159,10 @@ fn print_summary(samples: &[Sample], duration: Duration) {
     let (Some(warm), Some(half), Some(end)) =
         (last_at_or_before(duration / 3), last_at_or_before(duration / 2), samples.last())
     else {
-        println!("soak: no samples (run longer than one sample interval)");
+        say!("soak: no samples (run longer than one sample interval)");
         return;
     };
-    println!(
+    say!(
         "soak summary: RSS {:.1} MiB at t={} s (end of warm-up) -> {:.1} MiB at t={} s; disk {} -> {}",
         warm.rss_kib as f64 / 1024.0,
         warm.at.as_secs(),
@@ -170,7 +171,7 @@ fn print_summary(samples: &[Sample], duration: Duration) {
         human(warm.disk_bytes),
         human(end.disk_bytes)
     );
-    println!(
+    say!(
         "soak summary: {} requests, {} errors, {:.0} req/s",
         end.requests,
         end.errors,
@@ -181,7 +182,7 @@ fn print_summary(samples: &[Sample], duration: Duration) {
     let rss = spread(&last_half, |s| s.rss_kib as f64 * 1024.0);
     let disk = spread(&last_half, |s| s.disk_bytes as f64);
     let store = spread(&last_half, |s| s.disk_bytes.saturating_sub(s.log_bytes) as f64);
-    println!(
+    say!(
         "soak summary: last half (t={}..{} s), {} samples: RSS {:.1}..{:.1} MiB, fitted slope {:+.2} MiB/min; disk {:.1}..{:.1} MiB, fitted slope {:+.2} MiB/min; without the log {:.1}..{:.1} MiB, {:+.2} MiB/min",
         half.at.as_secs(),
         end.at.as_secs(),

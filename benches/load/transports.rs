@@ -7,6 +7,7 @@
 use crate::client::{self, new_histogram, post_to, read_response, LoadResult};
 use crate::mux::{self, Load, Pending};
 use crate::node::{self, cpu_seconds_of, Node};
+use crate::report::say;
 use futures_util::{SinkExt, StreamExt};
 use redis::AsyncCommands;
 use std::path::{Path, PathBuf};
@@ -289,7 +290,7 @@ async fn read_replies(mut con: redis::aio::MultiplexedConnection, stream: String
 
 /// The whole transports part: HTTP first, then each transport, each with its ratio.
 pub async fn run_all(bin: &Path, shape: Shape) {
-    println!(
+    say!(
         "transports: SendMessage, {} requests in flight ({} WebSocket sockets), {} s after {} s warm-up, server on 1 core:",
         shape.in_flight,
         shape.ws_sockets,
@@ -297,15 +298,15 @@ pub async fn run_all(bin: &Path, shape: Shape) {
         shape.warmup.as_secs()
     );
     let http = http(bin, shape).await;
-    println!("{}", http.line("HTTP JSON-RPC", None));
-    println!("{}", websocket(bin, shape).await.line("WebSocket", Some(&http)));
-    println!("{}", unix(bin, shape).await.line("HTTP on Unix socket", Some(&http)));
-    println!("{}", stdio(bin, shape).await.line("stdio (pipelined)", Some(&http)));
+    say!("{}", http.line("HTTP JSON-RPC", None));
+    say!("{}", websocket(bin, shape).await.line("WebSocket", Some(&http)));
+    say!("{}", unix(bin, shape).await.line("HTTP on Unix socket", Some(&http)));
+    say!("{}", stdio(bin, shape).await.line("stdio (pipelined)", Some(&http)));
     match crate::redis_server() {
         Some((server, port)) => {
             let (measured, redis_us) = redis(bin, shape, port, server.0.id()).await;
-            println!("{}  (redis-server CPU {redis_us:.0} us/req)", measured.line("Redis Streams", Some(&http)));
+            say!("{}  (redis-server CPU {redis_us:.0} us/req)", measured.line("Redis Streams", Some(&http)));
         }
-        None => println!("Redis Streams: skipped (no redis-server; run scripts/redis.sh)"),
+        None => say!("Redis Streams: skipped (no redis-server; run scripts/redis.sh)"),
     }
 }

@@ -3,6 +3,7 @@
 //! fire-hose agent emits two events per character as fast as it can.
 
 use crate::node::Node;
+use crate::report::say;
 use futures_util::{SinkExt, StreamExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -44,8 +45,8 @@ pub async fn run_all(bin: &Path, characters: usize) {
     let (ws_events, ws_time) = events_per_second(bin, characters).await;
     let sse_rate = sse_events as f64 / sse_time.as_secs_f64();
     let ws_rate = ws_events as f64 / ws_time.as_secs_f64();
-    println!("one stream, SSE: {sse_events} events in {:.2} s = {sse_rate:.0} events/s", sse_time.as_secs_f64());
-    println!(
+    say!("one stream, SSE: {sse_events} events in {:.2} s = {sse_rate:.0} events/s", sse_time.as_secs_f64());
+    say!(
         "one stream, WebSocket: {ws_events} events in {:.2} s = {ws_rate:.0} events/s  ratio {:.3}",
         ws_time.as_secs_f64(),
         ws_rate / sse_rate

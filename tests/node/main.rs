@@ -49,6 +49,7 @@ mod private_dirs;
 mod push;
 mod push_cli;
 mod push_isolation;
+mod readme;
 mod receiver;
 mod redis;
 mod redis_outage;

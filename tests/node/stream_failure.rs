@@ -2,10 +2,10 @@
 //! STORE_UNAVAILABLE frame (-32054, retry after a second, no detail), not silently; and
 //! the write-ahead log on a disk that is full, then has space again, heals by itself.
 //!
-//! The node's actors run on a store whose `flush` fails on demand, or behind a log whose
-//! disk can be switched "full": test doubles of the disk (the one failure a real store
-//! cannot be made to show on cue), around the real sled store; everything else is the
-//! real runtime and the real echo agent.
+//! The node's actors run on the real sled store behind the real write-ahead log, whose
+//! disk can be switched "full" (the log's own test switch: the one failure a real disk
+//! cannot be made to show on cue); everything else is the real runtime, the real commit
+//! path and the real echo agent.
 
 use crate::support::echo_agent;
 use a2ad::config::Config;
@@ -15,104 +15,20 @@ use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ErrorCode, Message, Role, TaskState};
-use a2ad_storage::{
-    ContextKey, GroupCommit, LoggedEvent, Owner, Scope, SessionRecord, SledStore, StoreCounts, StoreError, TaskEntry,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
-};
+use a2ad_storage::{ContextKey, GroupCommit, Owner, Scope, SledStore};
 use actix::Actor;
 use futures_util::StreamExt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The sled store, except that `flush` fails (like a full or failing disk) once `failing`
-/// is set.
-struct FailingDisk {
-    inner: SledStore,
-    failing: AtomicBool,
-}
-
-impl TaskStore for FailingDisk {
-    fn write_step(&self, step: a2ad_storage::Step<'_>) -> Result<a2ad_storage::Replaced, StoreError> {
-        self.inner.write_step(step)
-    }
-    fn read_events(
-        &self,
-        scope: Scope<'_>,
-        id: &str,
-        after: u64,
-        limit: usize,
-    ) -> a2ad_storage::StoreFuture<Vec<LoggedEvent>> {
-        self.inner.read_events(scope, id, after, limit)
-    }
-    fn read_task(&self, scope: Scope<'_>, task_id: &str) -> a2ad_storage::StoreFuture<Option<TaskRecord>> {
-        self.inner.read_task(scope, task_id)
-    }
-    fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        self.inner.list_tasks(query)
-    }
-    fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.tasks_in_states(states)
-    }
-    fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
-        self.inner.get_session(key, history_limit)
-    }
-    fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError> {
-        self.inner.put_session(session, appended, limit)
-    }
-    fn flush(&self) -> Result<(), StoreError> {
-        if self.failing.load(Ordering::SeqCst) {
-            return Err(StoreError::Io("fsync of /secret/data/db failed: no space left on device".into()));
-        }
-        self.inner.flush()
-    }
-    fn size_on_disk(&self) -> Result<u64, StoreError> {
-        self.inner.size_on_disk()
-    }
-    fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
-        self.inner.visit_tasks(visit)
-    }
-    fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.delete_task(task_id)
-    }
-    fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
-        self.inner.forget_session_if_unused(key)
-    }
-    fn counts(&self) -> Result<StoreCounts, StoreError> {
-        self.inner.counts()
-    }
-    fn settle_reply(
-        &self,
-        task_id: &str,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.settle_reply(task_id, session, appended, history_limit)
-    }
-}
 
 #[actix_web::test]
 async fn a_stream_whose_final_commit_fails_ends_with_a_store_unavailable_frame() {
     let dir = tempfile::tempdir().unwrap();
-    let disk = Arc::new(FailingDisk { inner: SledStore::open(dir.path()).unwrap(), failing: AtomicBool::new(false) });
-    let mut config = Config::default_node();
-    config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];
-    let rt = Arc::new(Runtime {
-        store: disk.clone(),
-        commit: GroupCommit::start(disk.clone()).unwrap(),
-        agents: a2ad::agents::build_registry(&config.agents, config.agent_env(&Default::default(), false)),
-        settings: RuntimeSettings::default(),
-        push: None,
-        turn_limits: TurnLimits::new(0, 0),
-        data_dir: dir.path().to_owned(),
-        feed: Default::default(),
-    });
-    let supervisor = Supervisor::new(rt).start();
+    let (_rt, supervisor, switch) = behind_a_log_on_a_disk_that_fills(dir.path());
     let key = ContextKey::new(Owner::anonymous(), "ctx-disk");
     let context = supervisor.send(Route { key: key.clone() }).await.unwrap().unwrap();
     let ticket = context.send(start_turn("ctx-disk")).await.unwrap().unwrap();
-    disk.failing.store(true, Ordering::SeqCst); // Before the turn's end is committed.
+    switch.set_full(true); // Before the turn's end is committed.
 
     let items: Vec<_> = ticket.subscription.unwrap().into_items().collect().await;
     let (last, events) = items.split_last().unwrap();

@@ -171,7 +171,8 @@ impl Node {
         agents.register("chat", Arc::new(agent));
         let rt = Arc::new(Runtime {
             store: Arc::clone(&store) as Arc<dyn TaskStore>,
-            commit: GroupCommit::start(Arc::clone(&store) as Arc<dyn TaskStore>).expect("the flusher starts"),
+            // The commit path of `store: memory`: a write is done once it returns.
+            commit: GroupCommit::immediate(Arc::clone(&store) as Arc<dyn TaskStore>),
             agents,
             settings,
             push,

@@ -485,6 +485,6 @@ fn read_yaml(path: &Path) -> Result<Value, ConfigError> {
 pub(crate) const UNIX_MODE_KEY: &str = "listen-unix-mode";
 
 #[cfg(test)]
-mod readme_keys;
+mod configuration_page_keys;
 #[cfg(test)]
 mod tests;

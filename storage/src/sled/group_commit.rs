@@ -1,66 +1,36 @@
-//! Group commit: many writers, one `fsync`.
+//! Group commit: many writers, one `fdatasync`.
 //!
-//! Over a write-ahead log ([`GroupCommit::over_log`], what the node runs), a commit is
-//! [`crate::sled::wal::Wal::commit`] of the last record appended: one `fdatasync` of the log per batch.
-//! The flusher below ([`GroupCommit::start`]) is the older form without a log, which
-//! flushes the whole store per batch; tests use it around stores without a log.
-//!
-//! A request that must be durable before it is answered calls [`GroupCommit::commit`]
-//! after its write. The call parks the caller (asynchronously) and wakes a dedicated
-//! flusher thread. The flusher takes every waiter queued so far, flushes once, and wakes
-//! them all; callers that arrive during a flush ride the next one. Under load the cost of
-//! a flush is shared by a whole batch, and no actor or HTTP worker thread ever blocks on
-//! the disk.
+//! A request that must be durable before it is answered awaits [`GroupCommit::commit`]
+//! after its write. Over the write-ahead log ([`GroupCommit::over_log`], a sled node) that
+//! is [`crate::sled::wal::Wal::commit`] of the last record appended: the log's own thread
+//! takes every waiter queued so far, syncs once, and wakes them all; callers that arrive
+//! during a sync ride the next one. Under load the cost of a sync is shared by a whole
+//! batch, and no actor or HTTP worker thread ever blocks on the disk. A store whose writes
+//! are done once they return (Redis, memory) commits at once ([`GroupCommit::immediate`]).
+//! These two are the only commit paths, and the tests take them too.
 
-use crate::thread_owner::ThreadOwner;
 use crate::{StoreError, TaskStore, WalStore};
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
-use std::time::Instant;
-use tokio::sync::oneshot;
+use std::sync::Arc;
 
-type Waiter = oneshot::Sender<Result<(), String>>;
-
-#[derive(Default)]
-struct Queue {
-    waiters: Vec<Waiter>,
-    closed: bool,
-}
-
-struct Shared {
-    queue: Mutex<Queue>,
-    wake: Condvar,
-    flushes: AtomicU64,
-    waiters_served: AtomicU64,
-    flush_micros: AtomicU64,
-    /// The last flush failed.
-    failing: AtomicBool,
-}
-
-/// Counters of the flusher, for metrics and benchmarks.
+/// Counters of the log's group commit, for metrics and benchmarks (all 0 on a store that
+/// commits at once).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CommitStats {
-    /// Flushes done.
+    /// Syncs of the log done.
     pub flushes: u64,
     /// Commit calls served (so `waiters_served / flushes` is the mean batch).
     pub waiters_served: u64,
-    /// Time spent inside flushes, in microseconds.
+    /// Time spent inside syncs, in microseconds.
     pub flush_micros: u64,
 }
 
-/// A handle to the flusher thread. Cloning is cheap; the thread stops when the last handle
-/// is dropped or [`GroupCommit::close`] is called, after serving every queued waiter.
+/// How a node's writes become durable. Cloning is cheap.
 #[derive(Clone)]
 pub struct GroupCommit(Mode);
 
 #[derive(Clone)]
 enum Mode {
-    Flusher {
-        shared: Arc<Shared>,
-        _owner: Arc<ThreadOwner>,
-    },
+    /// Through the write-ahead log of a sled node.
     Wal(Arc<WalStore>),
     /// A store whose every write is as durable as it gets once it returns (the Redis
     /// store: its commit script ran, under Redis's own persistence).
@@ -68,36 +38,13 @@ enum Mode {
 }
 
 impl GroupCommit {
-    /// Starts the flusher thread for `store`.
-    pub fn start(store: Arc<dyn TaskStore>) -> Result<Self, StoreError> {
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue::default()),
-            wake: Condvar::new(),
-            flushes: AtomicU64::new(0),
-            waiters_served: AtomicU64::new(0),
-            flush_micros: AtomicU64::new(0),
-            failing: AtomicBool::new(false),
-        });
-        let thread_shared = Arc::clone(&shared);
-        let thread = thread::Builder::new()
-            .name("a2ad-flusher".into())
-            .spawn(move || flusher_loop(&thread_shared, store))
-            .map_err(|_| StoreError::Closed)?;
-        let closing = Arc::clone(&shared);
-        let owner = ThreadOwner::new(thread, move || {
-            closing.queue.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
-            closing.wake.notify_one();
-        });
-        Ok(GroupCommit(Mode::Flusher { shared, _owner: Arc::new(owner) }))
-    }
-
     /// Commits through the log of `store`: everything written through it before the call
     /// is durable once a commit resolves.
     pub fn over_log(store: Arc<WalStore>) -> Self {
         GroupCommit(Mode::Wal(store))
     }
 
-    /// Commits of a store whose writes are done once they return (the Redis store): a
+    /// Commits of a store whose writes are done once they return (Redis, memory): a
     /// commit resolves at once; the node is failing while the store's cluster side says
     /// Redis did not answer its last health check.
     pub fn immediate(store: Arc<dyn TaskStore>) -> Self {
@@ -111,7 +58,6 @@ impl GroupCommit {
         let store = match &self.0 {
             Mode::Wal(store) => store,
             Mode::Immediate(_) => return Ok(()),
-            Mode::Flusher { .. } => return self.commit().await,
         };
         let store = Arc::clone(store);
         match tokio::task::spawn_blocking(move || store.flush_unlogged()).await {
@@ -123,24 +69,9 @@ impl GroupCommit {
     /// Resolves once everything written before the call is durable. A write the disk
     /// refused is [`StoreError::Unavailable`]: nothing was lost, a later commit retries.
     pub async fn commit(&self) -> Result<(), StoreError> {
-        let shared = match &self.0 {
-            Mode::Wal(store) => return Ok(store.wal().commit(store.wal().last_lsn()).await?),
-            Mode::Immediate(_) => return Ok(()),
-            Mode::Flusher { shared, .. } => shared,
-        };
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-            if queue.closed {
-                return Err(StoreError::Closed);
-            }
-            queue.waiters.push(tx);
-        }
-        shared.wake.notify_one();
-        match rx.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(msg)) => Err(StoreError::Unavailable(msg)),
-            Err(_) => Err(StoreError::Closed),
+        match &self.0 {
+            Mode::Wal(store) => Ok(store.wal().commit(store.wal().last_lsn()).await?),
+            Mode::Immediate(_) => Ok(()),
         }
     }
 
@@ -150,7 +81,6 @@ impl GroupCommit {
         match &self.0 {
             Mode::Wal(store) => store.wal().is_failing(),
             Mode::Immediate(store) => store.cluster().is_some_and(|c| !c.reachable()),
-            Mode::Flusher { shared, .. } => shared.failing.load(Ordering::Acquire),
         }
     }
 
@@ -166,11 +96,6 @@ impl GroupCommit {
                 }
             }
             Mode::Immediate(_) => CommitStats::default(),
-            Mode::Flusher { shared, .. } => CommitStats {
-                flushes: shared.flushes.load(Ordering::Relaxed),
-                waiters_served: shared.waiters_served.load(Ordering::Relaxed),
-                flush_micros: shared.flush_micros.load(Ordering::Relaxed),
-            },
         }
     }
 
@@ -180,34 +105,6 @@ impl GroupCommit {
         match &self.0 {
             Mode::Wal(store) => store.wal().close(),
             Mode::Immediate(_) => {}
-            Mode::Flusher { _owner, .. } => _owner.close_and_join(),
-        }
-    }
-}
-
-fn flusher_loop(shared: &Shared, store: Arc<dyn TaskStore>) {
-    loop {
-        let (batch, closed) = {
-            let mut queue = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
-            while queue.waiters.is_empty() && !queue.closed {
-                queue = shared.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
-            }
-            (std::mem::take(&mut queue.waiters), queue.closed)
-        };
-        let started = Instant::now();
-        let result = store.flush().map_err(|e| {
-            tracing::error!(error = %e, "flush failed");
-            "flush failed".to_owned()
-        });
-        shared.failing.store(result.is_err(), Ordering::Release);
-        shared.flushes.fetch_add(1, Ordering::Relaxed);
-        shared.waiters_served.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        shared.flush_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        for waiter in batch {
-            let _ = waiter.send(result.clone());
-        }
-        if closed {
-            return;
         }
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::{encode_page_token, Cursor, GroupCommit, LoggedEvent, Owner};
+use crate::{encode_page_token, Cursor, LoggedEvent, Owner};
 use a2ad_protocol::{timestamp, Task, TaskStatus};
 use std::sync::Arc;
 
@@ -74,18 +74,13 @@ fn status_changes_move_index_entries_and_survive_reopen() {
         store.put_task(&record(&owner, "t1", "c", TaskState::Working, 1000), &[]).unwrap();
         assert_eq!(store.tasks_in_states(&[TaskState::Working]).unwrap().len(), 1);
         store.put_task(&record(&owner, "t1", "c", TaskState::Completed, 5000), &[]).unwrap();
-        let commit = GroupCommit::start(store.clone()).unwrap();
-        futures_block_on(commit.commit()).unwrap();
+        store.flush().unwrap();
     }
     let store = super::open_retrying(dir.path());
     let page = store.list_tasks(&query(&owner)).unwrap();
     assert_eq!(page.total, 1, "the old index entry was removed");
     assert_eq!(page.records[0].state(), TaskState::Completed);
     assert!(store.tasks_in_states(&[TaskState::Working]).unwrap().is_empty());
-}
-
-fn futures_block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 }
 
 #[test]

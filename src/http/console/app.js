@@ -279,23 +279,28 @@ async function loadSeries() {
 
 const STATES = ['', 'submitted', 'working', 'input-required', 'auth-required', 'completed', 'canceled', 'failed', 'rejected'];
 
-async function tasksPage(root, rest) {
-  const query = new URLSearchParams(rest[0] || '');
-  // Tenant and agent: typed, or picked from the node's known values (a <datalist>, filled
-  // from GET /tasks/facets once it answers; typing still works without it).
+/** The Tasks page's filter form. Tenant and agent: typed, or picked from the node's known
+ * values (a <datalist>, filled from GET /tasks/facets once it answers; typing still works
+ * without it); the state, a drop-down. */
+function taskFilters(query) {
   const field = (name, label, list) => el('label', {}, label, el('input', { name, value: query.get(name) || '', size: 14, list, autocomplete: 'off' }));
   const known = { tenant: el('datalist', { id: 'known-tenants' }), agent: el('datalist', { id: 'known-agents' }) };
-  const state = el('select', { name: 'state', id: 'state-filter' }, STATES.map((s) => el('option', { value: s, selected: s === (query.get('state') || '') }, s || 'any state')));
-  const form = el('form', { class: 'filters', id: 'filters' },
-    el('label', {}, 'search', el('input', { name: 'q', id: 'search', type: 'search', value: query.get('q') || '', size: 22, placeholder: 'id, tenant, agent, text' })),
-    field('tenant', 'tenant', 'known-tenants'), el('label', {}, 'state', state), field('contextId', 'context'), field('agent', 'agent', 'known-agents'),
-    known.tenant, known.agent, el('button', { type: 'submit' }, 'Filter'));
+  const chosen = query.get('state') || '';
+  const state = el('select', { name: 'state', id: 'state-filter' }, STATES.map((s) => el('option', { value: s, selected: s === chosen }, s || 'any state')));
   api('/tasks/facets').then((f) => {
     known.tenant.replaceChildren(...f.tenants.filter(Boolean).map((t) => el('option', { value: t })));
     known.agent.replaceChildren(...f.agents.map((a) => el('option', { value: a })));
-    const chosen = query.get('state') || '';
     state.replaceChildren(el('option', { value: '' }, 'any state'), ...f.states.map((s) => el('option', { value: s, selected: s === chosen }, s)));
   }).catch(() => {});
+  return el('form', { class: 'filters', id: 'filters' },
+    el('label', {}, 'search', el('input', { name: 'q', id: 'search', type: 'search', value: query.get('q') || '', size: 22, placeholder: 'id, tenant, agent, text' })),
+    field('tenant', 'tenant', 'known-tenants'), el('label', {}, 'state', state), field('contextId', 'context'), field('agent', 'agent', 'known-agents'),
+    known.tenant, known.agent, el('button', { type: 'submit' }, 'Filter'));
+}
+
+async function tasksPage(root, rest) {
+  const query = new URLSearchParams(rest[0] || '');
+  const form = taskFilters(query);
   const rows = el('tbody', { id: 'task-rows' });
   const more = el('div', { class: 'pager' });
   root.append(el('h1', {}, 'Tasks'), form,

@@ -13,9 +13,9 @@
 //! Parts beyond these run only when asked: `--all` adds them, `--only PART[,PART]` runs
 //! just the parts named, and every part has its `--skip-PART`. Parts: `core` (1),
 //! `streams`, `push`, `memory` (the default set); `transports`, `dialects`, `ws-stream`,
-//! `retention`, `push-hang`, `soak`, `console`, `cluster`, `network` (`transports.rs`,
-//! `dialects.rs`, `ws_stream.rs`, `retention.rs`, `push_hang.rs`, `soak.rs`, `console.rs`,
-//! `cluster.rs`, `network.rs`).
+//! `retention`, `push-hang`, `soak`, `console`, `series`, `cluster`, `network`
+//! (`transports.rs`, `dialects.rs`, `ws_stream.rs`, `retention.rs`, `push_hang.rs`,
+//! `soak.rs`, `console.rs`, `series.rs`, `cluster.rs`, `network.rs`).
 //! `--repeat N` runs each of the added parts N times in a row (for the spread).
 //! `--markdown FILE` writes every result line of the run to FILE as BENCHMARKS.md's table
 //! of current figures, with the date, the commit and the command (`report.rs`).
@@ -35,6 +35,7 @@ mod push_hang;
 mod report;
 mod retention;
 mod sdk_peer;
+mod series;
 mod soak;
 mod streams;
 mod transports;
@@ -67,11 +68,11 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --soak-contexts N        contexts the soak part's sends cycle through (1024)
 env: A2AD_BIN (a2ad binary; target/release/a2ad), A2AD_SDK_PEER_BIN (the Rust SDK peer of
   the core part; benches/rust-sdk-peer/target/release/rust-sdk-peer, skipped when absent)
-parts: core streams push memory transports dialects ws-stream retention push-hang soak console cluster
-  network";
+parts: core streams push memory transports dialects ws-stream retention push-hang soak console series
+  cluster network";
 
 /// Every part, in the order they run; the first four are the default set.
-const PARTS: [&str; 13] = [
+const PARTS: [&str; 14] = [
     "core",
     "streams",
     "push",
@@ -83,6 +84,7 @@ const PARTS: [&str; 13] = [
     "push-hang",
     "soak",
     "console",
+    "series",
     "cluster",
     "network",
 ];
@@ -241,8 +243,18 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    let added =
-        ["transports", "dialects", "ws-stream", "retention", "push-hang", "soak", "console", "cluster", "network"];
+    let added = [
+        "transports",
+        "dialects",
+        "ws-stream",
+        "retention",
+        "push-hang",
+        "soak",
+        "console",
+        "series",
+        "cluster",
+        "network",
+    ];
     for part in added.into_iter().filter(|p| options.runs(p)) {
         report::enter(part);
         for round in 1..=options.repeat {
@@ -254,6 +266,7 @@ fn run_added_parts(
                 "push-hang" => run_push_hang(runtime, bin, options.push_hang_healthy),
                 "soak" => runtime.block_on(soak::run_all(bin, options.soak)),
                 "console" => runtime.block_on(console::run_all(bin, options.connections, warmup, duration)),
+                "series" => runtime.block_on(series::run_all(bin, options.connections, warmup, duration)),
                 "cluster" => runtime.block_on(cluster::run_all(bin, options.connections, warmup, duration)),
                 "network" => network::run_all(runtime, bin, options.connections, warmup, duration),
                 _ => runtime.block_on(retention::run_all(bin, options.retention_tasks)),

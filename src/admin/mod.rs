@@ -103,12 +103,19 @@ pub fn push_queue(config: &Config) -> Result<Arc<dyn JobQueue>, AdminError> {
     Ok(open_queue(&config.push, Some(&sled))?)
 }
 
-/// One line per dead job: id, attempts, when it died, why (offline and online alike).
+/// One line per dead job: id, attempts, when it died, the receiver's host (never the
+/// URL's path or query), the last HTTP status, and why (offline and online alike); `-`
+/// for what a job does not know.
 pub fn format_dead(jobs: &[DeadLetter]) -> String {
     let mut out = String::new();
     for dead in jobs {
         let died = a2ad_protocol::timestamp::format(&a2ad_protocol::timestamp::from_millis(dead.died_ms));
-        out.push_str(&format!("{}\tattempts={}\tdied={}\t{}\n", dead.id, dead.attempts, died, dead.reason));
+        let host = dead.host.as_deref().unwrap_or("-");
+        let status = dead.last_status.map_or_else(|| "-".to_owned(), |s| s.to_string());
+        out.push_str(&format!(
+            "{}\tattempts={}\tdied={}\thost={host}\tstatus={status}\t{}\n",
+            dead.id, dead.attempts, died, dead.reason
+        ));
     }
     out
 }

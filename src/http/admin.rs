@@ -66,6 +66,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/status", web::get().to(status))
             .route("/series", web::get().to(series))
             .route("/tasks", web::get().to(list_tasks))
+            .route("/tasks/facets", web::get().to(task_facets))
             .route("/tasks/{id}", web::get().to(get_task))
             .route("/tasks/{id}/cancel", web::post().to(cancel_task))
             .route("/tasks/{id}/artifacts/{artifact}/parts/{index}", web::get().to(artifact_part))
@@ -194,6 +195,16 @@ async fn list_tasks(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     };
     let core = std::sync::Arc::clone(&state.core);
     blocking(move || core_admin::tasks::list(&core, &filter)).await
+}
+
+/// `GET /admin/v1/tasks/facets`: the known tenants, agents and states (registered before
+/// `/tasks/{id}`, which would otherwise take `facets` for a task id).
+async fn task_facets(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(refused) = admit(&req, &state).await {
+        return refused;
+    }
+    let core = std::sync::Arc::clone(&state.core);
+    blocking(move || core_admin::facets::facets(&core)).await
 }
 
 /// `GET /admin/v1/tasks/{id}`.

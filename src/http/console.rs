@@ -19,6 +19,9 @@ const INDEX: &str = include_str!("console/index.html");
 const SCRIPT: &str = include_str!("console/app.js");
 /// The Overview's SVG charts, a file of its own (loaded before `app.js`, whose helpers it uses).
 const CHARTS: &str = include_str!("console/charts.js");
+/// The Task page's parts (timeline, durations, artifact sizes), a file of its own for the
+/// same reason.
+const TASK: &str = include_str!("console/task.js");
 const STYLE: &str = include_str!("console/app.css");
 
 /// The policy of every admin and console response.
@@ -37,7 +40,7 @@ pub fn security_headers() -> DefaultHeaders {
         .add(("Cross-Origin-Resource-Policy", "same-origin"))
 }
 
-/// Mounts the console's three files.
+/// Mounts the console's files.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     const HTML: &str = "text/html; charset=utf-8";
     const JS: &str = "text/javascript; charset=utf-8";
@@ -54,6 +57,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(
                 "/charts.js",
                 web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, CHARTS, JS)),
+            )
+            .route(
+                "/task.js",
+                web::get().to(|req: HttpRequest, state: web::Data<AppState>| asset(req, state, TASK, JS)),
             )
             .route(
                 "/app.css",
@@ -83,20 +90,21 @@ mod tests {
     #[test]
     fn the_page_has_no_inline_script_or_style_and_loads_nothing_from_elsewhere() {
         assert!(INDEX.contains(r#"<script src="/console/charts.js" defer></script>"#));
+        assert!(INDEX.contains(r#"<script src="/console/task.js" defer></script>"#));
         assert!(INDEX.contains(r#"<script src="/console/app.js" defer></script>"#));
-        assert_eq!(INDEX.matches("<script").count(), 2, "two scripts, from files");
+        assert_eq!(INDEX.matches("<script").count(), 3, "three scripts, from files");
         assert!(!INDEX.contains("style=") && !INDEX.contains("<style"), "no inline style");
         for handler in ["onclick=", "onload=", "onsubmit=", "onerror=", "javascript:"] {
-            for text in [INDEX, SCRIPT, CHARTS] {
+            for text in [INDEX, SCRIPT, CHARTS, TASK] {
                 assert!(!text.contains(handler), "no inline handler: {handler}");
             }
         }
         // The SVG namespace is a name, never fetched.
         let charts = CHARTS.replace("'http://www.w3.org/2000/svg'", "");
-        for text in [INDEX, SCRIPT, STYLE, charts.as_str()] {
+        for text in [INDEX, SCRIPT, STYLE, TASK, charts.as_str()] {
             assert!(!text.contains("http://") && !text.contains("https://"), "nothing from elsewhere");
         }
-        for script in [SCRIPT, CHARTS] {
+        for script in [SCRIPT, CHARTS, TASK] {
             assert!(!script.contains("innerHTML") && !script.contains("eval("), "data is never parsed as HTML");
             assert!(!script.contains(".style"), "no inline style (the policy refuses it)");
         }

@@ -3,7 +3,7 @@
 //! and where the API answers (off, main listener, its own listener).
 
 use crate::receiver::Receiver;
-use crate::support::{eventually, send_params, spawn_app, SseReader, TestApp};
+use crate::support::{command_agent, command_settings, eventually, send_params, spawn_app, SseReader, TestApp};
 use a2ad::admin::{AdminConfig, AdminListen, AdminTokenConfig, Role};
 use a2ad::auth::{BearerTokenConfig, HashedSecret};
 use a2ad::config::Config;
@@ -182,6 +182,7 @@ async fn a_task_shows_its_event_log_and_push_configs_without_their_secrets() {
     assert_eq!(part.headers()["content-type"], "application/octet-stream");
     assert!(part.headers()["content-disposition"].to_str().unwrap().starts_with("attachment"));
     assert_eq!(part.text().await.unwrap(), "log me");
+    assert_eq!(detail["artifactSizes"], json!({"echo": [6]}), "the bytes of the inline part: {detail}");
     let (status, body) = admin_get(&app, VIEWER, &format!("/tasks/{id}/artifacts/echo/parts/9")).await;
     assert_eq!((status, reason(&body)), (400, "INVALID_PARAMS"), "{body}");
 }
@@ -251,6 +252,13 @@ async fn dead_letters_are_listed_retried_to_a_real_receiver_and_purged_online() 
     let (_, dead) = admin_get(&app, VIEWER, "/push/dead").await;
     let jobs = dead["dead"].as_array().unwrap().len();
     assert!(dead["dead"][0]["reason"].as_str().unwrap().contains("404"), "{dead}");
+    // Each says where it was going (the host and port, never the path) and what came back.
+    let host = receiver.base.trim_start_matches("http://");
+    for letter in dead["dead"].as_array().unwrap() {
+        assert_eq!((&letter["host"], &letter["lastStatus"]), (&json!(host), &json!(404)), "{letter}");
+        assert_eq!(letter["lastStatusText"], "Not Found", "{letter}");
+    }
+    assert!(!dead.to_string().contains("/gone"), "no URL path: {dead}");
     // The task's own view has each attempt: a 404 is permanent, so each job died at once.
     let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{}", task["id"].as_str().unwrap())).await;
     let attempts = detail["deliveries"].as_array().unwrap();
@@ -263,6 +271,8 @@ async fn dead_letters_are_listed_retried_to_a_real_receiver_and_purged_online() 
     let listed = cli(&["push", "dead", "list", "--url", &app.url, "--token", VIEWER]).await;
     let text = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(text.lines().count(), jobs, "the CLI asks the running node: {text}");
+    let shown = format!("host={host}\tstatus=404\t");
+    assert!(text.lines().all(|line| line.contains(&shown) && !line.contains("/gone")), "{text}");
     let refused = cli(&["push", "dead", "retry", "--all", "--url", &app.url, "--token", VIEWER]).await;
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("viewer"));
     let stats = cli(&["admin", "stats", "--json", "--url", &app.url, "--token", VIEWER]).await;
@@ -463,4 +473,45 @@ async fn a_search_finds_tasks_by_part_of_their_tenant_ids_agent_or_first_message
     let mut ids: Vec<String> = found(&first).into_iter().chain(found(&second)).map(|(_, id)| id).collect();
     ids.dedup();
     assert_eq!(ids.len(), 2, "{first} {second}");
+}
+
+/// An agent with a small inline artifact and one large enough to be stored as a file.
+fn maker() -> a2ad::config::AgentConfig {
+    let script = r#"big=$(head -c 5000 /dev/zero | tr '\0' y)
+echo '{"type":"artifact","artifactId":"small","name":"note","text":"short"}'
+echo "{\"type\":\"artifact\",\"artifactId\":\"report\",\"text\":\"$big\",\"filename\":\"report.md\"}"
+echo '{"type":"final","state":"completed"}'"#;
+    let settings = command_settings(&["/bin/sh", "-c", script], a2ad::agents::command::OutputMode::Jsonl);
+    command_agent("maker", settings)
+}
+
+#[actix_web::test]
+async fn facets_name_the_known_tenants_agents_and_states_and_a_task_its_artifact_sizes() {
+    let app = spawn_app(|c| {
+        operators(c);
+        tenants(c);
+        c.agents = vec![a2ad::config::AgentConfig::default_echo(), maker()];
+    })
+    .await;
+    // Before any task: the tenants of the configured credentials.
+    let (status, facets) = admin_get(&app, VIEWER, "/tasks/facets").await;
+    assert_eq!(status, 200, "{facets}");
+    assert_eq!(facets["tenants"], json!(["acme", "globex"]), "{facets}");
+    let agents = facets["agents"].as_array().unwrap();
+    assert!(agents.len() == 2 && agents[1] == "maker", "{facets}");
+    let states: Vec<&str> = facets["states"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(states.len(), 8, "{facets}");
+    assert!(states.contains(&"input-required") && !states.contains(&"unspecified"), "{facets}");
+    let refused = app.client.get(format!("{}/admin/v1/tasks/facets", app.url)).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+
+    // A task's artifact sizes: the inline part's bytes, the stored file's size.
+    let params = send_params("make", json!({"metadata": {"skill": "maker"}}));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
+    let sent = app.client.post(&app.url).bearer_auth("acme-token").json(&body).send().await.unwrap();
+    let sent: Value = sent.json().await.unwrap();
+    let id = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_owned();
+    let (_, detail) = admin_get(&app, VIEWER, &format!("/tasks/{id}")).await;
+    assert!(detail["task"]["artifacts"][1]["parts"][0]["url"].is_string(), "stored as a file: {detail}");
+    assert_eq!(detail["artifactSizes"], json!({"small": [5], "report": [5000]}), "{detail}");
 }

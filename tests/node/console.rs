@@ -232,6 +232,14 @@ async fn an_operator_watches_tasks_live_reads_a_timeline_cancels_and_retries_a_d
     browser.go("#/push").await;
     browser.find("tr[data-job]").await;
     browser.text_when("#dead-count", |t| t == jobs.to_string()).await;
+    // Each dead row is marked, and says where it went (host and port only) and what came back.
+    let host = receiver.base.trim_start_matches("http://").to_owned();
+    browser.find("#dead tr.row-dead .dead-mark").await;
+    browser.text_when("#dead tr.row-dead .dead-host", |t| t == host).await;
+    browser.text_when("#dead tr.row-dead .dead-status", |t| t == "404 Not Found").await;
+    browser.text_when("#dead tr.row-dead .dead-reason", |t| t.contains("404")).await;
+    let marked = browser.client.find_all(Locator::Css("#dead tbody tr.row-dead")).await.unwrap();
+    assert_eq!(marked.len(), jobs, "every dead row is marked");
     browser.shot("push").await;
     receiver.set_gone_ok(true);
     browser.click("#retry-all").await;
@@ -350,6 +358,24 @@ async fn a_search_for_part_of_a_tenant_finds_its_tasks() {
     }
     assert_eq!(shown, json!(["acme", "acme"]), "`acm` finds acme's tasks, and only them");
     browser.shot("tasks-search").await;
+    // The known tenants, agents and states are offered: a tenant picked from them filters.
+    browser.find("#known-tenants option[value=\"globex\"]").await;
+    browser.find("#known-agents option[value=\"echo\"]").await;
+    browser.find("#state-filter option[value=\"input-required\"]").await;
+    browser.go("#/tasks").await;
+    browser.find("#known-tenants option[value=\"acme\"]").await;
+    browser.find("#filters input[name=\"tenant\"]").await.send_keys("globex").await.unwrap();
+    browser.click("#filters button[type=\"submit\"]").await;
+    let mut shown = Value::Null;
+    for _ in 0..200 {
+        shown = browser.client.execute(tenants_shown, vec![]).await.unwrap();
+        if shown == json!(["globex"]) {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(shown, json!(["globex"]), "the tenant picked filters");
+    browser.shot("tasks-known-values").await;
     close(browser).await;
 }
 
@@ -412,5 +438,35 @@ async fn a_failed_task_is_marked_with_its_reason_in_the_row() {
     let plain = browser.client.find_all(Locator::Css("#task-rows tr.row-failed")).await.unwrap();
     assert_eq!(plain.len(), 1, "only the failed row is marked");
     browser.shot("tasks-failed").await;
+    close(browser).await;
+}
+
+#[actix_web::test]
+async fn a_task_page_shows_its_duration_the_time_between_events_and_artifact_sizes() {
+    let app = spawn_app(|c| {
+        operators(c);
+        agents(c);
+    })
+    .await;
+    // The slow agent: a character every 150 ms, each its own artifact part, so the task
+    // takes a while and its artifact has parts.
+    let task = app.send_text("size me", json!({"metadata": {"skill": "slow"}})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let Some(browser) = browser(&dir.path().join("shots")).await else { return };
+    browser.sign_in(&app, OPERATOR).await;
+    browser.go(&format!("#/task/{id}")).await;
+    let took = browser.text_when("#task-duration", |t| !t.is_empty()).await;
+    assert!(took.ends_with("ms") || took.ends_with(" s") || took.ends_with('s'), "a duration: {took}");
+    browser.text_when("#timeline li .gap", |t| t == "start").await;
+    let gaps = "return [...document.querySelectorAll('#timeline .gap')].map((g) => g.textContent);";
+    let gaps = browser.client.execute(gaps, vec![]).await.unwrap();
+    let gaps: Vec<&str> = gaps.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(gaps.len() >= 2 && gaps[1..].iter().all(|g| g.starts_with('+')), "each after the one before: {gaps:?}");
+    // "size me" is 7 bytes, inline, one per part.
+    browser.text_when("li[data-artifact=\"echo\"] .size", |t| t == "7 B").await;
+    browser.text_when("li[data-artifact=\"echo\"] button.download", |t| t == "Download part 1 (1 B)").await;
+    browser.shot("task-durations-sizes").await;
     close(browser).await;
 }

@@ -199,6 +199,9 @@ async fn a_permanent_refusal_goes_to_the_dead_letters_and_a_cli_retry_delivers_i
         cli(&["push", "dead", "list", "--config", config.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
     assert_eq!(listed.lines().count(), 3, "one dead job per event: {listed}");
     assert!(listed.contains(&format!("{task_id}:1:")) && listed.contains("HTTP 404"), "{listed}");
+    // Offline too, each line names the receiver's host (not the path) and the status.
+    let shown = format!("host={}\tstatus=404\t", receiver.base.trim_start_matches("http://"));
+    assert!(listed.lines().all(|l| l.contains(&shown) && !l.contains("/gone")), "{listed}");
     receiver.set_gone_ok(true);
     let retried = cli(&[
         "push",

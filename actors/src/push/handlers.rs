@@ -79,7 +79,7 @@ impl PushWorker {
     pub(super) fn settle(&self, job: PushJob, attempt: Attempt, host: Option<String>) -> BoxFuture<'static, ()> {
         let queue = Arc::clone(&self.queue);
         let now = now_ms();
-        let verdict = verdict(&self.settings, &job, attempt, now);
+        let verdict = verdict(&self.settings, &job, attempt, now, host.clone());
         let entry = verdict.log_entry(&job, now);
         verdict.log(&job, entry.attempt, host.as_deref().unwrap_or("-"));
         self.deliveries.record(&job.task_id, entry);
@@ -87,8 +87,9 @@ impl PushWorker {
             let result = tokio::task::spawn_blocking(move || match verdict {
                 Verdict::Ack { .. } => queue.ack(&job),
                 // The dead letter counts the attempt that killed it, as the delivery log
-                // does: one attempt count everywhere (the id and receipt do not change).
-                Verdict::Bury { why, .. } => queue.bury(&PushJob { attempts: job.attempts + 1, ..job }, &why, now),
+                // does: one attempt count everywhere (the id and receipt do not change);
+                // it keeps that attempt's status and host for the operator.
+                Verdict::Bury { why, last, .. } => queue.bury(&last, &why, now),
                 Verdict::Reschedule { next, .. } => queue.reschedule(&job, &next),
             })
             .await;
@@ -105,8 +106,9 @@ impl PushWorker {
 enum Verdict {
     /// Delivered, or its config is gone (`delivered: false`: nothing was sent).
     Ack { delivered: bool },
-    /// To the dead letters; `reason` is the attempt's own failure.
-    Bury { why: String, reason: String },
+    /// To the dead letters as `last` (the job after this attempt); `reason` is the
+    /// attempt's own failure.
+    Bury { why: String, reason: String, last: PushJob },
     /// Another attempt later.
     Reschedule { next: PushJob, reason: String },
 }
@@ -149,34 +151,43 @@ impl Verdict {
     }
 }
 
-/// Decides what becomes of a job after an attempt.
-fn verdict(settings: &super::PushSettings, job: &PushJob, attempt: Attempt, now: i64) -> Verdict {
+/// Decides what becomes of a job after an attempt to `host` (`None`: nothing was sent).
+fn verdict(settings: &super::PushSettings, job: &PushJob, attempt: Attempt, now: i64, host: Option<String>) -> Verdict {
+    let tried = |reason: &str, status: Option<u16>| PushJob {
+        attempts: job.attempts + 1,
+        last_error: Some(reason.to_owned()),
+        last_status: status.or(job.last_status),
+        host: host.clone().or_else(|| job.host.clone()),
+        ..job.clone()
+    };
     match attempt {
         Attempt::Sent(SendOutcome::Delivered) => Verdict::Ack { delivered: true },
         Attempt::Gone => Verdict::Ack { delivered: false },
-        Attempt::Sent(SendOutcome::Permanent(reason)) => Verdict::Bury { why: reason.clone(), reason },
-        Attempt::Sent(SendOutcome::Retry { reason, after }) => retry(settings, job, reason, after, now),
-        Attempt::Unreadable(reason) => retry(settings, job, reason, None, now),
+        Attempt::Sent(SendOutcome::Permanent { reason, status }) => {
+            Verdict::Bury { why: reason.clone(), last: tried(&reason, status), reason }
+        }
+        Attempt::Sent(SendOutcome::Retry { reason, after, status }) => {
+            retry(settings, tried(&reason, status), reason, after, now)
+        }
+        Attempt::Unreadable(reason) => retry(settings, tried(&reason, None), reason, None, now),
     }
 }
 
-/// Schedules the next attempt, or buries the job once it has had its attempts or its time.
+/// Schedules the next attempt of `tried` (the job with this attempt counted), or buries
+/// it once it has had its attempts or its time.
 fn retry(
     settings: &super::PushSettings,
-    job: &PushJob,
+    tried: PushJob,
     reason: String,
     after: Option<std::time::Duration>,
     now: i64,
 ) -> Verdict {
-    let attempts = job.attempts + 1;
-    let age_ms = now.saturating_sub(job.first_enqueued_ms);
+    let attempts = tried.attempts;
+    let age_ms = now.saturating_sub(tried.first_enqueued_ms);
     if attempts >= settings.max_attempts || age_ms >= settings.max_age.as_millis() as i64 {
-        return Verdict::Bury { why: format!("gave up after {attempts} attempts: {reason}"), reason };
+        return Verdict::Bury { why: format!("gave up after {attempts} attempts: {reason}"), reason, last: tried };
     }
     let wait = backoff(attempts, settings.retry_base, settings.retry_max).max(after.unwrap_or_default());
-    let mut next = job.clone();
-    next.attempts = attempts;
-    next.next_attempt_ms = now + wait.as_millis() as i64;
-    next.last_error = Some(reason.clone());
+    let next = PushJob { next_attempt_ms: now + wait.as_millis() as i64, ..tried };
     Verdict::Reschedule { next, reason }
 }

@@ -42,9 +42,11 @@ pub enum SendOutcome {
     /// 2xx: acknowledged.
     Delivered,
     /// 408, 429, 5xx or a network error: try again (no sooner than `after`, if given).
-    Retry { reason: String, after: Option<Duration> },
-    /// Any other 4xx, or a URL refused at dispatch: never again.
-    Permanent(String),
+    /// `status`: the response's HTTP status, if one came back (kept with the job, so
+    /// that a dead letter can show it).
+    Retry { reason: String, after: Option<Duration>, status: Option<u16> },
+    /// Any other 4xx, or a URL refused at dispatch (no `status`): never again.
+    Permanent { reason: String, status: Option<u16> },
 }
 
 /// What became of an attempt, as the worker settles it.
@@ -60,7 +62,7 @@ impl Attempt {
     /// How the attempt reached its destination, for its circuit (`None`: it never tried).
     fn reach(&self) -> Option<Reach> {
         match self {
-            Attempt::Sent(SendOutcome::Delivered | SendOutcome::Permanent(_)) => Some(Reach::Answered),
+            Attempt::Sent(SendOutcome::Delivered | SendOutcome::Permanent { .. }) => Some(Reach::Answered),
             Attempt::Sent(SendOutcome::Retry { .. }) => Some(Reach::Failed),
             Attempt::Gone | Attempt::Unreadable(_) => None,
         }

@@ -113,7 +113,7 @@ async fn every_event_of_a_turn_is_pushed_once_with_its_id_and_token() {
 
 #[actix::test]
 async fn a_failing_receiver_is_retried_then_the_job_is_buried_after_its_last_attempt() {
-    let retry = || SendOutcome::Retry { reason: "503 Service Unavailable".into(), after: None };
+    let retry = || SendOutcome::Retry { reason: "503 Service Unavailable".into(), after: None, status: Some(503) };
     let (mut node, queue, mut deliveries) = push_node(true, vec![retry(), retry()]);
     let ticket = node.start_turn(with_push(&node, send("ctx", "hi"))).await.unwrap();
     node.turns.next().await.end(TaskState::InputRequired, Some("and?"));
@@ -127,6 +127,8 @@ async fn a_failing_receiver_is_retried_then_the_job_is_buried_after_its_last_att
     let dead = queue.dead().unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].reason, "gave up after 2 attempts: 503 Service Unavailable");
+    assert_eq!(dead[0].job.last_status, Some(503), "the last response's status is kept");
+    assert!(dead[0].job.host.as_deref().is_some_and(|h| !h.contains('/')), "host and port only: {:?}", dead[0].job);
     assert_eq!(queue.depth().unwrap(), 0);
     let log = node.rt.push.as_ref().unwrap().deliveries.of_task(&task.id);
     let seen: Vec<(u32, AttemptOutcome, Option<&str>)> =

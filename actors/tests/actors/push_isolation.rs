@@ -39,7 +39,7 @@ impl PushSender for Sender {
         let failing = delivery.url.contains("down.example") && self.0.down.load(Ordering::SeqCst);
         Box::pin(async move {
             match failing {
-                true => SendOutcome::Retry { reason: "HTTP 503".into(), after: None },
+                true => SendOutcome::Retry { reason: "HTTP 503".into(), after: None, status: Some(503) },
                 false => SendOutcome::Delivered,
             }
         })

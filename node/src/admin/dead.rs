@@ -5,7 +5,7 @@
 
 use super::{AdminError, Operator, Role};
 use crate::core::Core;
-use a2ad_storage::{DeadJob, JobQueue};
+use a2ad_storage::{DeadJob, JobQueue, Scope};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -22,6 +22,17 @@ pub struct DeadLetter {
     pub attempts: u32,
     pub reason: String,
     pub died_ms: i64,
+    /// The `host:port` of the push config's URL, never its path or query (they may hold a
+    /// secret): kept with the job at its last attempt, else read from the config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The HTTP status of the last response that came back, if any did (a refused URL
+    /// or network errors have none; jobs buried by older versions neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status: Option<u16>,
+    /// That status's standard reason phrase (`Not Found`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status_text: Option<String>,
 }
 
 impl From<&DeadJob> for DeadLetter {
@@ -34,8 +45,16 @@ impl From<&DeadJob> for DeadLetter {
             attempts: dead.job.attempts,
             reason: dead.reason.clone(),
             died_ms: dead.died_ms,
+            host: dead.job.host.clone(),
+            last_status: dead.job.last_status,
+            last_status_text: dead.job.last_status.and_then(status_text),
         }
     }
+}
+
+/// `Not Found` for 404; `None` for a status without a standard phrase.
+fn status_text(status: u16) -> Option<String> {
+    reqwest::StatusCode::from_u16(status).ok()?.canonical_reason().map(str::to_owned)
 }
 
 /// The queue push delivers from, or PushOff.
@@ -43,9 +62,17 @@ fn queue(core: &Core) -> Result<Arc<dyn JobQueue>, AdminError> {
     core.runtime().push.as_ref().map(|p| Arc::clone(&p.queue)).ok_or(AdminError::PushOff)
 }
 
-/// Every dead letter. Blocking (the queue may be sled or Redis).
+/// Every dead letter. Blocking (the queue may be sled or Redis). A job buried without
+/// its host (before its first attempt, or by an older version) takes it from its push
+/// config, when that is still there.
 pub fn list(core: &Core) -> Result<Vec<DeadLetter>, AdminError> {
-    Ok(queue(core)?.dead()?.iter().map(DeadLetter::from).collect())
+    let mut dead: Vec<DeadLetter> = queue(core)?.dead()?.iter().map(DeadLetter::from).collect();
+    let Some(push) = core.runtime().push.as_ref() else { return Ok(dead) };
+    for letter in dead.iter_mut().filter(|d| d.host.is_none()) {
+        let config = push.configs.get(Scope::Node, &letter.task_id, &letter.config_id)?;
+        letter.host = config.map(|c| a2ad_actors::push::lanes::destination_of(&c.config.url));
+    }
+    Ok(dead)
 }
 
 /// What `retry` and `purge` act on: one job by id, or all (`{"all": true}`).
@@ -116,5 +143,20 @@ mod tests {
             assert!(matches!(bad.target(), Err(AdminError::Invalid { field: "id", .. })));
         }
         assert!(serde_json::from_str::<DeadSelection>(r#"{"ids": []}"#).is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn a_dead_letter_shows_the_last_status_with_its_phrase_and_the_host() {
+        let mut job = a2ad_storage::PushJob::new("t", "c", 3, "{}".into(), 1);
+        job.last_status = Some(404);
+        job.host = Some("hooks.example:443".into());
+        let letter = DeadLetter::from(&DeadJob { job, reason: "HTTP 404".into(), died_ms: 2 });
+        assert_eq!(letter.last_status_text.as_deref(), Some("Not Found"));
+        assert_eq!(letter.host.as_deref(), Some("hooks.example:443"));
+        let older: DeadLetter = serde_json::from_str(
+            r#"{"id":"t:3:c","taskId":"t","configId":"c","eventSeq":3,"attempts":1,"reason":"x","diedMs":2}"#,
+        )
+        .unwrap();
+        assert_eq!((older.host, older.last_status), (None, None), "an older node's answer still reads");
     }
 }

@@ -9,6 +9,7 @@ use super::AdminError;
 use crate::core::Core;
 use a2ad_protocol::{A2aError, PartContent};
 use a2ad_storage::Scope;
+use std::collections::BTreeMap;
 
 /// A part's bytes, its media type and its file name (for `Content-Disposition`, through
 /// [`crate::artifacts::content_disposition`]).
@@ -36,6 +37,27 @@ pub fn artifact_part(core: &Core, task_id: &str, artifact_id: &str, index: usize
     };
     let filename = part.filename.clone().or_else(|| artifact.name.clone()).unwrap_or_else(|| artifact_id.to_owned());
     Ok(Download { bytes, media_type, filename })
+}
+
+/// The size in bytes of each part of each of the task's artifacts, by artifact id: what
+/// an operator sees before downloading. An inline part is the bytes of its content (a
+/// data part, of its JSON); a part stored as a file is that file's size on disk (or, if
+/// it is gone, the `metadata.a2ad.byteSize` it was stored with); a link to elsewhere is
+/// `None`. Blocking (a `stat` per stored file).
+pub fn part_sizes(data_dir: &std::path::Path, task: &a2ad_protocol::Task) -> BTreeMap<String, Vec<Option<u64>>> {
+    let size = |part: &a2ad_protocol::Part| match &part.content {
+        PartContent::Text(text) => Some(text.len() as u64),
+        PartContent::Raw(bytes) => Some(bytes.len() as u64),
+        PartContent::Data(value) => Some(value.to_string().len() as u64),
+        PartContent::Url(url) => {
+            let on_disk = crate::artifacts::stored_file_at(data_dir, task, url)
+                .and_then(|file| std::fs::metadata(file.path).ok())
+                .map(|m| m.len());
+            let recorded = || part.metadata.as_ref()?.get("a2ad")?.get("byteSize")?.as_u64();
+            on_disk.or_else(recorded)
+        }
+    };
+    task.artifacts.iter().map(|a| (a.artifact_id.clone(), a.parts.iter().map(size).collect())).collect()
 }
 
 /// The bytes of the stored file `url` links, found as the A2A artifact route finds it.

@@ -1,5 +1,6 @@
 //! The admin API's core: operators and their roles ([`Operators`]), the node's status
-//! ([`status`]), tasks across tenants ([`tasks`]), dead letters ([`dead`]) and the live
+//! ([`status`]), tasks across tenants ([`tasks`]) and their filters' values ([`facets`]),
+//! dead letters ([`dead`]) and the live
 //! feed ([`a2ad_actors::feed`]). The HTTP edge (`src/http/admin.rs`) only reads the
 //! request, calls these, and writes JSON; the console (`/console`) is a page over it.
 //!
@@ -14,6 +15,7 @@
 
 pub mod dead;
 pub mod download;
+pub mod facets;
 pub mod feed;
 pub mod series;
 pub mod stats;

@@ -225,6 +225,9 @@ pub struct TaskDetail {
     pub last_event_seq: u64,
     /// The snapshot: status, history, artifacts.
     pub task: Task,
+    /// Each artifact part's size in bytes, by artifact id, in part order
+    /// ([`super::download::part_sizes`]); `null` for a link to elsewhere.
+    pub artifact_sizes: std::collections::BTreeMap<String, Vec<Option<u64>>>,
     /// The event log, oldest first: `{seq, event}` with the `StreamResponse` as logged.
     pub events: Vec<Value>,
     /// The task's push configs, their token and credentials left out.
@@ -259,6 +262,7 @@ pub fn detail(core: &Core, task_id: &str) -> Result<TaskDetail, AdminError> {
         None => (Vec::new(), Vec::new(), Vec::new()),
     };
     Ok(TaskDetail {
+        artifact_sizes: super::download::part_sizes(&rt.data_dir, &record.task),
         tenant: record.owner.tenant,
         principal: record.owner.principal,
         agent: record.agent,

@@ -365,6 +365,15 @@ impl Authenticator {
             || self.jwt.is_some()
     }
 
+    /// The tenants the configured credentials name (bearer tokens, API keys, basic users,
+    /// integrator keys): what the console offers before any task exists. JWT tenants
+    /// come from the tokens' claims, so they are not known here.
+    pub fn tenants(&self) -> BTreeSet<String> {
+        let owners = self.bearer_tokens.iter().chain(&self.api_keys).map(|c| &c.owner);
+        let owners = owners.chain(self.basic_users.iter().map(|u| &u.owner)).map(|o| o.tenant.clone());
+        owners.chain(self.integrator_keys.iter().map(|k| k.tenant.clone())).collect()
+    }
+
     /// Whether `digest` is the SHA-256 of a tenant's static secret (a bearer token, an
     /// API key or an integrator key): an operator token may be none of them.
     pub fn is_tenant_secret(&self, digest: &[u8; 32]) -> bool {

@@ -27,7 +27,7 @@ impl PushSender for HttpSender {
         Box::pin(async move {
             let url = match checked {
                 Ok(url) => url,
-                Err(refusal) => return SendOutcome::Permanent(refusal.to_string()),
+                Err(refusal) => return SendOutcome::Permanent { reason: refusal.to_string(), status: None },
             };
             let mut request = client.post(url).body(delivery.body);
             for (name, value) in delivery.headers {
@@ -36,9 +36,11 @@ impl PushSender for HttpSender {
             match request.send().await {
                 Ok(response) => classify(response.status().as_u16(), retry_after(&response)),
                 Err(e) => match refusal_of(&e) {
-                    Some(refusal) => SendOutcome::Permanent(refusal.to_string()),
-                    None if e.is_timeout() => SendOutcome::Retry { reason: "timed out".into(), after: None },
-                    None => SendOutcome::Retry { reason: "network error".into(), after: None },
+                    Some(refusal) => SendOutcome::Permanent { reason: refusal.to_string(), status: None },
+                    None if e.is_timeout() => {
+                        SendOutcome::Retry { reason: "timed out".into(), after: None, status: None }
+                    }
+                    None => SendOutcome::Retry { reason: "network error".into(), after: None, status: None },
                 },
             }
         })
@@ -49,8 +51,8 @@ impl PushSender for HttpSender {
 fn classify(status: u16, after: Option<Duration>) -> SendOutcome {
     match status {
         200..=299 => SendOutcome::Delivered,
-        408 | 429 | 500..=599 => SendOutcome::Retry { reason: format!("HTTP {status}"), after },
-        _ => SendOutcome::Permanent(format!("HTTP {status}")),
+        408 | 429 | 500..=599 => SendOutcome::Retry { reason: format!("HTTP {status}"), after, status: Some(status) },
+        _ => SendOutcome::Permanent { reason: format!("HTTP {status}"), status: Some(status) },
     }
 }
 
@@ -70,7 +72,9 @@ mod tests {
         assert!(matches!(classify(503, None), SendOutcome::Retry { .. }));
         assert!(matches!(classify(429, Some(Duration::from_secs(2))), SendOutcome::Retry { after: Some(_), .. }));
         assert!(matches!(classify(408, None), SendOutcome::Retry { .. }));
-        assert_eq!(classify(404, None), SendOutcome::Permanent("HTTP 404".into()));
-        assert_eq!(classify(301, None), SendOutcome::Permanent("HTTP 301".into()));
+        let permanent = |code: u16| SendOutcome::Permanent { reason: format!("HTTP {code}"), status: Some(code) };
+        assert_eq!(classify(404, None), permanent(404));
+        assert_eq!(classify(301, None), permanent(301));
+        assert!(matches!(classify(503, None), SendOutcome::Retry { status: Some(503), .. }));
     }
 }

@@ -279,14 +279,28 @@ async function loadSeries() {
 
 const STATES = ['', 'submitted', 'working', 'input-required', 'auth-required', 'completed', 'canceled', 'failed', 'rejected'];
 
+/** The Tasks page's filter form. Tenant and agent: typed, or picked from the node's known
+ * values (a <datalist>, filled from GET /tasks/facets once it answers; typing still works
+ * without it); the state, a drop-down. */
+function taskFilters(query) {
+  const field = (name, label, list) => el('label', {}, label, el('input', { name, value: query.get(name) || '', size: 14, list, autocomplete: 'off' }));
+  const known = { tenant: el('datalist', { id: 'known-tenants' }), agent: el('datalist', { id: 'known-agents' }) };
+  const chosen = query.get('state') || '';
+  const state = el('select', { name: 'state', id: 'state-filter' }, STATES.map((s) => el('option', { value: s, selected: s === chosen }, s || 'any state')));
+  api('/tasks/facets').then((f) => {
+    known.tenant.replaceChildren(...f.tenants.filter(Boolean).map((t) => el('option', { value: t })));
+    known.agent.replaceChildren(...f.agents.map((a) => el('option', { value: a })));
+    state.replaceChildren(el('option', { value: '' }, 'any state'), ...f.states.map((s) => el('option', { value: s, selected: s === chosen }, s)));
+  }).catch(() => {});
+  return el('form', { class: 'filters', id: 'filters' },
+    el('label', {}, 'search', el('input', { name: 'q', id: 'search', type: 'search', value: query.get('q') || '', size: 22, placeholder: 'id, tenant, agent, text' })),
+    field('tenant', 'tenant', 'known-tenants'), el('label', {}, 'state', state), field('contextId', 'context'), field('agent', 'agent', 'known-agents'),
+    known.tenant, known.agent, el('button', { type: 'submit' }, 'Filter'));
+}
+
 async function tasksPage(root, rest) {
   const query = new URLSearchParams(rest[0] || '');
-  const field = (name, label) => el('label', {}, label, el('input', { name, value: query.get(name) || '', size: 14 }));
-  const state = el('select', { name: 'state' }, STATES.map((s) => el('option', { value: s, selected: s === (query.get('state') || '') }, s || 'any state')));
-  const form = el('form', { class: 'filters', id: 'filters' },
-    el('label', {}, 'search', el('input', { name: 'q', id: 'search', type: 'search', value: query.get('q') || '', size: 22, placeholder: 'id, tenant, agent, text' })),
-    field('tenant', 'tenant'), el('label', {}, 'state', state), field('contextId', 'context'), field('agent', 'agent'),
-    el('button', { type: 'submit' }, 'Filter'));
+  const form = taskFilters(query);
   const rows = el('tbody', { id: 'task-rows' });
   const more = el('div', { class: 'pager' });
   root.append(el('h1', {}, 'Tasks'), form,
@@ -358,15 +372,18 @@ async function taskPage(root, rest) {
     const d = await api('/tasks/' + encodeURIComponent(id));
     const t = d.task;
     const state = t.status.state.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
+    const ended = ['completed', 'canceled', 'failed', 'rejected'].includes(state);
+    const took = taskDuration(t, d.events, ended);
     root.replaceChildren(
       el('h1', {}, 'Task ', el('span', { class: 'mono' }, t.id), ' ', el('span', { id: 'task-state' }, stateBadge(state))),
       el('p', { class: 'meta' }, 'tenant ', el('b', {}, d.tenant || '(default)'), ' · principal ', el('b', {}, d.principal || '-'), ' · agent ', el('b', {}, d.agent),
-        ' · context ', el('span', { class: 'mono' }, t.contextId), ' · ', d.events.length + ' event(s) · updated ' + (t.status.timestamp || '-')),
-      ['completed', 'canceled', 'failed', 'rejected'].includes(state) ? '' : cancel,
+        ' · context ', el('span', { class: 'mono' }, t.contextId), ' · ', d.events.length + ' event(s) · updated ' + (t.status.timestamp || '-'),
+        took ? [' · ', took.ended ? 'took ' : 'running for ', el('b', { id: 'task-duration' }, duration(took.ms))] : ''),
+      ended ? '' : cancel,
       el('div', { class: 'columns' },
         el('section', {}, el('h2', {}, 'Conversation'), conversation(t)),
         el('section', {}, el('h2', {}, 'Timeline'), timeline(d.events))),
-      el('h2', {}, 'Artifacts'), artifacts(t.id, t.artifacts || []),
+      el('h2', {}, 'Artifacts'), artifacts(t.id, t.artifacts || [], d.artifactSizes),
       el('h2', {}, 'Push'), pushOfTask(d.pushConfigs, d.deadDeliveries, d.deliveries || []));
   };
   current.refresh = load;
@@ -375,58 +392,6 @@ async function taskPage(root, rest) {
   const reload = throttle(load, 500);
   current.onFeed = (item) => { if (item.taskId === id) reload(); };
   await load();
-}
-
-function conversation(task) {
-  const messages = [...(task.history || [])];
-  const last = task.status.message;
-  if (last && !messages.some((m) => m.messageId === last.messageId)) messages.push(last);
-  if (!messages.length) return el('p', { class: 'empty' }, 'No message.');
-  return el('div', { class: 'chat', id: 'chat' }, messages.map((m) => {
-    const role = m.role === 'ROLE_USER' ? 'user' : 'agent';
-    return el('div', { class: 'bubble ' + role },
-      el('span', { class: 'who' }, role),
-      (m.parts || []).map((p) => typeof p.text === 'string'
-        ? el('p', { class: 'text' }, p.text)
-        : el('pre', { class: 'json' }, JSON.stringify(p, null, 2))));
-  }));
-}
-
-function timeline(events) {
-  if (!events.length) return el('p', { class: 'empty' }, 'No event logged.');
-  return el('ol', { class: 'timeline', id: 'timeline' }, events.map(({ seq, event }) => {
-    const kind = Object.keys(event || {})[0] || '?';
-    const body = event ? event[kind] : {};
-    const status = body && body.status ? body.status.state.replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-') : '';
-    const summary = kind === 'artifactUpdate' ? (body.artifact.name || body.artifact.artifactId) : status;
-    return el('li', { 'data-seq': seq },
-      el('details', {},
-        el('summary', {}, el('span', { class: 'seq' }, '#' + seq), ' ', el('b', {}, kind), ' ', summary ? stateBadge(summary) : ''),
-        el('pre', { class: 'json' }, JSON.stringify(event, null, 2))));
-  }));
-}
-
-function artifacts(taskId, list) {
-  if (!list.length) return el('p', { class: 'empty' }, 'No artifact.');
-  return el('ul', { class: 'artifacts' }, list.map((a) => el('li', {},
-    el('b', {}, a.name || a.artifactId), a.description ? ' — ' + a.description : '',
-    (a.parts || []).map((p, i) => el('button', { type: 'button', class: 'download', onclick: () => download(taskId, a.artifactId, i) }, 'Download part ' + (i + 1))),
-    el('details', {}, el('summary', {}, (a.parts || []).length + ' part(s)'),
-      (a.parts || []).map((p) => typeof p.text === 'string' ? el('pre', { class: 'text' }, p.text) : el('pre', { class: 'json' }, JSON.stringify(p, null, 2)))))));
-}
-
-/** Saves one artifact part: fetched with the token, handed to the browser as a file. */
-async function download(taskId, artifactId, index) {
-  const path = '/tasks/' + encodeURIComponent(taskId) + '/artifacts/' + encodeURIComponent(artifactId) + '/parts/' + index;
-  const response = await fetch('/admin/v1' + path, { headers: { Authorization: 'Bearer ' + token } });
-  if (!response.ok) { toast('Download refused: HTTP ' + response.status, true); return; }
-  const name = (/filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') || '') || [])[1] || 'artifact';
-  const url = URL.createObjectURL(await response.blob());
-  const link = el('a', { href: url, download: name });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
 function pushOfTask(configs, dead, attempts) {
@@ -461,12 +426,17 @@ async function cancelTask(id, reload) {
 
 // ---------- Push ----------
 
+/** Dead letters, each marked as dead, with the receiver's host (the URL's path and query
+ * may hold a secret: the API never gives them) and the last response's status. */
 function deadTable(dead, onAction) {
   return el('table', { id: 'dead' },
-    el('thead', {}, el('tr', {}, ['job', 'task', 'attempts', 'died', 'reason', ''].map((h) => el('th', {}, h)))),
-    el('tbody', {}, dead.map((d) => el('tr', { 'data-job': d.id },
-      el('td', { class: 'mono' }, d.id), el('td', {}, taskLink(d.taskId)), el('td', {}, d.attempts), el('td', {}, when(d.diedMs)),
-      el('td', {}, d.reason),
+    el('thead', {}, el('tr', {}, ['job', 'task', 'receiver', 'response', 'attempts', 'died', 'reason', ''].map((h) => el('th', {}, h)))),
+    el('tbody', {}, dead.map((d) => el('tr', { 'data-job': d.id, class: 'row-dead' },
+      el('td', { class: 'mono' }, el('span', { class: 'dead-mark', title: 'dead letter' }, '✕ dead'), ' ', d.id),
+      el('td', {}, taskLink(d.taskId)), el('td', { class: 'dead-host mono' }, d.host || '-'),
+      el('td', { class: 'dead-status' }, d.lastStatus ? d.lastStatus + (d.lastStatusText ? ' ' + d.lastStatusText : '') : 'no response'),
+      el('td', {}, d.attempts), el('td', {}, when(d.diedMs)),
+      el('td', { class: 'dead-reason' }, d.reason),
       el('td', {}, onAction ? [
         el('button', { type: 'button', class: 'retry', onclick: () => onAction('retry', { id: d.id }) }, 'Retry'),
         el('button', { type: 'button', class: 'purge danger', onclick: () => onAction('purge', { id: d.id }) }, 'Purge'),

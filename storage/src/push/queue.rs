@@ -34,6 +34,15 @@ pub struct PushJob {
     pub next_attempt_ms: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The HTTP status of the last attempt's response, when there was one: a dead letter
+    /// shows it to the operator. Jobs stored before it existed read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status: Option<u16>,
+    /// The `host:port` of the push config's URL at the last attempt, never its path or
+    /// query (they may hold a secret): a dead letter says where it was going even after
+    /// its config is gone. `None` before the first attempt, and in older jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Where a queue keeps track of the job while it is leased (a Redis stream entry id);
     /// not part of the job.
     #[serde(skip)]
@@ -83,6 +92,8 @@ impl PushJob {
             first_enqueued_ms: now_ms,
             next_attempt_ms: now_ms,
             last_error: None,
+            last_status: None,
+            host: None,
             receipt: None,
         }
     }
@@ -299,6 +310,23 @@ mod tests {
         assert_eq!(q.purge(None).unwrap(), 1);
         assert!(q.dead().unwrap().is_empty());
         assert_eq!(q.depth().unwrap(), 1, "the pending job stays");
+    }
+
+    #[test]
+    fn a_dead_job_keeps_its_last_status_and_host_and_older_jobs_still_read() {
+        let (_dir, _db, q) = queue();
+        let mut job = PushJob::new("t1", "c1", 1, "{}".into(), 1000);
+        q.enqueue(std::slice::from_ref(&job)).unwrap();
+        job.last_status = Some(404);
+        job.host = Some("hooks.example:443".into());
+        q.bury(&job, "HTTP 404", 2000).unwrap();
+        let dead = &q.dead().unwrap()[0];
+        assert_eq!((dead.job.last_status, dead.job.host.as_deref()), (Some(404), Some("hooks.example:443")));
+        // A job written before these fields existed.
+        let old = r#"{"job":{"taskId":"t","configId":"c","eventSeq":2,"body":"{}","attempts":8,
+            "firstEnqueuedMs":1,"nextAttemptMs":2,"lastError":"HTTP 503"},"reason":"gave up","diedMs":3}"#;
+        let old: DeadJob = decode(old.as_bytes()).unwrap();
+        assert_eq!((old.job.last_status, old.job.host), (None, None));
     }
 
     #[test]

@@ -445,6 +445,7 @@ impl JobQueue for RedisQueue {
                 fresh.first_enqueued_ms = now_ms;
                 fresh.next_attempt_ms = now_ms;
                 fresh.last_error = None;
+                fresh.last_status = None;
                 let moved: i64 = self.with_conn("revive dead push jobs", |conn, q| {
                     Ok(q.revive
                         .key(&keys.dead_stream)

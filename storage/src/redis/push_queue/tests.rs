@@ -84,12 +84,15 @@ fn buried_jobs_are_dead_until_revived() {
     let mut taken = q.due(1000, 10, &none()).unwrap();
     assert_eq!(taken.len(), 2);
     q.bury(&taken.remove(0), "HTTP 404", 7000).unwrap();
-    q.bury(&taken.remove(0), "HTTP 410", 7001).unwrap();
+    let mut last = taken.remove(0);
+    (last.last_status, last.host) = (Some(410), Some("hooks.example:443".into()));
+    q.bury(&last, "HTTP 410", 7001).unwrap();
     assert_eq!(q.depth().unwrap(), 0);
 
     let dead = q.dead().unwrap();
     assert_eq!(dead.len(), 2);
     assert_eq!((&dead[0].job, dead[0].reason.as_str(), dead[0].died_ms), (&a, "HTTP 404", 7000));
+    assert_eq!((dead[1].job.last_status, dead[1].job.host.as_deref()), (Some(410), Some("hooks.example:443")));
     assert_eq!(q.revive(Some("no-such-job"), 8000).unwrap(), 0);
     assert_eq!(q.revive(Some(&b.id()), 8000).unwrap(), 1);
     assert_eq!(q.dead().unwrap().len(), 1);

@@ -110,6 +110,8 @@ fn job(seq: u64) -> PushJob {
         first_enqueued_ms: 0,
         next_attempt_ms: 0,
         last_error: None,
+        last_status: None,
+        host: None,
         receipt: None,
     }
 }

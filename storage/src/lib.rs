@@ -48,8 +48,8 @@ pub use push::configs::{PushConfigStore, StoredPushConfig};
 pub use push::keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use push::queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
 pub use seam::{block_on_store, ready, Replaced, SessionWrite, Step, StoreFuture, TurnLease, Written};
-pub(crate) use store::refuse_jobs_without_queue;
-pub use store::{DurableSteps, TaskStore, DEFAULT_EVENT_RETENTION};
+pub(crate) use store::{refuse_jobs_without_queue, Observer};
+pub use store::{DurableSteps, StateChanges, TaskStore, TaskStoreExt, DEFAULT_EVENT_RETENTION};
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id
 /// that could step outside that directory (ids are minted by the node, so such an id is

@@ -17,7 +17,7 @@ use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ErrorCode, Message, Role, TaskState};
 use a2ad_storage::{
     ContextKey, GroupCommit, LoggedEvent, Owner, Scope, SessionRecord, SledStore, StoreCounts, StoreError, TaskEntry,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
+    TaskPage, TaskQuery, TaskRecord, TaskStore, TaskStoreExt,
 };
 use actix::Actor;
 use futures_util::StreamExt;
@@ -33,8 +33,8 @@ struct FailingDisk {
 }
 
 impl TaskStore for FailingDisk {
-    fn write_step(&self, step: a2ad_storage::Step<'_>) -> Result<a2ad_storage::Replaced, StoreError> {
-        self.inner.write_step(step)
+    fn commit(&self, step: a2ad_storage::Step<'_>) -> a2ad_storage::StoreFuture<a2ad_storage::Replaced> {
+        self.inner.commit(step)
     }
     fn read_events(
         &self,

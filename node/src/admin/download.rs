@@ -8,6 +8,7 @@ use super::AdminError;
 use crate::core::Core;
 use a2ad_protocol::{A2aError, PartContent};
 use a2ad_storage::Scope;
+use a2ad_storage::TaskStoreExt;
 
 /// A part's bytes, its media type and a file name safe for `Content-Disposition`.
 #[derive(Debug, PartialEq)]

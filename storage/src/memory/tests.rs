@@ -7,6 +7,7 @@ use super::MemoryStore;
 use crate::redis::test_cluster::RedisCluster;
 use crate::redis::test_server::{redis, redis_cluster, RedisServer};
 use crate::sled::store::tests::record;
+use crate::TaskStoreExt;
 use crate::{
     ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, TaskQuery, TaskStore,
 };
@@ -203,5 +204,40 @@ fn reads_by_id_are_scoped_to_the_owner() {
         }
         assert!(store.get_task(Scope::Node, "t1").unwrap().is_some(), "the node reads every owner's");
         assert_eq!(store.get_task(Scope::Owner(&alice), "t2").unwrap(), None);
+    }
+}
+
+/// The node's per-state counts come from the store's observer: the memory store and the
+/// Redis store tell it of the same moves for the same writes (the log's: `tests_apply.rs`).
+#[test]
+fn the_state_observer_is_told_of_every_step_and_removal() {
+    use crate::store::RecordedMoves;
+    use std::sync::Arc;
+    use TaskState::{Completed, Working};
+    let moves = Arc::new(RecordedMoves::default());
+    let server = redis();
+    let mut stores: Vec<Box<dyn TaskStore>> =
+        vec![Box::new(MemoryStore::new().with_state_changes(Arc::clone(&moves) as _))];
+    if let Some(server) = &server {
+        let redis = RedisStore::connect(RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() });
+        stores.push(Box::new(redis.unwrap().with_state_changes(Arc::clone(&moves) as _)));
+    }
+    let owner = Owner::anonymous();
+    for store in &stores {
+        let mut task = record(&owner, "t1", "ctx", Working, 1000);
+        task.last_event_seq = 1;
+        store.put_task(&task, &[event(1)]).unwrap();
+        task.task.status.state = Completed;
+        task.last_event_seq = 2;
+        store.put_task(&task, &[event(2)]).unwrap();
+        store.delete_task("t1").unwrap();
+        store.delete_task("t1").unwrap();
+        let reply = record(&owner, "reply", "ctx", Working, 2000);
+        store.put_task(&reply, &[]).unwrap();
+        let session = SessionRecord::new(ContextKey::new(owner.clone(), "ctx"), "echo");
+        store.settle_reply("reply", &session, &[], 3).unwrap();
+        let expected =
+            [(None, Some(Working)), (Some(Working), Some(Completed)), (Some(Completed), None), (None, Some(Working))];
+        assert_eq!(moves.take(), [&expected[..], &[(Some(Working), None)]].concat());
     }
 }

@@ -112,6 +112,8 @@ pub struct RedisStore {
     forget: redis::Script,
     list: redis::Script,
     listeners: RwLock<Vec<Arc<dyn DurableSteps>>>,
+    /// Told of each task's change of state, once Redis answered its write.
+    states: crate::Observer,
     leases: Arc<lease::Leases>,
     /// Renews the leases; stopped when the store is dropped.
     _keeper: crate::thread_owner::ThreadOwner,
@@ -145,6 +147,7 @@ impl RedisStore {
             forget: redis::Script::new(scripts::FORGET_SESSION),
             list: redis::Script::new(scripts::LIST),
             listeners: RwLock::default(),
+            states: crate::Observer::default(),
         })
     }
 
@@ -200,6 +203,25 @@ impl RedisStore {
     pub fn with_event_retention(mut self, events: usize) -> Self {
         self.event_retention = events.max(1) as u64;
         self
+    }
+
+    /// Tells `observer` of every change of a task's state this node writes from now on,
+    /// once Redis answered the write (the node's per-state counts; another node's writes
+    /// are its own to count).
+    pub fn with_state_changes(mut self, observer: Arc<dyn crate::StateChanges>) -> Self {
+        self.states = crate::Observer::new(observer);
+        self
+    }
+
+    /// The task version without decoding the record (one HMGET), with no owner check:
+    /// what a writer (`a2ad admin move-to-redis`) compares its new version with.
+    pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        let Some(shard) = self.task_shard(Scope::Node, task_id)? else { return Ok(None) };
+        let (generation, state): (Option<u64>, Option<String>) =
+            self.link.with_conn("read a task version", |conn| {
+                Ok(redis::cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("g").arg("s").query(conn)?)
+            })?;
+        Ok(generation.zip(state.as_deref().and_then(keys::parse_state)))
     }
 
     pub fn options(&self) -> &RedisStoreOptions {
@@ -488,7 +510,8 @@ fn admits(wanted: &Option<Vec<u8>>, stored: Option<&[u8]>) -> bool {
 
 impl TaskStore for RedisStore {
     fn commit(&self, step: crate::Step<'_>) -> crate::StoreFuture<crate::Replaced> {
-        self.commit_async(step.record, step.events, &step.jobs, step.session)
+        let answer = self.commit_async(step.record, step.events, &step.jobs, step.session);
+        self.states.on_commit(answer, step.record.state())
     }
 
     fn read_task(&self, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
@@ -514,10 +537,6 @@ impl TaskStore for RedisStore {
             Ok(None) => crate::ready(Ok(Vec::new())),
             Err(e) => crate::ready(Err(e)),
         }
-    }
-
-    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
-        self.commit_step(step.record, step.events, &step.jobs, step.session)
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -590,16 +609,6 @@ impl TaskStore for RedisStore {
         Ok(())
     }
 
-    /// The task version without decoding the record (one HMGET).
-    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        let Some(shard) = self.task_shard(Scope::Node, task_id)? else { return Ok(None) };
-        let (generation, state): (Option<u64>, Option<String>) =
-            self.link.with_conn("read a task version", |conn| {
-                Ok(redis::cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("g").arg("s").query(conn)?)
-            })?;
-        Ok(generation.zip(state.as_deref().and_then(keys::parse_state)))
-    }
-
     fn cluster(&self) -> Option<&dyn crate::Cluster> {
         Some(self)
     }
@@ -619,7 +628,9 @@ impl TaskStore for RedisStore {
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.settle_writes(Some(task_id), None)
+        let removed = self.settle_writes(Some(task_id), None)?;
+        self.states.removed(removed.as_ref());
+        Ok(removed)
     }
 
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -660,6 +671,9 @@ impl TaskStore for RedisStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.settle_writes(Some(task_id), Some(crate::SessionWrite { session, appended, history_limit }))
+        let removed =
+            self.settle_writes(Some(task_id), Some(crate::SessionWrite { session, appended, history_limit }))?;
+        self.states.removed(removed.as_ref());
+        Ok(removed)
     }
 }

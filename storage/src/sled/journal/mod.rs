@@ -20,7 +20,7 @@
 //! Every operation is idempotent (a put writes the same record and event keys again, a
 //! removal of a removed task does nothing), so a record the store already held, in whole
 //! or in part, is harmless; the store then mends what is not idempotent
-//! ([`TaskStore::after_replay`]: sled rebuilds its task counters). A step whose apply
+//! (`SledStore::after_replay`: sled rebuilds its task counters). A step whose apply
 //! fails fails its commit with [`StoreError::Unavailable`], stays queued, and is applied
 //! again by the next commit (and replayed after a restart); a write the log could not make
 //! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
@@ -49,7 +49,7 @@ pub use checkpointer::Checkpointer;
 use crate::sled::wal::{Lsn, Wal, WalOptions};
 use crate::{
     ContextKey, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StoreCounts, StoreError, TaskEntry,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
+    TaskPage, TaskQuery, TaskRecord, TaskStore, TaskStoreExt,
 };
 use a2ad_protocol::{Message, TaskState};
 use applier::Applier;
@@ -64,6 +64,8 @@ pub const WAL_DIR: &str = "wal";
 pub struct WalStore {
     applier: Arc<Applier>,
     wal: Wal,
+    /// Told of each task's change of state, as its write is queued.
+    states: crate::Observer,
 }
 
 /// What [`WalStore::open`] found in the log.
@@ -97,7 +99,8 @@ impl WalStore {
             torn_tail_bytes: replay.torn_tail().map(|cut| cut.dropped_bytes),
             ..ReplayReport::default()
         };
-        let store = WalStore { applier: Arc::new(Applier::new(inner, queue, reservations)), wal };
+        let applier = Arc::new(Applier::new(inner, queue, reservations));
+        let store = WalStore { applier, wal, states: crate::Observer::default() };
         for record in replay {
             let step = step::decode(&record.payload)
                 .map_err(|e| StoreError::Corrupt(format!("write-ahead log record {}: {e}", record.lsn)))?;
@@ -110,6 +113,19 @@ impl WalStore {
         }
         store.wal.set_after_sync(Arc::clone(&store.applier) as Arc<dyn crate::sled::wal::AfterSync>);
         Ok((store, report))
+    }
+
+    /// Tells `observer` of every change of a task's state from now on, as each write is
+    /// queued in the log (the node's per-state counts).
+    pub fn with_state_changes(mut self, observer: Arc<dyn crate::StateChanges>) -> Self {
+        self.states = crate::Observer::new(observer);
+        self
+    }
+
+    /// The generation (`last_event_seq`) and state of a task, the newest queued or
+    /// stored, with no owner check: what a writer compares its new version with.
+    pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        self.applier.lock().task_version(self.applier.inner.as_ref(), task_id)
     }
 
     /// Tells `listener` of every task step from now on, once it is durable and in the
@@ -196,7 +212,10 @@ impl WalStore {
         let task = (record.task.id.as_str(), Some(Arc::clone(&record)));
         let step = Step::PutTask { record: Arc::clone(&record), record_json, events: events.to_vec(), jobs, session };
         unapplied.append(&self.wal, &payload, step, Some(task), contexts)?;
-        Ok(previous.map(|(_, state)| state))
+        drop(unapplied);
+        let previous = previous.map(|(_, state)| state);
+        self.states.stepped(previous, record.state());
+        Ok(previous)
     }
 
     /// Queues the removal of a task (alone, or settling a reply with its session write)
@@ -210,6 +229,8 @@ impl WalStore {
             contexts.push(session.key.storage_key());
         }
         unapplied.append(&self.wal, payload, step, Some((task_id, None)), contexts)?;
+        drop(unapplied);
+        self.states.removed(removed.as_ref());
         Ok(removed)
     }
 }
@@ -238,9 +259,10 @@ impl WalStore {
 impl TaskStore for WalStore {
     /// One record for the task's step, its push jobs (into the local queue: the
     /// local-file queue or the Redis outbox; without one, jobs are refused) and the
-    /// session: replay applies them all.
-    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
-        self.put(step.record, step.events, step.jobs, step.session)
+    /// session: replay applies them all. Answered once it is in the log's memory: the
+    /// caller's group commit makes it durable.
+    fn commit(&self, step: crate::Step<'_>) -> crate::StoreFuture<crate::Replaced> {
+        crate::ready(self.put(step.record, step.events, step.jobs, step.session))
     }
 
     fn read_events(
@@ -260,10 +282,6 @@ impl TaskStore for WalStore {
     fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
         let Some(tree) = &self.applier.reservations else { return Ok(0) };
         Ok(read_seq(tree.get(task_id)?.as_deref()))
-    }
-
-    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        self.applier.lock().task_version(self.applier.inner.as_ref(), task_id)
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {

@@ -410,7 +410,7 @@ pub(super) fn task_shard_in(
 
 impl RedisStore {
     /// Task `task_id` of `shard` if it is in `scope` (one HMGET on the pipe): the read that
-    /// both [`TaskStore::read_task`] and [`TaskStore::get_task`] make once the shard is known.
+    /// both [`TaskStore::read_task`] and [`crate::TaskStoreExt::get_task`] make once the shard is known.
     fn task_in(&self, shard: Shard, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(self.keys.task(shard, task_id)).arg("o").arg("r");
@@ -428,7 +428,7 @@ impl RedisStore {
 
     /// The retained events after `after` of task `task_id` of `shard`, at most `limit`, if
     /// it is in `scope` (one pipeline: its owner, last seq and stream), for both
-    /// [`TaskStore::read_events`] and [`TaskStore::events_after`].
+    /// [`TaskStore::read_events`] and [`crate::TaskStoreExt::events_after`].
     fn events_in(
         &self,
         shard: Shard,

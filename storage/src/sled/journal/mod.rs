@@ -20,7 +20,7 @@
 //! Every operation is idempotent (a put writes the same record and event keys again, a
 //! removal of a removed task does nothing), so a record the store already held, in whole
 //! or in part, is harmless; the store then mends what is not idempotent
-//! (`SledStore::after_replay`: sled rebuilds its task counters). A step whose apply
+//! ([`crate::SledStore::after_replay`]: sled rebuilds its task counters). A step whose apply
 //! fails fails its commit with [`StoreError::Unavailable`], stays queued, and is applied
 //! again by the next commit (and replayed after a restart); a write the log could not make
 //! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.

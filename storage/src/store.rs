@@ -70,16 +70,6 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Reads a context's session with its last `history_limit` messages.
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError>;
 
-    /// Writes a session's metadata and appends `appended` (the messages that end at
-    /// `session.message_count`) to its stored history, dropping stored messages older
-    /// than the last `history_limit`.
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError>;
-
     /// Makes everything written so far durable. Blocks.
     fn flush(&self) -> Result<(), StoreError>;
 
@@ -109,8 +99,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// How many events and session records the store holds (a full index scan).
     fn counts(&self) -> Result<StoreCounts, StoreError>;
 
-    /// Settles a Message-only reply in ONE atomic write: stores the session as
-    /// [`TaskStore::put_session`] does and removes the reply's task as
+    /// Settles a Message-only reply in ONE atomic write: stores the session as a step's
+    /// session write does ([`crate::SessionWrite`]) and removes the reply's task as
     /// [`TaskStore::delete_task`] does. After a crash either both happened or neither,
     /// so a reply the session holds never leaves its task behind for recovery to fail.
     /// Returns the removed record (`None` if there was no such task; the session is

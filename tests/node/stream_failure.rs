@@ -57,9 +57,6 @@ impl TaskStore for FailingDisk {
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
         self.inner.get_session(key, history_limit)
     }
-    fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError> {
-        self.inner.put_session(session, appended, limit)
-    }
     fn flush(&self) -> Result<(), StoreError> {
         if self.failing.load(Ordering::SeqCst) {
             return Err(StoreError::Io("fsync of /secret/data/db failed: no space left on device".into()));

@@ -169,6 +169,21 @@ impl MemoryStore {
 }
 
 impl MemoryStore {
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// the tests write, to compare the stores.
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.state().put_session(session, appended, history_limit);
+        Ok(())
+    }
+
     /// A step, in one critical section for the task and one for the session.
     fn write(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
         crate::refuse_jobs_without_queue(self.push_queue.is_some(), &step.jobs)?;
@@ -233,16 +248,6 @@ impl TaskStore for MemoryStore {
         let mut history: Vec<Message> = stored.messages.values().rev().take(history_limit).cloned().collect();
         history.reverse();
         Ok(Some(SessionRecord { history: Arc::new(history.into()), ..stored.meta.clone() }))
-    }
-
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        self.state().put_session(session, appended, history_limit);
-        Ok(())
     }
 
     /// Nothing to make durable.

@@ -9,9 +9,27 @@ use crate::redis::test_server::{redis, redis_cluster, RedisServer};
 use crate::sled::store::tests::record;
 use crate::TaskStoreExt;
 use crate::{
-    ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, TaskQuery, TaskStore,
+    ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, StoreError, TaskQuery,
+    TaskStore,
 };
 use a2ad_protocol::{Message, StreamResponse, TaskState};
+
+/// A store of [`both`]: the trait, and the session write each store has of its own
+/// (`put_session`, off the trait: the node writes sessions in steps).
+trait Compared: TaskStore {
+    fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError>;
+}
+
+macro_rules! compared {
+    ($($store:ty),*) => {$(
+        impl Compared for $store {
+            fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError> {
+                <$store>::put_session(self, session, appended, limit)
+            }
+        }
+    )*};
+}
+compared!(SledStore, MemoryStore, RedisStore);
 
 /// What the stores of [`both`] live in.
 type Held = (tempfile::TempDir, Option<RedisServer>, Option<RedisCluster>);
@@ -20,11 +38,11 @@ type Held = (tempfile::TempDir, Option<RedisServer>, Option<RedisCluster>);
 /// redis-server can be started, a Redis store on one server and one on a Redis Cluster of
 /// three primaries (16 shards), all keeping `retention` events per task. The directory
 /// and the servers live as long as the first value.
-fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
+fn both(retention: usize) -> (Held, Vec<Box<dyn Compared>>) {
     let dir = tempfile::tempdir().unwrap();
     let sled = SledStore::open(dir.path()).unwrap().with_event_retention(retention);
     let memory = MemoryStore::new().with_event_retention(retention);
-    let mut stores: Vec<Box<dyn TaskStore>> = vec![Box::new(sled), Box::new(memory)];
+    let mut stores: Vec<Box<dyn Compared>> = vec![Box::new(sled), Box::new(memory)];
     let server = redis();
     if let Some(server) = &server {
         let options = RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() };
@@ -44,7 +62,7 @@ fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
 }
 
 /// Runs `probe` on each store and asserts that they all answer alike.
-fn same<T: PartialEq + std::fmt::Debug>(stores: &[Box<dyn TaskStore>], probe: impl Fn(&dyn TaskStore) -> T) -> T {
+fn same<T: PartialEq + std::fmt::Debug>(stores: &[Box<dyn Compared>], probe: impl Fn(&dyn Compared) -> T) -> T {
     let mut answers = stores.iter().map(|s| probe(s.as_ref()));
     let first = answers.next().unwrap();
     for other in answers {
@@ -65,7 +83,7 @@ fn query(owner: &Owner, page_size: usize) -> TaskQuery {
 }
 
 /// Every page of `query`, as (ids, total, cursor) per page.
-fn all_pages(store: &dyn TaskStore, mut query: TaskQuery) -> Vec<(Vec<String>, usize, Option<crate::Cursor>)> {
+fn all_pages(store: &dyn Compared, mut query: TaskQuery) -> Vec<(Vec<String>, usize, Option<crate::Cursor>)> {
     let mut pages = Vec::new();
     loop {
         let page = store.list_tasks(&query).unwrap();
@@ -150,7 +168,7 @@ fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
 /// A store's counts without its session messages: the sled store keeps whole turns, so
 /// the turn that straddles the history limit is still counted whole there (its reads cut
 /// it, as every store's do).
-fn counts_but_messages(store: &dyn TaskStore) -> crate::StoreCounts {
+fn counts_but_messages(store: &dyn Compared) -> crate::StoreCounts {
     crate::StoreCounts { session_messages: 0, ..store.counts().unwrap() }
 }
 

@@ -213,6 +213,20 @@ impl RedisStore {
         self
     }
 
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// `a2ad admin move-to-redis` and the tests write.
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.settle_writes(None, Some(crate::SessionWrite { session, appended, history_limit })).map(|_| ())
+    }
+
     /// The task version without decoding the record (one HMGET), with no owner check:
     /// what a writer (`a2ad admin move-to-redis`) compares its new version with.
     pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
@@ -592,15 +606,6 @@ impl TaskStore for RedisStore {
             }
         };
         meta.map(|meta| decode_session(&meta, &messages)).transpose()
-    }
-
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        self.settle_writes(None, Some(crate::SessionWrite { session, appended, history_limit })).map(|_| ())
     }
 
     /// Nothing of ours to flush: a commit is as durable as Redis's persistence once it

@@ -236,6 +236,24 @@ impl WalStore {
 }
 
 impl WalStore {
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// the tests write (logged as a record of its own).
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        let payload = step::encode_session(None, session, appended, history_limit)?;
+        let step = Step::PutSession { session: session.clone(), appended: appended.to_vec(), history_limit };
+        let contexts = vec![session.key.storage_key()];
+        self.applier.lock().append(&self.wal, &payload, step, None, contexts)?;
+        Ok(())
+    }
+
     /// The store's events above `after`, then the log's steps not yet applied.
     fn events_with_unapplied(
         &self,
@@ -294,19 +312,6 @@ impl TaskStore for WalStore {
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
         self.applier.inner.get_session(key, history_limit)
-    }
-
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        let payload = step::encode_session(None, session, appended, history_limit)?;
-        let step = Step::PutSession { session: session.clone(), appended: appended.to_vec(), history_limit };
-        let contexts = vec![session.key.storage_key()];
-        self.applier.lock().append(&self.wal, &payload, step, None, contexts)?;
-        Ok(())
     }
 
     /// Everything appended so far made durable in the log and applied to the store (the

@@ -334,6 +334,21 @@ impl SledStore {
 }
 
 impl SledStore {
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// the log's replay (of a step's session too) and the tests write.
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
+        Ok(())
+    }
+
     /// The task, then the session; a store of its own has no push queue (the log's
     /// applier queues a step's jobs: `sled/journal/applier.rs`).
     fn write(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
@@ -424,16 +439,6 @@ impl TaskStore for SledStore {
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
         self.load_session(key, history_limit)
-    }
-
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
-        Ok(())
     }
 
     /// `db.flush()` writes sled's buffers out but only `sync_file_range`s them (sled

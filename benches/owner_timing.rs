@@ -20,7 +20,7 @@ use a2ad::auth::AuthConfig;
 use a2ad::config::Config;
 use a2ad::startup::Application;
 use a2ad_protocol::{ids, Task, TaskState, TaskStatus};
-use a2ad_storage::{Owner, Scope, SledStore, TaskRecord, TaskStore};
+use a2ad_storage::{Owner, Scope, SledStore, TaskRecord, TaskStoreExt};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 

@@ -61,7 +61,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// Stores a task with its new events and their push deliveries as one step
-    /// ([`TaskStore::put_step`]): one log record, with the jobs going into the node's
+    /// ([`TaskStore::commit`]): one log record, with the jobs going into the node's
     /// local queue (the local-file queue, or the outbox the forwarder empties into Redis
     /// Streams), so no crash separates an event from its push job and no job leaves the
     /// node before the group commit made its step durable.
@@ -70,7 +70,7 @@ impl Runtime {
     }
 
     /// [`Runtime::persist`], with the context's session in the same commit when `session`
-    /// is given (the end of a turn: [`TaskStore::put_step_with_session`]). Submitted through
+    /// is given (the end of a turn: the [`a2ad_storage::Step`]'s session). Submitted through
     /// the store's seam ([`TaskStore::commit`]): on a node's own store it is done when this
     /// returns; on Redis it is in flight, and [`Written::answered`] resolves with Redis's
     /// answer. Either way, what depends on it waits for that, then for the group commit.

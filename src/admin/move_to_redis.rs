@@ -12,6 +12,7 @@
 use super::{open_store, AdminError};
 use crate::config::{Config, PushQueueKind};
 use a2ad_storage::wal::WalOptions;
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{PushConfigStore, PushQueue, RedisStore, Scope, TaskStore, WalStore};
 use std::sync::Arc;
 

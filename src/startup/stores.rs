@@ -4,7 +4,7 @@
 
 use super::StartupError;
 use crate::config::{Config, StoreKind};
-use crate::metrics::{MeteredQueue, MeteredStore, Metrics};
+use crate::metrics::{MeteredQueue, Metrics};
 use crate::os_error::io_cause;
 use crate::push::PushStack;
 use a2ad_actors::feed::NodeFeed;
@@ -20,7 +20,7 @@ const RESERVATIONS_TREE: &str = "event_reservations";
 
 /// The store a node runs on, with what commits it.
 pub(super) struct OpenedStore {
-    /// Counted by the metrics.
+    /// Counted by the metrics: built with them as its state observer, and seeded.
     pub store: Arc<dyn TaskStore>,
     pub commit: GroupCommit,
     /// sled behind its log: checkpointed in the background once recovery ran.
@@ -28,13 +28,20 @@ pub(super) struct OpenedStore {
     pub push: Option<PushStack>,
 }
 
-/// Opens the store the config names; each durable step is offered to `feed`.
+/// Opens the store the config names; each durable step is offered to `feed`, and each
+/// task's change of state to `metrics`, whose per-state counts are seeded from the store
+/// here.
 pub(super) fn open(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> Result<OpenedStore, StartupError> {
-    match config.store {
+    let opened = match config.store {
         StoreKind::Sled => open_local(config, metrics, feed),
         StoreKind::Redis => open_shared(config, metrics, feed),
         StoreKind::Memory => open_memory(config, metrics, feed),
-    }
+    }?;
+    metrics.count_stored_tasks(opened.store.as_ref()).map_err(|e| match config.store {
+        StoreKind::Redis => StartupError::SharedStore(e.to_string()),
+        _ => store_error(config)(e),
+    })?;
+    Ok(opened)
 }
 
 /// Everything in memory: the tasks in a [`MemoryStore`], the push configs and queue in a
@@ -59,9 +66,8 @@ fn open_memory(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) ->
         }
         push = Some(stack);
     }
-    let memory = Arc::new(memory.with_listener(Arc::clone(feed) as _));
-    let store: Arc<dyn TaskStore> =
-        Arc::new(MeteredStore::new(memory, Arc::clone(metrics)).map_err(store_error(config))?);
+    let memory = memory.with_listener(Arc::clone(feed) as _).with_state_changes(Arc::clone(metrics) as _);
+    let store: Arc<dyn TaskStore> = Arc::new(memory);
     Ok(OpenedStore { commit: GroupCommit::immediate(Arc::clone(&store)), store, journal: None, push })
 }
 
@@ -81,12 +87,11 @@ fn open_local(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) -> 
             MeteredQueue::new(Arc::clone(&push.hooks.queue), Arc::clone(metrics)).map_err(store_error(config))?;
         push.hooks.queue = Arc::new(queue);
     }
-    let journal =
-        open_journal(config, sled, push.as_ref().and_then(PushStack::local_queue)).map_err(store_error(config))?;
-    let store = MeteredStore::new(Arc::clone(&journal) as _, Arc::clone(metrics)).map_err(store_error(config))?;
+    let local_queue = push.as_ref().and_then(PushStack::local_queue);
+    let journal = open_journal(config, sled, local_queue, metrics).map_err(store_error(config))?;
     journal.on_durable(Arc::clone(feed) as _);
     Ok(OpenedStore {
-        store: Arc::new(store),
+        store: Arc::clone(&journal) as _,
         commit: GroupCommit::over_log(Arc::clone(&journal)),
         journal: Some(journal),
         push,
@@ -100,7 +105,7 @@ fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) ->
     let redis_failed = |e: StoreError| StartupError::SharedStore(e.to_string());
     let redis = RedisStore::connect(config.redis.store_options()).map_err(redis_failed)?;
     super::redis_settings::check(&redis, config.redis.allow_weak_persistence)?;
-    let mut redis = redis.with_event_retention(config.event_retention);
+    let mut redis = redis.with_event_retention(config.event_retention).with_state_changes(Arc::clone(metrics) as _);
     let mut push = None;
     if config.push.enabled {
         let (mut stack, stream) = PushStack::open_shared(&config.push, &redis, &config.data_dir)?;
@@ -111,7 +116,7 @@ fn open_shared(config: &Config, metrics: &Arc<Metrics>, feed: &Arc<NodeFeed>) ->
     }
     let redis = Arc::new(redis);
     redis.on_durable(Arc::clone(feed) as _);
-    let store: Arc<dyn TaskStore> = Arc::new(MeteredStore::new(redis, Arc::clone(metrics)).map_err(redis_failed)?);
+    let store: Arc<dyn TaskStore> = redis;
     Ok(OpenedStore { commit: GroupCommit::immediate(Arc::clone(&store)), store, journal: None, push })
 }
 
@@ -139,8 +144,13 @@ fn data_dir_failed(config: &Config, cause: String) -> StartupError {
 
 /// Opens the write-ahead log in the data dir in front of `sled` and replays its tail
 /// (with push, into the local queue a step's jobs go to, so jobs come back with their
-/// events).
-fn open_journal(config: &Config, sled: SledStore, local_queue: Option<PushQueue>) -> Result<Arc<WalStore>, StoreError> {
+/// events); from then on, each task's change of state is told to `metrics`.
+fn open_journal(
+    config: &Config,
+    sled: SledStore,
+    local_queue: Option<PushQueue>,
+    metrics: &Arc<Metrics>,
+) -> Result<Arc<WalStore>, StoreError> {
     let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
     let dir = config.data_dir.join(WAL_DIR);
     let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;
@@ -150,5 +160,5 @@ fn open_journal(config: &Config, sled: SledStore, local_queue: Option<PushQueue>
     if report.replayed > 0 {
         tracing::info!(records = report.replayed, after = report.checkpoint, "write-ahead log replayed");
     }
-    Ok(Arc::new(journal))
+    Ok(Arc::new(journal.with_state_changes(Arc::clone(metrics) as _)))
 }

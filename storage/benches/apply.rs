@@ -17,7 +17,7 @@
 mod common;
 
 use a2ad_protocol::{Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus};
-use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskRecord, TaskStore};
+use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskRecord, TaskStore, TaskStoreExt};
 use common::{cpu_nanos, process_write_bytes};
 use std::path::PathBuf;
 use std::time::Instant;

@@ -1,12 +1,23 @@
 //! # a2ad-storage
 //!
-//! Where tasks and sessions live. [`TaskStore`] is the trait the rest of a2ad codes
-//! against; [`SledStore`] is the embedded default; [`RedisStore`] is the shared store of a
-//! cluster of nodes (`store: redis`); [`MemoryStore`] keeps everything in memory, for
-//! tests and embedding. The request path reaches a store through its asynchronous seam
-//! (`seam.rs`: [`TaskStore::commit`], [`TaskStore::read_task`], [`Cluster::begin_turn`]),
-//! whose futures are ready at once on a node's own store and are Redis's pipelined
-//! answers on the shared one.
+//! Where tasks and sessions live, one folder per backend: [`SledStore`] (`sled/`) is the
+//! embedded default; [`RedisStore`] (`redis/`) is the shared store of a cluster of nodes
+//! (`store: redis`); [`MemoryStore`] (`memory/`) keeps everything in memory, for tests,
+//! embedding and `store: memory`; `push/` holds the job queue trait, the local queue and
+//! the sealed push configs.
+//!
+//! [`TaskStore`] is the trait the rest of a2ad codes against, and holds only what a
+//! backend must implement (15 methods). The request path reaches a store through its
+//! asynchronous seam (`seam.rs`: [`TaskStore::commit`], [`TaskStore::read_task`],
+//! [`TaskStore::read_events`], [`Cluster::begin_turn`]), whose futures are ready at once
+//! on a node's own store and are Redis's pipelined answers on the shared one; the seam's
+//! blocking shapes (`put_task`, `get_task`, `events_after`, ...) are [`TaskStoreExt`]'s,
+//! derived for every store. The memory store, the log ([`WalStore`], in front of sled)
+//! and the Redis store tell [`DurableSteps`] listeners of each step once it is durable
+//! (the node's live feed), and a [`StateChanges`] observer, given once when the store is
+//! built, of each task's change of state as its write is answered (the node's
+//! tasks-per-state metrics), so nothing wraps a store to count.
+//!
 //! [`WalStore`] puts a write-ahead log in front of sled: every write is one
 //! compact log record, applied to sled without a flush; [`GroupCommit`] makes the records
 //! durable, batching every caller that is waiting into one `fdatasync` of the log, so
@@ -50,8 +61,8 @@ pub use push::configs::{PushConfigStore, StoredPushConfig};
 pub use push::keyring::{SecretKey, KEY_FILE, KEY_LEN};
 pub use push::queue::{DeadJob, JobQueue, PushJob, PushQueue, PUSH_QUEUE_TREE};
 pub use seam::{block_on_store, ready, Replaced, SessionWrite, Step, StoreFuture, TurnLease, Written};
-pub(crate) use store::refuse_jobs_without_queue;
-pub use store::{DurableSteps, TaskStore, DEFAULT_EVENT_RETENTION};
+pub(crate) use store::{refuse_jobs_without_queue, Observer};
+pub use store::{DurableSteps, StateChanges, TaskStore, TaskStoreExt, DEFAULT_EVENT_RETENTION};
 
 /// Where a task's artifact files live: `<data-dir>/artifacts/<task-id>/`. None for an id
 /// that could step outside that directory (ids are minted by the node, so such an id is

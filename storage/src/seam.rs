@@ -122,7 +122,7 @@ impl Written {
     }
 }
 
-/// A session write, as [`crate::TaskStore::put_session`] takes it: the session's metadata, the
+/// A session write, as a [`Step`] carries it: the session's metadata, the
 /// messages appended since the last write, and how many messages the stored history keeps.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionWrite<'a> {

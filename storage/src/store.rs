@@ -2,24 +2,31 @@
 //! listeners of durable steps and the default event retention.
 
 use crate::{
-    block_on_store, ready, Cluster, ContextKey, LoggedEvent, PushJob, Replaced, Scope, SessionRecord, SessionWrite,
-    Step, StoreCounts, StoreError, StoreFuture, TaskEntry, TaskPage, TaskQuery, TaskRecord,
+    block_on_store, Cluster, ContextKey, LoggedEvent, PushJob, Replaced, Scope, SessionRecord, SessionWrite, Step,
+    StoreCounts, StoreError, StoreFuture, TaskEntry, TaskPage, TaskQuery, TaskRecord,
 };
 use a2ad_protocol::{Message, TaskState};
 
-/// The task store. Implementations are shared between threads. The seam's methods
-/// ([`TaskStore::commit`], [`TaskStore::read_task`], [`TaskStore::read_events`]) return
-/// at once with a future, and are what actors and HTTP workers call; every other method
-/// may block on I/O (a Redis round trip, [`TaskStore::flush`]'s `fsync`), so it is called
-/// from a blocking thread only (ARCHITECTURE.md, "What may block").
+/// The task store: what each backend must implement, and nothing derivable from it (the
+/// blocking shapes of the seam are [`TaskStoreExt`]'s; counting tasks per state is the
+/// store's [`StateChanges`] observer's). Implementations are shared between threads. The
+/// seam's methods ([`TaskStore::commit`], [`TaskStore::read_task`],
+/// [`TaskStore::read_events`]) return at once with a future, and are what actors and
+/// HTTP workers call; every other method may block on I/O (a Redis round trip,
+/// [`TaskStore::flush`]'s `fsync`), so it is called from a blocking thread only
+/// (ARCHITECTURE.md, "What may block").
 pub trait TaskStore: Send + Sync + 'static {
-    /// Writes one step ([`Step`]), atomically: creates or replaces the task, appends its
-    /// events to the task's log (which keeps the last `event_retention`), queues its push
-    /// jobs and, for the step that ends a turn, writes the context's session, keeping every
-    /// index in step. The one write of a step every store implements; the methods below
-    /// are its shapes, and [`TaskStore::commit`] its answer as a future.
+    /// Writes one step ([`Step`]), atomically, answered with a future (the seam:
+    /// `seam.rs`): creates or replaces the task, appends its events to the task's log
+    /// (which keeps the last `event_retention`), queues its push jobs and, for the step
+    /// that ends a turn, writes the context's session, keeping every index in step. The
+    /// one write of a step every store implements; its blocking shapes are
+    /// [`TaskStoreExt`]'s. Steps are written in the order of the calls, whatever order
+    /// their answers come in. A node's own store writes now and answers at once (a sled
+    /// write is durable once the group commit awaited after it is); Redis answers once
+    /// its script ran.
     ///
-    /// Returns the state the task had before (`None` for a new task), which the store
+    /// Answers the state the task had before (`None` for a new task), which the store
     /// knows anyway and counters need. The task's generation is its `last_event_seq`: a
     /// write below the stored one fails with [`StoreError::Conflict`] and changes nothing
     /// (an equal one is a write without new events, and is fine).
@@ -31,41 +38,7 @@ pub trait TaskStore: Send + Sync + 'static {
     /// node's queues. A store without a queue refuses jobs with
     /// [`StoreError::NoPushQueue`] rather than drop them. The session: after a crash the
     /// task's end and the session messages it adds are both there or both gone.
-    fn write_step(&self, step: Step<'_>) -> Result<Replaced, StoreError>;
-
-    /// [`TaskStore::write_step`] of a task and its events alone.
-    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
-        self.write_step(Step { record, events, jobs: Vec::new(), session: None })
-    }
-
-    /// [`TaskStore::write_step`] of a task, its events and their push jobs.
-    fn put_step(
-        &self,
-        record: &TaskRecord,
-        events: &[LoggedEvent],
-        jobs: Vec<PushJob>,
-    ) -> Result<Option<TaskState>, StoreError> {
-        self.write_step(Step { record, events, jobs, session: None })
-    }
-
-    /// [`TaskStore::write_step`] of the step that ends a turn, with the session.
-    fn put_step_with_session(
-        &self,
-        record: &TaskRecord,
-        events: &[LoggedEvent],
-        jobs: Vec<PushJob>,
-        session: SessionWrite<'_>,
-    ) -> Result<Option<TaskState>, StoreError> {
-        self.write_step(Step { record, events, jobs, session: Some(session) })
-    }
-
-    /// The request path's write of a step ([`Step`]), answered with a future (the seam:
-    /// `seam.rs`). Steps are written in the order of the calls, whatever order their
-    /// answers come in. The default writes now and answers at once (a node's own store);
-    /// durability still comes from the group commit awaited after it.
-    fn commit(&self, step: Step<'_>) -> StoreFuture<Replaced> {
-        ready(self.write_step(step))
-    }
+    fn commit(&self, step: Step<'_>) -> StoreFuture<Replaced>;
 
     /// Reads a task by id if it is in `scope`, answered with a future (the request path's
     /// read: on a node's own store ready at once, on Redis the pipe's answer). With
@@ -77,23 +50,6 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `limit`, answered with a future; none when the task is not in `scope` (another
     /// owner's reads as unknown).
     fn read_events(&self, scope: Scope<'_>, task_id: &str, after: u64, limit: usize) -> StoreFuture<Vec<LoggedEvent>>;
-
-    /// [`TaskStore::read_task`], waited for on this thread (off the request path only:
-    /// [`block_on_store`]).
-    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        block_on_store(self.read_task(scope, task_id))
-    }
-
-    /// [`TaskStore::read_events`], waited for on this thread (off the request path only).
-    fn events_after(
-        &self,
-        scope: Scope<'_>,
-        task_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<LoggedEvent>, StoreError> {
-        block_on_store(self.read_events(scope, task_id, after, limit))
-    }
 
     /// The highest event seq reserved for `task_id` (0: none). Nodes before 2026-12-02
     /// sent a running turn's events to streams before they were durable, and reserved
@@ -114,31 +70,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Reads a context's session with its last `history_limit` messages.
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError>;
 
-    /// Writes a session's metadata and appends `appended` (the messages that end at
-    /// `session.message_count`) to its stored history, dropping stored messages older
-    /// than the last `history_limit`.
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError>;
-
     /// Makes everything written so far durable. Blocks.
     fn flush(&self) -> Result<(), StoreError>;
-
-    /// The generation (`last_event_seq`) and state of a task, with no owner check: what a
-    /// writer compares its new version with. The default decodes the whole record.
-    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        Ok(self.get_task(Scope::Node, task_id)?.map(|r| (r.last_event_seq, r.state())))
-    }
-
-    /// Called once the write-ahead log replayed its tail into this store at open, before
-    /// anyone reads it: a store that applies a step's keys one by one mends what is not
-    /// idempotent there (the sled store rebuilds its counters). The default does nothing.
-    fn after_replay(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
 
     /// The cluster side of a store shared by several nodes (`store: redis`); `None` for a
     /// node's own store, where one process owns every context.
@@ -166,8 +99,8 @@ pub trait TaskStore: Send + Sync + 'static {
     /// How many events and session records the store holds (a full index scan).
     fn counts(&self) -> Result<StoreCounts, StoreError>;
 
-    /// Settles a Message-only reply in ONE atomic write: stores the session as
-    /// [`TaskStore::put_session`] does and removes the reply's task as
+    /// Settles a Message-only reply in ONE atomic write: stores the session as a step's
+    /// session write does ([`crate::SessionWrite`]) and removes the reply's task as
     /// [`TaskStore::delete_task`] does. After a crash either both happened or neither,
     /// so a reply the session holds never leaves its task behind for recovery to fail.
     /// Returns the removed record (`None` if there was no such task; the session is
@@ -180,6 +113,61 @@ pub trait TaskStore: Send + Sync + 'static {
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError>;
 }
+
+/// The seam's blocking shapes, for callers off the request path (a blocking thread,
+/// start-up, the offline commands, tests): each is a [`TaskStore`] call waited for with
+/// [`block_on_store`]. Derived, so no store implements them and no wrapper forwards them;
+/// every `T: TaskStore` (a `dyn TaskStore` too) has them once this trait is imported.
+pub trait TaskStoreExt: TaskStore {
+    /// [`TaskStore::commit`], waited for on this thread.
+    fn write_step(&self, step: Step<'_>) -> Result<Replaced, StoreError> {
+        block_on_store(self.commit(step))
+    }
+
+    /// [`TaskStore::commit`] of a task and its events alone, waited for.
+    fn put_task(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Replaced, StoreError> {
+        self.write_step(Step { record, events, jobs: Vec::new(), session: None })
+    }
+
+    /// [`TaskStore::commit`] of a task, its events and their push jobs, waited for.
+    fn put_step(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+    ) -> Result<Replaced, StoreError> {
+        self.write_step(Step { record, events, jobs, session: None })
+    }
+
+    /// [`TaskStore::commit`] of the step that ends a turn, with the session, waited for.
+    fn put_step_with_session(
+        &self,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        jobs: Vec<PushJob>,
+        session: SessionWrite<'_>,
+    ) -> Result<Replaced, StoreError> {
+        self.write_step(Step { record, events, jobs, session: Some(session) })
+    }
+
+    /// [`TaskStore::read_task`], waited for on this thread.
+    fn get_task(&self, scope: Scope<'_>, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        block_on_store(self.read_task(scope, task_id))
+    }
+
+    /// [`TaskStore::read_events`], waited for on this thread.
+    fn events_after(
+        &self,
+        scope: Scope<'_>,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        block_on_store(self.read_events(scope, task_id, after, limit))
+    }
+}
+
+impl<T: TaskStore + ?Sized> TaskStoreExt for T {}
 
 /// [`StoreError::NoPushQueue`] when a store without a push queue (`has_queue` false) is
 /// offered jobs: refused, never dropped.
@@ -203,5 +191,70 @@ pub trait DurableSteps: Send + Sync {
     /// later (Redis's, on the request path) copies a step for its listeners only then.
     fn listening(&self) -> bool {
         true
+    }
+}
+
+/// Told of every change of a task's state a store writes, as the write is answered (a
+/// step committed, a task removed): the node's per-state task counts. Given to a store
+/// once, when it is built (`with_state_changes`), so that counting is the store's own
+/// hook on its writes, not a wrapper that forwards every method. Called on the writer's
+/// thread (or where a Redis answer resolves): it must not block.
+pub trait StateChanges: Send + Sync {
+    /// A task went from `from` (`None`: it is new) to `to` (`None`: it was removed).
+    /// Called for every write, also one that leaves the state as it was.
+    fn moved(&self, from: Option<TaskState>, to: Option<TaskState>);
+}
+
+/// A store's [`StateChanges`] observer, if it was given one.
+#[derive(Clone, Default)]
+pub(crate) struct Observer(Option<std::sync::Arc<dyn StateChanges>>);
+
+impl Observer {
+    pub(crate) fn new(observer: std::sync::Arc<dyn StateChanges>) -> Self {
+        Observer(Some(observer))
+    }
+
+    /// A step of a task now in `to` was written over `from`.
+    pub(crate) fn stepped(&self, from: Replaced, to: TaskState) {
+        if let Some(observer) = &self.0 {
+            observer.moved(from, Some(to));
+        }
+    }
+
+    /// `removed` (if there was such a task) was removed.
+    pub(crate) fn removed(&self, removed: Option<&TaskRecord>) {
+        if let (Some(observer), Some(record)) = (&self.0, removed) {
+            observer.moved(Some(record.state()), None);
+        }
+    }
+
+    /// `answer`, telling the observer of the step once it resolves well.
+    pub(crate) fn on_commit(&self, answer: StoreFuture<Replaced>, to: TaskState) -> StoreFuture<Replaced> {
+        let Some(observer) = self.0.clone() else { return answer };
+        Box::pin(async move {
+            let from = answer.await?;
+            observer.moved(from, Some(to));
+            Ok(from)
+        })
+    }
+}
+
+/// A [`StateChanges`] observer that keeps what it was told (for the stores' tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct RecordedMoves(std::sync::Mutex<Vec<(Option<TaskState>, Option<TaskState>)>>);
+
+#[cfg(test)]
+impl RecordedMoves {
+    /// What it was told since the last call.
+    pub(crate) fn take(&self) -> Vec<(Option<TaskState>, Option<TaskState>)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+#[cfg(test)]
+impl StateChanges for RecordedMoves {
+    fn moved(&self, from: Option<TaskState>, to: Option<TaskState>) {
+        self.0.lock().unwrap().push((from, to));
     }
 }

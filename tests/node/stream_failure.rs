@@ -15,7 +15,7 @@ use a2ad_actors::supervisor::Route;
 use a2ad_actors::supervisor::Supervisor;
 use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ErrorCode, Message, Role, TaskState};
-use a2ad_storage::{ContextKey, GroupCommit, Owner, Scope, SledStore};
+use a2ad_storage::{ContextKey, GroupCommit, Owner, Scope, SledStore, TaskStoreExt};
 use actix::Actor;
 use futures_util::StreamExt;
 use std::sync::Arc;

@@ -7,6 +7,7 @@ use crate::agent::TurnSignal;
 use crate::messages::TurnOutcome;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Message, StreamResponse};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{ContextKey, LoggedEvent, Owner, Scope, SessionRecord, SessionWrite, TaskRecord, Written};
 use actix::prelude::*;
 use std::collections::HashMap;

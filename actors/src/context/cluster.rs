@@ -19,6 +19,7 @@ use super::actor::ContextActor;
 use crate::messages::Subscription;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Task, TaskState};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{CancelRequest, Cluster, LoggedEvent, Owner, Scope, TaskRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -9,6 +9,7 @@ use crate::messages::{
 };
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, Task, TaskState, TaskStatus};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{LoggedEvent, Scope, Written};
 use actix::prelude::*;
 use std::sync::Arc;

@@ -13,6 +13,7 @@
 use crate::messages::Subscription;
 use crate::RuntimeError;
 use a2ad_protocol::{A2aError, ErrorCode, StreamResponse};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{LoggedEvent, Scope, TaskRecord};
 use futures_util::stream::{self, BoxStream, StreamExt};
 use futures_util::FutureExt as _;

@@ -16,6 +16,7 @@ use super::actor::ContextActor;
 use super::fanout::{Fanout, Subscriber};
 use super::stream::first_events;
 use a2ad_protocol::{A2aError, ErrorCode};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{LoggedEvent, Written};
 use actix::prelude::*;
 

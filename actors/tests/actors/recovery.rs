@@ -4,7 +4,7 @@
 use crate::support::Node;
 use a2ad_actors::recovery::{fail_interrupted_turns, RESTART_MESSAGE};
 use a2ad_protocol::{Task, TaskState, TaskStatus};
-use a2ad_storage::{Owner, TaskRecord, TaskStore};
+use a2ad_storage::{Owner, TaskRecord, TaskStoreExt};
 
 fn stored(node: &Node, id: &str, state: TaskState) {
     let record = TaskRecord {

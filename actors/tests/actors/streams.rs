@@ -6,7 +6,7 @@ use a2ad_actors::agent::TurnEnd;
 use a2ad_actors::messages::TurnOutcome;
 use a2ad_actors::RuntimeSettings;
 use a2ad_protocol::{Message, TaskState};
-use a2ad_storage::{ContextKey, Owner, TaskStore};
+use a2ad_storage::{ContextKey, Owner, TaskStore, TaskStoreExt};
 
 #[actix::test]
 async fn every_subscriber_gets_the_same_events_in_the_same_order() {

@@ -5,7 +5,7 @@ use crate::support::{answer, done, send, streamed, until, Events, Node};
 use a2ad_actors::agent::{AgentError, AgentEvent};
 use a2ad_actors::messages::CancelTask;
 use a2ad_protocol::{Artifact, ErrorCode, Part, TaskState};
-use a2ad_storage::{ContextKey, Owner, Scope, TaskQuery, TaskStore};
+use a2ad_storage::{ContextKey, Owner, Scope, TaskQuery, TaskStore, TaskStoreExt};
 
 fn artifact(text: &str) -> AgentEvent {
     let artifact = Artifact {

@@ -9,6 +9,7 @@ use super::AdminError;
 use crate::core::Core;
 use a2ad_protocol::{A2aError, PartContent};
 use a2ad_storage::Scope;
+use a2ad_storage::TaskStoreExt;
 use std::collections::BTreeMap;
 
 /// A part's bytes, its media type and its file name (for `Content-Disposition`, through

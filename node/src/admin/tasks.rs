@@ -7,6 +7,7 @@
 use super::{AdminError, Operator, Role};
 use crate::core::Core;
 use a2ad_protocol::{CancelTaskRequest, Task, TaskState};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{decode_page_token, encode_page_token, Cursor, Scope, TaskEntry, TaskRecord};
 use serde::Serialize;
 use serde_json::Value;

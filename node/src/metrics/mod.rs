@@ -5,16 +5,18 @@
 //! labels. A scrape is O(1) in the number of tasks:
 //!
 //! * requests and latency are counted where each binding answers (one hook per binding);
-//! * `a2ad_tasks{state}` is kept by [`MeteredStore`], which wraps the task store: it is
-//!   seeded once at start-up from the store's state index, then moved on every task write
-//!   (`put_task` returns the previous state, which the store reads anyway for its indexes);
+//! * `a2ad_tasks{state}` is seeded once at start-up from the store's state index
+//!   ([`Metrics::count_stored_tasks`]), then moved by the store itself: the store is given
+//!   the metrics as its [`a2ad_storage::StateChanges`] observer when it is built, and
+//!   tells it of every step committed (with the previous state, which the store reads
+//!   anyway for its indexes) and every task removed;
 //! * push retries and dead letters are counted by [`MeteredQueue`], which wraps the queue;
 //! * the gauges (contexts, turns, queue depth, store size) are read at scrape time.
 
 mod metered;
 pub mod series;
 
-pub use metered::{MeteredQueue, MeteredStore};
+pub use metered::MeteredQueue;
 
 use a2ad_actors::push::{DestinationGauge, PushBoard, PushGauges};
 use a2ad_protocol::{ErrorCode, TaskState};

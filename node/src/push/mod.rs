@@ -146,7 +146,7 @@ impl PushStack {
     }
 
     /// The queue the store puts a step's jobs into, in the step's own log record
-    /// ([`a2ad_storage::TaskStore::put_step`]): the local-file queue, or the outbox.
+    /// ([`a2ad_storage::TaskStore::commit`]): the local-file queue, or the outbox.
     pub fn local_queue(&self) -> Option<PushQueue> {
         self.local.clone()
     }

@@ -14,6 +14,7 @@
 //! record (so that its first event is pushed), and a sweep running alongside requests
 //! could take that config for an orphan.
 
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{artifact_dir, PushConfigStore, Scope, StoreError, TaskStore};
 use std::path::Path;
 

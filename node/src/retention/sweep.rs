@@ -4,6 +4,7 @@ use super::{Planner, MAX_REMOVALS_PER_SWEEP};
 use crate::config::RetentionConfig;
 use crate::core::Core;
 use a2ad_actors::messages::{ExpireTask, ForgetSessions};
+use a2ad_storage::TaskStoreExt;
 use a2ad_storage::{ContextKey, StoreError};
 use std::collections::HashSet;
 use std::sync::Arc;

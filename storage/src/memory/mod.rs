@@ -10,8 +10,8 @@
 //! the queue a step's jobs go into ([`MemoryStore::with_push_queue`]).
 
 use crate::{
-    ContextKey, Cursor, JobQueue, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
-    TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
+    ContextKey, Cursor, JobQueue, LoggedEvent, Observer, Scope, SessionRecord, StateChanges, StoreCounts, StoreError,
+    TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{BTreeMap, HashMap};
@@ -21,10 +21,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub struct MemoryStore {
     state: Mutex<State>,
     event_retention: u64,
-    /// Where a step's push jobs go ([`TaskStore::put_step`]), when push is on.
+    /// Where a step's push jobs go ([`TaskStore::commit`]), when push is on.
     push_queue: Option<Arc<dyn JobQueue>>,
     /// Told of each step once it is stored (in memory, as durable as it gets).
     listeners: Vec<Arc<dyn crate::DurableSteps>>,
+    /// Told of each task's change of state.
+    states: Observer,
 }
 
 #[derive(Default)]
@@ -57,7 +59,15 @@ impl MemoryStore {
             event_retention: DEFAULT_EVENT_RETENTION as u64,
             push_queue: None,
             listeners: Vec::new(),
+            states: Observer::default(),
         }
+    }
+
+    /// Tells `observer` of every change of a task's state from now on (the node's
+    /// per-state counts).
+    pub fn with_state_changes(mut self, observer: Arc<dyn StateChanges>) -> Self {
+        self.states = Observer::new(observer);
+        self
     }
 
     /// Tells `listener` of every task step from now on, once it is stored (the node's
@@ -158,8 +168,24 @@ impl MemoryStore {
     }
 }
 
-impl TaskStore for MemoryStore {
-    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
+impl MemoryStore {
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// the tests write, to compare the stores.
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.state().put_session(session, appended, history_limit);
+        Ok(())
+    }
+
+    /// A step, in one critical section for the task and one for the session.
+    fn write(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
         crate::refuse_jobs_without_queue(self.push_queue.is_some(), &step.jobs)?;
         let previous = self.put_record(step.record, step.events)?;
         if let (Some(queue), false) = (&self.push_queue, step.jobs.is_empty()) {
@@ -171,7 +197,14 @@ impl TaskStore for MemoryStore {
         for listener in self.listeners.iter().filter(|l| l.listening()) {
             listener.durable(step.record, step.events);
         }
+        self.states.stepped(previous, step.record.state());
         Ok(previous)
+    }
+}
+
+impl TaskStore for MemoryStore {
+    fn commit(&self, step: crate::Step<'_>) -> crate::StoreFuture<crate::Replaced> {
+        crate::ready(self.write(step))
     }
 
     fn read_events(
@@ -217,16 +250,6 @@ impl TaskStore for MemoryStore {
         Ok(Some(SessionRecord { history: Arc::new(history.into()), ..stored.meta.clone() }))
     }
 
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        self.state().put_session(session, appended, history_limit);
-        Ok(())
-    }
-
     /// Nothing to make durable.
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
@@ -255,7 +278,9 @@ impl TaskStore for MemoryStore {
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.state().delete_task(task_id))
+        let removed = self.state().delete_task(task_id);
+        self.states.removed(removed.as_ref());
+        Ok(removed)
     }
 
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -280,9 +305,13 @@ impl TaskStore for MemoryStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        let mut state = self.state();
-        state.put_session(session, appended, history_limit);
-        Ok(state.delete_task(task_id))
+        let removed = {
+            let mut state = self.state();
+            state.put_session(session, appended, history_limit);
+            state.delete_task(task_id)
+        };
+        self.states.removed(removed.as_ref());
+        Ok(removed)
     }
 }
 

@@ -7,10 +7,29 @@ use super::MemoryStore;
 use crate::redis::test_cluster::RedisCluster;
 use crate::redis::test_server::{redis, redis_cluster, RedisServer};
 use crate::sled::store::tests::record;
+use crate::TaskStoreExt;
 use crate::{
-    ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, TaskQuery, TaskStore,
+    ContextKey, LoggedEvent, Owner, RedisStore, RedisStoreOptions, SessionRecord, SledStore, StoreError, TaskQuery,
+    TaskStore,
 };
 use a2ad_protocol::{Message, StreamResponse, TaskState};
+
+/// A store of [`both`]: the trait, and the session write each store has of its own
+/// (`put_session`, off the trait: the node writes sessions in steps).
+trait Compared: TaskStore {
+    fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError>;
+}
+
+macro_rules! compared {
+    ($($store:ty),*) => {$(
+        impl Compared for $store {
+            fn put_session(&self, session: &SessionRecord, appended: &[Message], limit: usize) -> Result<(), StoreError> {
+                <$store>::put_session(self, session, appended, limit)
+            }
+        }
+    )*};
+}
+compared!(SledStore, MemoryStore, RedisStore);
 
 /// What the stores of [`both`] live in.
 type Held = (tempfile::TempDir, Option<RedisServer>, Option<RedisCluster>);
@@ -19,11 +38,11 @@ type Held = (tempfile::TempDir, Option<RedisServer>, Option<RedisCluster>);
 /// redis-server can be started, a Redis store on one server and one on a Redis Cluster of
 /// three primaries (16 shards), all keeping `retention` events per task. The directory
 /// and the servers live as long as the first value.
-fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
+fn both(retention: usize) -> (Held, Vec<Box<dyn Compared>>) {
     let dir = tempfile::tempdir().unwrap();
     let sled = SledStore::open(dir.path()).unwrap().with_event_retention(retention);
     let memory = MemoryStore::new().with_event_retention(retention);
-    let mut stores: Vec<Box<dyn TaskStore>> = vec![Box::new(sled), Box::new(memory)];
+    let mut stores: Vec<Box<dyn Compared>> = vec![Box::new(sled), Box::new(memory)];
     let server = redis();
     if let Some(server) = &server {
         let options = RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() };
@@ -43,7 +62,7 @@ fn both(retention: usize) -> (Held, Vec<Box<dyn TaskStore>>) {
 }
 
 /// Runs `probe` on each store and asserts that they all answer alike.
-fn same<T: PartialEq + std::fmt::Debug>(stores: &[Box<dyn TaskStore>], probe: impl Fn(&dyn TaskStore) -> T) -> T {
+fn same<T: PartialEq + std::fmt::Debug>(stores: &[Box<dyn Compared>], probe: impl Fn(&dyn Compared) -> T) -> T {
     let mut answers = stores.iter().map(|s| probe(s.as_ref()));
     let first = answers.next().unwrap();
     for other in answers {
@@ -64,7 +83,7 @@ fn query(owner: &Owner, page_size: usize) -> TaskQuery {
 }
 
 /// Every page of `query`, as (ids, total, cursor) per page.
-fn all_pages(store: &dyn TaskStore, mut query: TaskQuery) -> Vec<(Vec<String>, usize, Option<crate::Cursor>)> {
+fn all_pages(store: &dyn Compared, mut query: TaskQuery) -> Vec<(Vec<String>, usize, Option<crate::Cursor>)> {
     let mut pages = Vec::new();
     loop {
         let page = store.list_tasks(&query).unwrap();
@@ -149,7 +168,7 @@ fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
 /// A store's counts without its session messages: the sled store keeps whole turns, so
 /// the turn that straddles the history limit is still counted whole there (its reads cut
 /// it, as every store's do).
-fn counts_but_messages(store: &dyn TaskStore) -> crate::StoreCounts {
+fn counts_but_messages(store: &dyn Compared) -> crate::StoreCounts {
     crate::StoreCounts { session_messages: 0, ..store.counts().unwrap() }
 }
 
@@ -203,5 +222,40 @@ fn reads_by_id_are_scoped_to_the_owner() {
         }
         assert!(store.get_task(Scope::Node, "t1").unwrap().is_some(), "the node reads every owner's");
         assert_eq!(store.get_task(Scope::Owner(&alice), "t2").unwrap(), None);
+    }
+}
+
+/// The node's per-state counts come from the store's observer: the memory store and the
+/// Redis store tell it of the same moves for the same writes (the log's: `tests_apply.rs`).
+#[test]
+fn the_state_observer_is_told_of_every_step_and_removal() {
+    use crate::store::RecordedMoves;
+    use std::sync::Arc;
+    use TaskState::{Completed, Working};
+    let moves = Arc::new(RecordedMoves::default());
+    let server = redis();
+    let mut stores: Vec<Box<dyn TaskStore>> =
+        vec![Box::new(MemoryStore::new().with_state_changes(Arc::clone(&moves) as _))];
+    if let Some(server) = &server {
+        let redis = RedisStore::connect(RedisStoreOptions { url: server.url(), ..RedisStoreOptions::default() });
+        stores.push(Box::new(redis.unwrap().with_state_changes(Arc::clone(&moves) as _)));
+    }
+    let owner = Owner::anonymous();
+    for store in &stores {
+        let mut task = record(&owner, "t1", "ctx", Working, 1000);
+        task.last_event_seq = 1;
+        store.put_task(&task, &[event(1)]).unwrap();
+        task.task.status.state = Completed;
+        task.last_event_seq = 2;
+        store.put_task(&task, &[event(2)]).unwrap();
+        store.delete_task("t1").unwrap();
+        store.delete_task("t1").unwrap();
+        let reply = record(&owner, "reply", "ctx", Working, 2000);
+        store.put_task(&reply, &[]).unwrap();
+        let session = SessionRecord::new(ContextKey::new(owner.clone(), "ctx"), "echo");
+        store.settle_reply("reply", &session, &[], 3).unwrap();
+        let expected =
+            [(None, Some(Working)), (Some(Working), Some(Completed)), (Some(Completed), None), (None, Some(Working))];
+        assert_eq!(moves.take(), [&expected[..], &[(Some(Working), None)]].concat());
     }
 }

@@ -4,7 +4,7 @@
 //! that ran the step. They go into the node's outbox, a sled tree of its own
 //! ([`PUSH_OUTBOX_TREE`], the local queue's format: a [`crate::PushQueue`]), inside the
 //! step's own write-ahead log record, exactly as the local-file queue takes them
-//! ([`crate::TaskStore::put_step`]). So the commit that makes a step durable makes its
+//! ([`crate::TaskStore::commit`]). So the commit that makes a step durable makes its
 //! jobs durable, and there is no second write path.
 //!
 //! The [`Forwarder`], a thread of its own, reads the outbox, which holds only jobs whose

@@ -112,6 +112,8 @@ pub struct RedisStore {
     forget: redis::Script,
     list: redis::Script,
     listeners: RwLock<Vec<Arc<dyn DurableSteps>>>,
+    /// Told of each task's change of state, once Redis answered its write.
+    states: crate::Observer,
     leases: Arc<lease::Leases>,
     /// Renews the leases; stopped when the store is dropped.
     _keeper: crate::thread_owner::ThreadOwner,
@@ -145,6 +147,7 @@ impl RedisStore {
             forget: redis::Script::new(scripts::FORGET_SESSION),
             list: redis::Script::new(scripts::LIST),
             listeners: RwLock::default(),
+            states: crate::Observer::default(),
         })
     }
 
@@ -200,6 +203,39 @@ impl RedisStore {
     pub fn with_event_retention(mut self, events: usize) -> Self {
         self.event_retention = events.max(1) as u64;
         self
+    }
+
+    /// Tells `observer` of every change of a task's state this node writes from now on,
+    /// once Redis answered the write (the node's per-state counts; another node's writes
+    /// are its own to count).
+    pub fn with_state_changes(mut self, observer: Arc<dyn crate::StateChanges>) -> Self {
+        self.states = crate::Observer::new(observer);
+        self
+    }
+
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// `a2ad admin move-to-redis` and the tests write.
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.settle_writes(None, Some(crate::SessionWrite { session, appended, history_limit })).map(|_| ())
+    }
+
+    /// The task version without decoding the record (one HMGET), with no owner check:
+    /// what a writer (`a2ad admin move-to-redis`) compares its new version with.
+    pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        let Some(shard) = self.task_shard(Scope::Node, task_id)? else { return Ok(None) };
+        let (generation, state): (Option<u64>, Option<String>) =
+            self.link.with_conn("read a task version", |conn| {
+                Ok(redis::cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("g").arg("s").query(conn)?)
+            })?;
+        Ok(generation.zip(state.as_deref().and_then(keys::parse_state)))
     }
 
     pub fn options(&self) -> &RedisStoreOptions {
@@ -388,7 +424,7 @@ pub(super) fn task_shard_in(
 
 impl RedisStore {
     /// Task `task_id` of `shard` if it is in `scope` (one HMGET on the pipe): the read that
-    /// both [`TaskStore::read_task`] and [`TaskStore::get_task`] make once the shard is known.
+    /// both [`TaskStore::read_task`] and [`crate::TaskStoreExt::get_task`] make once the shard is known.
     fn task_in(&self, shard: Shard, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(self.keys.task(shard, task_id)).arg("o").arg("r");
@@ -406,7 +442,7 @@ impl RedisStore {
 
     /// The retained events after `after` of task `task_id` of `shard`, at most `limit`, if
     /// it is in `scope` (one pipeline: its owner, last seq and stream), for both
-    /// [`TaskStore::read_events`] and [`TaskStore::events_after`].
+    /// [`TaskStore::read_events`] and [`crate::TaskStoreExt::events_after`].
     fn events_in(
         &self,
         shard: Shard,
@@ -488,7 +524,8 @@ fn admits(wanted: &Option<Vec<u8>>, stored: Option<&[u8]>) -> bool {
 
 impl TaskStore for RedisStore {
     fn commit(&self, step: crate::Step<'_>) -> crate::StoreFuture<crate::Replaced> {
-        self.commit_async(step.record, step.events, &step.jobs, step.session)
+        let answer = self.commit_async(step.record, step.events, &step.jobs, step.session);
+        self.states.on_commit(answer, step.record.state())
     }
 
     fn read_task(&self, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
@@ -514,10 +551,6 @@ impl TaskStore for RedisStore {
             Ok(None) => crate::ready(Ok(Vec::new())),
             Err(e) => crate::ready(Err(e)),
         }
-    }
-
-    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
-        self.commit_step(step.record, step.events, &step.jobs, step.session)
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -575,29 +608,10 @@ impl TaskStore for RedisStore {
         meta.map(|meta| decode_session(&meta, &messages)).transpose()
     }
 
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        self.settle_writes(None, Some(crate::SessionWrite { session, appended, history_limit })).map(|_| ())
-    }
-
     /// Nothing of ours to flush: a commit is as durable as Redis's persistence once it
     /// returns.
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
-    }
-
-    /// The task version without decoding the record (one HMGET).
-    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        let Some(shard) = self.task_shard(Scope::Node, task_id)? else { return Ok(None) };
-        let (generation, state): (Option<u64>, Option<String>) =
-            self.link.with_conn("read a task version", |conn| {
-                Ok(redis::cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("g").arg("s").query(conn)?)
-            })?;
-        Ok(generation.zip(state.as_deref().and_then(keys::parse_state)))
     }
 
     fn cluster(&self) -> Option<&dyn crate::Cluster> {
@@ -619,7 +633,9 @@ impl TaskStore for RedisStore {
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.settle_writes(Some(task_id), None)
+        let removed = self.settle_writes(Some(task_id), None)?;
+        self.states.removed(removed.as_ref());
+        Ok(removed)
     }
 
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -660,6 +676,9 @@ impl TaskStore for RedisStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.settle_writes(Some(task_id), Some(crate::SessionWrite { session, appended, history_limit }))
+        let removed =
+            self.settle_writes(Some(task_id), Some(crate::SessionWrite { session, appended, history_limit }))?;
+        self.states.removed(removed.as_ref());
+        Ok(removed)
     }
 }

@@ -7,6 +7,7 @@ use super::*;
 use crate::redis::test_cluster::RedisCluster;
 use crate::redis::test_server::{redis, redis_cluster, redis_with, RedisServer};
 use crate::sled::store::tests::record;
+use crate::TaskStoreExt;
 use crate::{Cluster, JobQueue, Owner, PushJob, RedisFailure, RedisQueue, RedisQueueOptions, TaskStore};
 use a2ad_protocol::TaskState;
 

@@ -6,24 +6,11 @@ use super::RedisStore;
 use crate::redis::link::{Request, ScriptCall};
 use crate::redis::push_queue::reply::{parse_entries, Entry};
 use crate::{ContextKey, Replaced, StoreFuture};
-use crate::{LoggedEvent, PushJob, Scope, SessionWrite, StoreError, TaskQuery, TaskRecord, TaskStore};
-use a2ad_protocol::TaskState;
+use crate::{LoggedEvent, PushJob, Scope, SessionWrite, StoreError, TaskQuery, TaskRecord, TaskStoreExt};
 use redis::{RedisError, Value};
 use std::sync::Arc;
 
 impl RedisStore {
-    /// One step in one script, waited for on this thread (off the request path: the
-    /// request path's is [`RedisStore::commit_async`]).
-    pub(super) fn commit_step(
-        &self,
-        record: &TaskRecord,
-        events: &[LoggedEvent],
-        jobs: &[PushJob],
-        session: Option<SessionWrite<'_>>,
-    ) -> Result<Option<TaskState>, StoreError> {
-        crate::block_on_store(self.commit_async(record, events, jobs, session))
-    }
-
     /// One step in one script (lease check, generation check, snapshot and indexes,
     /// events, the session if any, the push jobs), sent on the pipe's lane of its context;
     /// once Redis answers, the listeners are told.

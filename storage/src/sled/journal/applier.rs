@@ -20,7 +20,7 @@
 
 use super::step::{SessionStep, Step};
 use crate::sled::wal::{AfterSync, Lsn, Wal};
-use crate::{ContextKey, PushQueue, SessionWrite, StoreError, TaskRecord, TaskStore};
+use crate::{ContextKey, PushQueue, SessionWrite, StoreError, TaskRecord, TaskStore, TaskStoreExt};
 use a2ad_protocol::TaskState;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -63,7 +63,11 @@ struct QueuedTask {
 
 impl Unapplied {
     /// The newest version of a task, queued or stored: `(generation, state)`.
-    pub fn task_version(&self, inner: &dyn TaskStore, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+    pub fn task_version(
+        &self,
+        inner: &crate::SledStore,
+        task_id: &str,
+    ) -> Result<Option<(u64, TaskState)>, StoreError> {
         match self.tasks.get(task_id) {
             Some(queued) => Ok(queued.record.as_ref().map(|r| (r.last_event_seq, r.state()))),
             None => inner.task_version(task_id),
@@ -71,7 +75,7 @@ impl Unapplied {
     }
 
     /// The newest record of a task, queued or stored.
-    pub fn task(&self, inner: &dyn TaskStore, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    pub fn task(&self, inner: &crate::SledStore, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         match self.tasks.get(task_id) {
             Some(queued) => Ok(queued.record.as_deref().cloned()),
             None => inner.get_task(crate::Scope::Node, task_id),

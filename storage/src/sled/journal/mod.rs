@@ -20,7 +20,7 @@
 //! Every operation is idempotent (a put writes the same record and event keys again, a
 //! removal of a removed task does nothing), so a record the store already held, in whole
 //! or in part, is harmless; the store then mends what is not idempotent
-//! ([`TaskStore::after_replay`]: sled rebuilds its task counters). A step whose apply
+//! ([`crate::SledStore::after_replay`]: sled rebuilds its task counters). A step whose apply
 //! fails fails its commit with [`StoreError::Unavailable`], stays queued, and is applied
 //! again by the next commit (and replayed after a restart); a write the log could not make
 //! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
@@ -49,7 +49,7 @@ pub use checkpointer::Checkpointer;
 use crate::sled::wal::{Lsn, Wal, WalOptions};
 use crate::{
     ContextKey, LoggedEvent, PushJob, PushQueue, SessionRecord, SessionWrite, StoreCounts, StoreError, TaskEntry,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
+    TaskPage, TaskQuery, TaskRecord, TaskStore, TaskStoreExt,
 };
 use a2ad_protocol::{Message, TaskState};
 use applier::Applier;
@@ -64,6 +64,8 @@ pub const WAL_DIR: &str = "wal";
 pub struct WalStore {
     applier: Arc<Applier>,
     wal: Wal,
+    /// Told of each task's change of state, as its write is queued.
+    states: crate::Observer,
 }
 
 /// What [`WalStore::open`] found in the log.
@@ -97,7 +99,8 @@ impl WalStore {
             torn_tail_bytes: replay.torn_tail().map(|cut| cut.dropped_bytes),
             ..ReplayReport::default()
         };
-        let store = WalStore { applier: Arc::new(Applier::new(inner, queue, reservations)), wal };
+        let applier = Arc::new(Applier::new(inner, queue, reservations));
+        let store = WalStore { applier, wal, states: crate::Observer::default() };
         for record in replay {
             let step = step::decode(&record.payload)
                 .map_err(|e| StoreError::Corrupt(format!("write-ahead log record {}: {e}", record.lsn)))?;
@@ -110,6 +113,19 @@ impl WalStore {
         }
         store.wal.set_after_sync(Arc::clone(&store.applier) as Arc<dyn crate::sled::wal::AfterSync>);
         Ok((store, report))
+    }
+
+    /// Tells `observer` of every change of a task's state from now on, as each write is
+    /// queued in the log (the node's per-state counts).
+    pub fn with_state_changes(mut self, observer: Arc<dyn crate::StateChanges>) -> Self {
+        self.states = crate::Observer::new(observer);
+        self
+    }
+
+    /// The generation (`last_event_seq`) and state of a task, the newest queued or
+    /// stored, with no owner check: what a writer compares its new version with.
+    pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        self.applier.lock().task_version(self.applier.inner.as_ref(), task_id)
     }
 
     /// Tells `listener` of every task step from now on, once it is durable and in the
@@ -196,7 +212,10 @@ impl WalStore {
         let task = (record.task.id.as_str(), Some(Arc::clone(&record)));
         let step = Step::PutTask { record: Arc::clone(&record), record_json, events: events.to_vec(), jobs, session };
         unapplied.append(&self.wal, &payload, step, Some(task), contexts)?;
-        Ok(previous.map(|(_, state)| state))
+        drop(unapplied);
+        let previous = previous.map(|(_, state)| state);
+        self.states.stepped(previous, record.state());
+        Ok(previous)
     }
 
     /// Queues the removal of a task (alone, or settling a reply with its session write)
@@ -210,11 +229,31 @@ impl WalStore {
             contexts.push(session.key.storage_key());
         }
         unapplied.append(&self.wal, payload, step, Some((task_id, None)), contexts)?;
+        drop(unapplied);
+        self.states.removed(removed.as_ref());
         Ok(removed)
     }
 }
 
 impl WalStore {
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// the tests write (logged as a record of its own).
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        let payload = step::encode_session(None, session, appended, history_limit)?;
+        let step = Step::PutSession { session: session.clone(), appended: appended.to_vec(), history_limit };
+        let contexts = vec![session.key.storage_key()];
+        self.applier.lock().append(&self.wal, &payload, step, None, contexts)?;
+        Ok(())
+    }
+
     /// The store's events above `after`, then the log's steps not yet applied.
     fn events_with_unapplied(
         &self,
@@ -238,9 +277,10 @@ impl WalStore {
 impl TaskStore for WalStore {
     /// One record for the task's step, its push jobs (into the local queue: the
     /// local-file queue or the Redis outbox; without one, jobs are refused) and the
-    /// session: replay applies them all.
-    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
-        self.put(step.record, step.events, step.jobs, step.session)
+    /// session: replay applies them all. Answered once it is in the log's memory: the
+    /// caller's group commit makes it durable.
+    fn commit(&self, step: crate::Step<'_>) -> crate::StoreFuture<crate::Replaced> {
+        crate::ready(self.put(step.record, step.events, step.jobs, step.session))
     }
 
     fn read_events(
@@ -262,10 +302,6 @@ impl TaskStore for WalStore {
         Ok(read_seq(tree.get(task_id)?.as_deref()))
     }
 
-    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        self.applier.lock().task_version(self.applier.inner.as_ref(), task_id)
-    }
-
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.applier.inner.list_tasks(query)
     }
@@ -276,19 +312,6 @@ impl TaskStore for WalStore {
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
         self.applier.inner.get_session(key, history_limit)
-    }
-
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        let payload = step::encode_session(None, session, appended, history_limit)?;
-        let step = Step::PutSession { session: session.clone(), appended: appended.to_vec(), history_limit };
-        let contexts = vec![session.key.storage_key()];
-        self.applier.lock().append(&self.wal, &payload, step, None, contexts)?;
-        Ok(())
     }
 
     /// Everything appended so far made durable in the log and applied to the store (the

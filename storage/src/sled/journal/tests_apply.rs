@@ -118,3 +118,25 @@ fn a_step_that_cannot_be_applied_fails_its_commit_stays_queued_and_replays_after
     assert_eq!(report.replayed, 1, "the failed step is still in the log");
     assert_eq!(store.reserved_event_seq("t1").unwrap(), 70);
 }
+
+#[test]
+fn the_state_observer_is_told_of_each_write_as_it_is_queued_and_of_each_removal() {
+    use crate::store::RecordedMoves;
+    use TaskState::{Completed, Working};
+    let (data, wal) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let sled = crate::sled::store::open_retrying(data.path());
+    let (store, _) = WalStore::open(Arc::new(sled), None, None, wal.path(), WalOptions::default()).unwrap();
+    let moves = Arc::new(RecordedMoves::default());
+    let store = store.with_state_changes(Arc::clone(&moves) as _);
+    store.put_task(&task("t1", "c1", Working, 1), &[event(1)]).unwrap();
+    store.put_task(&task("t1", "c1", Completed, 2), &[event(2)]).unwrap();
+    assert_eq!(moves.take(), [(None, Some(Working)), (Some(Working), Some(Completed))], "before their sync");
+    store.put_task(&task("t1", "c1", Working, 1), &[]).expect_err("stale");
+    assert_eq!(store.delete_task("t1").unwrap().map(|r| r.state()), Some(Completed));
+    assert_eq!(store.delete_task("t1").unwrap(), None);
+    assert_eq!(moves.take(), [(Some(Completed), None)], "a refused write and a second removal move nothing");
+    store.put_task(&task("reply", "c1", Working, 1), &[]).unwrap();
+    let session = crate::SessionRecord::new(crate::ContextKey::new(Owner::anonymous(), "c1"), "echo");
+    store.settle_reply("reply", &session, &[], 10).unwrap();
+    assert_eq!(moves.take(), [(None, Some(Working)), (Some(Working), None)]);
+}

@@ -145,7 +145,7 @@ fn io(action: &str, path: &Path, e: std::io::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Owner, TaskStore};
+    use crate::{Owner, TaskStore, TaskStoreExt};
 
     fn fill(store: &SledStore, n: usize) {
         for i in 0..n {

@@ -3,6 +3,7 @@
 
 use super::tests::record;
 use super::{counters, index, SledStore};
+use crate::TaskStoreExt;
 use crate::{Owner, TaskQuery, TaskStore};
 use a2ad_protocol::TaskState;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! * `n` ‖ owner ‖ `c` ‖ context id → the owner's tasks in that context.
 //!
 //! A counter that drops to 0 is removed. Without a log in front, counters change in the
-//! same batch as the index entries they count ([`SledStore::put_task`](crate::TaskStore::put_task),
+//! same batch as the index entries they count ([`SledStore::commit`](crate::TaskStore::commit),
 //! [`SledStore::delete_task`](crate::TaskStore::delete_task)). Several contexts of one
 //! owner write at once, each from its own actor, so the read-modify-write of an owner's
 //! counters holds that owner's stripe lock until the batch is applied.
@@ -19,7 +19,7 @@
 //! owner's, its state's): read and rewritten per request, they were a quarter of the
 //! store's keys. A crash loses held values, which is harmless: the log then has records
 //! after its checkpoint, and their replay ends by rebuilding every counter from the
-//! indexes ([`crate::TaskStore::after_replay`]); with no record after the checkpoint,
+//! indexes ([`crate::SledStore::after_replay`]); with no record after the checkpoint,
 //! nothing was applied since the flush that wrote them back.
 //!
 //! A store written before counters existed has no `v` ‖ [`MARKER`] key: opening it

@@ -3,6 +3,7 @@
 use super::index::{self, Prefix, Stamp};
 use super::tests::record;
 use super::SledStore;
+use crate::TaskStoreExt;
 use crate::{LoggedEvent, Owner, Scope, TaskRecord, TaskStore};
 use a2ad_protocol::{StreamResponse, TaskState};
 

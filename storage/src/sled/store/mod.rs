@@ -50,7 +50,7 @@ pub use compact::{compact, sled_files_size, tree_size, CompactReport};
 
 use crate::{
     ContextKey, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    TaskStore, TaskStoreExt,
 };
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
@@ -333,10 +333,25 @@ impl SledStore {
     }
 }
 
-impl TaskStore for SledStore {
+impl SledStore {
+    /// Writes a session's metadata and appends `appended` (the messages that end at
+    /// `session.message_count`) to its stored history, dropping stored messages older
+    /// than the last `history_limit`. Not the node's write of a session (that is a
+    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
+    /// the log's replay (of a step's session too) and the tests write.
+    pub fn put_session(
+        &self,
+        session: &SessionRecord,
+        appended: &[Message],
+        history_limit: usize,
+    ) -> Result<(), StoreError> {
+        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
+        Ok(())
+    }
+
     /// The task, then the session; a store of its own has no push queue (the log's
     /// applier queues a step's jobs: `sled/journal/applier.rs`).
-    fn write_step(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
+    fn write(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
         crate::refuse_jobs_without_queue(false, &step.jobs)?;
         let json = serde_json::to_vec(step.record).map_err(corrupt)?;
         let previous = self.put_task_json(step.record, &json, step.events)?;
@@ -346,11 +361,32 @@ impl TaskStore for SledStore {
         Ok(previous)
     }
 
-    fn after_replay(&self) -> Result<(), StoreError> {
+    /// Called once the write-ahead log replayed its tail into this store at open, before
+    /// anyone reads it: the keys of a step are applied one by one behind the log, and
+    /// the counters are not idempotent there, so they are rebuilt.
+    pub(crate) fn after_replay(&self) -> Result<(), StoreError> {
         match self.atomicity {
             Atomicity::Log => self.counters.rebuild(&self.tasks),
             Atomicity::Batch => Ok(()),
         }
+    }
+
+    /// The generation (`last_event_seq`) and state of a task, with no owner check: what
+    /// the log's writer compares a new version with. Read off the stamp and the end of
+    /// the stored JSON, without decoding the record.
+    pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
+        let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
+        let state = Stamp::decode(&bytes).and_then(|stamp| TaskState::from_number(i64::from(stamp.state)));
+        match (task_value::parse(&bytes).ok().and_then(|v| stored_generation(v.record_json)), state) {
+            (Some(generation), Some(state)) => Ok(Some((generation, state))),
+            _ => Self::decode_task(&bytes).map(|r| Some((r.last_event_seq, r.state()))),
+        }
+    }
+}
+
+impl TaskStore for SledStore {
+    fn commit(&self, step: crate::Step<'_>) -> crate::StoreFuture<crate::Replaced> {
+        crate::ready(self.write(step))
     }
 
     fn read_task(&self, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
@@ -365,16 +401,6 @@ impl TaskStore for SledStore {
         limit: usize,
     ) -> crate::StoreFuture<Vec<LoggedEvent>> {
         crate::ready(self.events_of(scope, task_id, after, limit))
-    }
-
-    /// Read off the stamp and the end of the stored JSON, without decoding the record.
-    fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
-        let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
-        let state = Stamp::decode(&bytes).and_then(|stamp| TaskState::from_number(i64::from(stamp.state)));
-        match (task_value::parse(&bytes).ok().and_then(|v| stored_generation(v.record_json)), state) {
-            (Some(generation), Some(state)) => Ok(Some((generation, state))),
-            _ => Self::decode_task(&bytes).map(|r| Some((r.last_event_seq, r.state()))),
-        }
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -413,16 +439,6 @@ impl TaskStore for SledStore {
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
         self.load_session(key, history_limit)
-    }
-
-    fn put_session(
-        &self,
-        session: &SessionRecord,
-        appended: &[Message],
-        history_limit: usize,
-    ) -> Result<(), StoreError> {
-        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
-        Ok(())
     }
 
     /// `db.flush()` writes sled's buffers out but only `sync_file_range`s them (sled

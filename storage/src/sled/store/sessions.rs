@@ -82,7 +82,7 @@ fn prune_due(first_new: u64, count: u64, history_limit: u64) -> bool {
 }
 
 impl SledStore {
-    /// The writes of [`crate::TaskStore::put_session`]: the turn's chunk (or the metadata,
+    /// The writes of [`crate::SledStore::put_session`]: the turn's chunk (or the metadata,
     /// when nothing is appended), and, when [`prune_due`], the removal of the chunks wholly
     /// past the last `history_limit` messages (found by reading the context's oldest chunk
     /// keys).

@@ -15,7 +15,7 @@
 //! replaying the record, and
 //! every key of a step is a blind write of what the record says (the counters, the one
 //! read-modify-write, are rebuilt from the indexes after a replay:
-//! [`crate::TaskStore::after_replay`]). So there the keys are applied one by one, in the
+//! [`crate::SledStore::after_replay`]). So there the keys are applied one by one, in the
 //! order given, and sled's buffers fill before they are written. Without the log (admin
 //! commands on a stopped node, tests) a batch stays one atomic `sled::Batch`.
 

@@ -5,6 +5,7 @@ use super::*;
 use crate::redis::push_queue::forwarder::forward_batch;
 use crate::sled::store::tests::record;
 use crate::sled::wal::{FullDiskSwitch, WalOptions};
+use crate::TaskStoreExt;
 use crate::{LoggedEvent, Owner, PushQueue, TaskStore, WalStore};
 use a2ad_protocol::TaskState;
 use std::sync::Arc;

@@ -120,3 +120,45 @@ fn a_commit_whose_connection_dropped_during_its_wait_is_not_confirmed_by_a_wait_
     // Once the replica acknowledges again, the same step sent again is confirmed.
     store.put_task(&at(&owner, 2, TaskState::Working), &[event(2)]).expect("confirmed once the replica is back");
 }
+
+#[test]
+fn on_a_redis_cluster_jobs_for_every_config_follow_the_configs_of_minted_and_moved_tasks() {
+    let Some(cluster) = crate::redis::test_server::redis_cluster() else { return };
+    let mut queue_options =
+        RedisQueueOptions { url: cluster.url(), topology: crate::Topology::Cluster, ..RedisQueueOptions::default() };
+    let options = RedisStoreOptions {
+        url: cluster.url(),
+        topology: crate::Topology::Cluster,
+        shards: 16,
+        push_stream: Some(queue_options.stream.clone()),
+        ..RedisStoreOptions::default()
+    };
+    let store = RedisStore::connect(options).unwrap();
+    queue_options.shards = store.queue_keys(&queue_options);
+    let queue = RedisQueue::connect(queue_options).unwrap();
+    let configs = store.push_configs(SecretKey::generate().unwrap());
+    let owner = Owner { tenant: "acme".into(), principal: "ann".into() };
+    // A minted id (its configs in its step's slot: read by the script), and one that is
+    // not (a task moved from sled: its configs' hash is in another slot, read beforehand).
+    let minted = a2ad_protocol::ids::new_task_id(owner.shard_hash());
+    assert_ne!(store.keys.hinted("moved-1"), store.keys.of_owner(&owner), "the moved id names another shard");
+    for (n, id) in [minted.as_str(), "moved-1"].into_iter().enumerate() {
+        configs.put(&owner, &TaskPushNotificationConfig { task_id: Some(id.into()), ..config("a") }).unwrap();
+        let context = format!("c{n}");
+        let step = TaskRecord { last_event_seq: 1, ..record(&owner, id, &context, TaskState::Working, 1000) };
+        store.put_step(&step, &[event(1)], vec![PushJob::for_every_config(id, 1, 5)]).unwrap();
+    }
+    let mut due = Vec::new();
+    for _ in 0..32 {
+        due.extend(queue.due(i64::MAX, 100, &Default::default()).unwrap());
+    }
+    let mut made: Vec<(String, String, String)> =
+        due.into_iter().map(|job| (job.task_id, job.config_id, job.body)).collect();
+    made.sort();
+    let mut expected = vec![
+        (minted.clone(), "a".to_owned(), event(1).json.to_string()),
+        ("moved-1".to_owned(), "a".to_owned(), event(1).json.to_string()),
+    ];
+    expected.sort();
+    assert_eq!(made, expected);
+}

@@ -221,6 +221,8 @@ impl ContextActor {
 
     /// This context's task `task_id` as stored, if `owner` owns it; else TaskNotFound, so
     /// that another owner's task is never revealed (the store's read is owner-scoped).
+    /// A read on this thread: for a node's own store only, where it is local; on a shared
+    /// store callers read through the seam ([`a2ad_storage::TaskStore::read_task`]).
     pub(super) fn stored_task(&self, owner: &Owner, task_id: &str) -> Result<TaskRecord, RuntimeError> {
         self.own_context_task(self.rt.store.get_task(Scope::Owner(owner), task_id)?, task_id)
     }

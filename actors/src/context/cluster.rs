@@ -19,8 +19,7 @@ use super::actor::ContextActor;
 use crate::messages::Subscription;
 use crate::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Task, TaskState};
-use a2ad_storage::TaskStoreExt;
-use a2ad_storage::{CancelRequest, Cluster, LoggedEvent, Owner, Scope, TaskRecord};
+use a2ad_storage::{CancelRequest, Cluster, LoggedEvent, Scope, TaskRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -110,17 +109,21 @@ pub(super) async fn cancel_on(rt: Arc<Runtime>, node: String, record: TaskRecord
         context_id: record.task.context_id.clone(),
         task_id: record.task.id.clone(),
     };
-    cluster.request_cancel(&node, &request).map_err(RuntimeError::from)?;
+    // A PUBLISH on a connection of the store's own, which blocks: on the blocking pool.
+    let (store, target) = (Arc::clone(&rt.store), node.clone());
+    let sent = tokio::task::spawn_blocking(move || match store.cluster() {
+        Some(cluster) => cluster.request_cancel(&target, &request),
+        None => Ok(()),
+    });
+    sent.await.map_err(|_| RuntimeError::ContextUnavailable)?.map_err(RuntimeError::from)?;
     if tokio::time::timeout(CANCEL_WAIT, ended.recv()).await.is_err() {
         tracing::warn!(task_id = %record.task.id, node, "a cancel sent to the node running the turn did not end it in time");
     }
-    let stored = stored_task(&rt, &record.owner, &record.task.id)?;
+    // Through the seam: the future is Redis's answer, which no thread waits for.
+    let read = rt.store.read_task(Scope::Owner(&record.owner), &record.task.id).await.map_err(RuntimeError::from)?;
+    let stored = read.ok_or_else(|| RuntimeError::TaskNotFound(record.task.id.clone()))?;
     match stored.state() {
         TaskState::Canceled | TaskState::Submitted | TaskState::Working => Ok(stored.task),
         state => Err(RuntimeError::NotCancelable(stored.task.id, state).into()),
     }
-}
-
-fn stored_task(rt: &Runtime, owner: &Owner, task_id: &str) -> Result<TaskRecord, RuntimeError> {
-    rt.store.get_task(Scope::Owner(owner), task_id)?.ok_or_else(|| RuntimeError::TaskNotFound(task_id.to_owned()))
 }

@@ -146,27 +146,51 @@ impl ContextActor {
 impl Handler<ExpireTask> for ContextActor {
     type Result = ResponseFuture<Result<bool, A2aError>>;
 
-    /// Answered once the expiry's write is.
-    fn handle(&mut self, msg: ExpireTask, _ctx: &mut Self::Context) -> Self::Result {
-        match self.expire(msg) {
-            Ok(Some(stored)) => Box::pin(async move {
+    /// Answered once the expiry's write is. On a shared store the task is read through
+    /// the seam, with the mailbox held (`ctx.wait`: no turn starts in between) but not the
+    /// thread; on a node's own store the read is local.
+    fn handle(&mut self, msg: ExpireTask, ctx: &mut Self::Context) -> Self::Result {
+        if self.turn.as_ref().is_some_and(|t| t.record.task.id == msg.task_id) {
+            return Box::pin(std::future::ready(Ok(false))); // Answered since the sweep looked: running again.
+        }
+        if !self.shared() {
+            let read = self.rt.store.get_task(Scope::Owner(&msg.owner), &msg.task_id).map_err(RuntimeError::from);
+            return expiry_answer(read.map_err(A2aError::from).and_then(|read| self.expire(msg, read)));
+        }
+        let read = self.rt.store.read_task(Scope::Owner(&msg.owner), &msg.task_id);
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        ctx.wait(read.into_actor(self).map(move |read, act, _| {
+            let read = read.map_err(|e| A2aError::from(RuntimeError::from(e)));
+            let _ = answer.send(read.and_then(|read| act.expire(msg, read)));
+        }));
+        Box::pin(async move {
+            match answered.await {
+                Ok(expired) => expiry_answer(expired).await,
+                Err(_) => Err(RuntimeError::ContextUnavailable.into()),
+            }
+        })
+    }
+}
+
+/// An expiry's answer: `true` once its write is answered, `false` if it left the task.
+fn expiry_answer(expired: Result<Option<Written>, A2aError>) -> ResponseFuture<Result<bool, A2aError>> {
+    Box::pin(async move {
+        match expired? {
+            Some(stored) => {
                 stored.answered().await.map_err(RuntimeError::from)?;
                 Ok(true)
-            }),
-            Ok(None) => Box::pin(std::future::ready(Ok(false))),
-            Err(e) => Box::pin(std::future::ready(Err(e))),
+            }
+            None => Ok(false),
         }
-    }
+    })
 }
 
 impl ContextActor {
     /// Cancels an interrupted task whose wait ran out, unless it changed since the sweep
-    /// looked; the expiry's write, or `None` if it was left alone.
-    fn expire(&mut self, msg: ExpireTask) -> Result<Option<Written>, A2aError> {
-        if self.turn.as_ref().is_some_and(|t| t.record.task.id == msg.task_id) {
-            return Ok(None); // Answered since the sweep looked: running again.
-        }
-        let mut record = self.stored_task(&msg.owner, &msg.task_id)?;
+    /// looked (`read`: the task as stored now, in the sweep's owner's scope); the
+    /// expiry's write, or `None` if it was left alone.
+    fn expire(&mut self, msg: ExpireTask, read: Option<a2ad_storage::TaskRecord>) -> Result<Option<Written>, A2aError> {
+        let mut record = self.own_context_task(read, &msg.task_id)?;
         let unchanged = record.status_millis() == msg.status_millis;
         if !unchanged || !matches!(record.state(), TaskState::InputRequired | TaskState::AuthRequired) {
             return Ok(None);
@@ -184,13 +208,34 @@ impl ContextActor {
 }
 
 impl Handler<ForgetSession> for ContextActor {
-    type Result = bool;
+    type Result = ActorResponse<Self, bool>;
 
-    fn handle(&mut self, _: ForgetSession, _ctx: &mut Self::Context) -> bool {
+    /// On a shared store the store's script runs on the blocking pool (a Redis round trip
+    /// on a connection of its own), with the mailbox held (`ctx.wait`: no turn starts in
+    /// between) but not the thread; on a node's own store it is local.
+    fn handle(&mut self, _: ForgetSession, ctx: &mut Self::Context) -> Self::Result {
         if self.turn.is_some() {
-            return false;
+            return ActorResponse::reply(false);
         }
-        match self.rt.store.forget_session_if_unused(&self.key) {
+        if !self.shared() {
+            let removed = self.rt.store.forget_session_if_unused(&self.key);
+            return ActorResponse::reply(self.session_forgotten(removed));
+        }
+        let (store, key) = (Arc::clone(&self.rt.store), self.key.clone());
+        let forget = tokio::task::spawn_blocking(move || store.forget_session_if_unused(&key));
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        ctx.wait(forget.into_actor(self).map(move |done, act, _| {
+            let removed = done.unwrap_or_else(|_| Err(a2ad_storage::StoreError::Closed));
+            let _ = answer.send(act.session_forgotten(removed));
+        }));
+        ActorResponse::r#async(async move { answered.await.unwrap_or(false) }.into_actor(self))
+    }
+}
+
+impl ContextActor {
+    /// Drops the session held here once the store removed it; whether it did.
+    fn session_forgotten(&mut self, removed: Result<bool, a2ad_storage::StoreError>) -> bool {
+        match removed {
             Ok(removed) => {
                 if removed {
                     self.session = None;

@@ -149,14 +149,26 @@ pub struct PushHooks {
     pub terminal_only: bool,
     /// The worker's attempts and their outcomes (the worker records into it).
     pub deliveries: DeliveryLog,
+    /// The store reads the task's configs itself, in the step's commit (the shared Redis
+    /// store, whose configs live beside its tasks): a step then carries one
+    /// [`PushJob::for_every_config`] per event, and nothing is read before it, so no
+    /// actor's thread waits for a round trip. A node's own store reads them here, locally.
+    pub configs_in_commit: bool,
 }
 
 impl PushHooks {
     /// One job per event and push config of `task_id` (only ends of turns when
-    /// `terminal_only`), due at `now_ms`; not queued yet.
+    /// `terminal_only`), due at `now_ms`; not queued yet. With
+    /// [`PushHooks::configs_in_commit`], one job per event for every config, which the
+    /// store's commit makes into one per config as they are when the step is written (a
+    /// config acknowledged before the step is submitted is seen by it).
     pub fn jobs_for(&self, task_id: &str, events: &[LoggedEvent], now_ms: i64) -> Result<Vec<PushJob>, StoreError> {
         if events.is_empty() {
             return Ok(Vec::new());
+        }
+        if self.configs_in_commit {
+            let delivered = events.iter().filter(|e| !self.terminal_only || ends_turn(e));
+            return Ok(delivered.map(|e| PushJob::for_every_config(task_id, e.seq, now_ms)).collect());
         }
         let configs = self.configs.list(a2ad_storage::Scope::Node, task_id)?;
         let mut jobs = Vec::new();

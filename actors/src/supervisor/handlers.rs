@@ -7,6 +7,7 @@ use crate::messages::{Drain, ForgetSession, ForgetSessions, GetStats, Shutdown, 
 use crate::RuntimeError;
 use a2ad_protocol::A2aError;
 use actix::prelude::*;
+use std::sync::Arc;
 use std::time::Instant;
 
 impl Handler<Route> for Supervisor {
@@ -74,23 +75,44 @@ impl Handler<StopAll> for Supervisor {
 impl Handler<ForgetSessions> for Supervisor {
     type Result = ResponseFuture<usize>;
 
+    /// The retention sweep's sessions: a live context forgets its own; the others are
+    /// forgotten here on a node's own store (local), and on the blocking pool on a shared
+    /// one (a Redis round trip each, which the supervisor, that routes every request, does
+    /// not wait on).
     fn handle(&mut self, msg: ForgetSessions, _ctx: &mut Self::Context) -> Self::Result {
         let mut live = Vec::new();
-        let mut removed = 0;
+        let mut idle = Vec::new();
         for key in msg.keys {
             match self.contexts.get(&key).filter(|l| l.addr.connected()) {
                 Some(context) => live.push(context.addr.clone()),
-                None => match self.rt.store.forget_session_if_unused(&key) {
-                    Ok(gone) => removed += usize::from(gone),
-                    Err(e) => tracing::error!(context_id = %key.context_id, error = %e, "could not remove a session"),
-                },
+                None => idle.push(key),
             }
         }
+        let store = Arc::clone(&self.rt.store);
+        let forget_idle = move || idle.iter().map(|key| forget_if_unused(store.as_ref(), key)).sum::<usize>();
+        let (mut removed, later) = match self.rt.store.cluster() {
+            Some(_) => (0, Some(forget_idle)),
+            None => (forget_idle(), None),
+        };
         Box::pin(async move {
+            if let Some(forget_idle) = later {
+                removed += tokio::task::spawn_blocking(forget_idle).await.unwrap_or(0);
+            }
             for addr in live {
                 removed += usize::from(addr.send(ForgetSession).await.unwrap_or(false));
             }
             removed
         })
+    }
+}
+
+/// Forgets `key`'s session if no task of its context is left; 1 if it did.
+fn forget_if_unused(store: &dyn a2ad_storage::TaskStore, key: &a2ad_storage::ContextKey) -> usize {
+    match store.forget_session_if_unused(key) {
+        Ok(gone) => usize::from(gone),
+        Err(e) => {
+            tracing::error!(context_id = %key.context_id, error = %e, "could not remove a session");
+            0
+        }
     }
 }

@@ -45,6 +45,7 @@ fn push_node(
         outbox: None,
         terminal_only,
         deliveries: DeliveryLog::default(),
+        configs_in_commit: false,
     };
     let log = hooks.deliveries.clone();
     let node = Node::with(settings(), Some(hooks), false);

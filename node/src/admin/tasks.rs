@@ -292,7 +292,8 @@ fn without_secrets(config: a2ad_protocol::TaskPushNotificationConfig) -> Value {
 /// Cancels a task of any tenant (operator role), as its owner's `CancelTask` would.
 pub async fn cancel(core: &Core, operator: &Operator, task_id: &str) -> Result<Task, AdminError> {
     super::require(operator, Role::Operator)?;
-    let read = core.runtime().store.get_task(Scope::Node, task_id);
+    // Through the seam: on the shared store a Redis read this worker does not wait on.
+    let read = core.runtime().store.read_task(Scope::Node, task_id).await;
     let record = read?.ok_or_else(|| a2ad_protocol::A2aError::task_not_found(task_id))?;
     let request = CancelTaskRequest { tenant: None, id: task_id.to_owned(), metadata: None };
     let result = core.cancel_task(&record.owner, request).await;

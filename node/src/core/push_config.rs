@@ -119,12 +119,12 @@ impl Core {
     }
 
     /// Removes a config stored for a turn that was then refused (no flush: should a crash
-    /// keep it, start-up sweeps configs whose task is gone).
-    pub(super) fn forget_push_config(&self, task_id: &str, config_id: &str) {
-        if let Ok((hooks, _)) = self.push() {
-            if let Err(e) = hooks.configs.delete(Scope::Node, task_id, config_id) {
-                tracing::warn!(task_id, error = %e, "could not remove the push config of a refused turn");
-            }
+    /// keep it, start-up sweeps configs whose task is gone), on the blocking pool.
+    pub(super) async fn forget_push_config(&self, task_id: &str, config_id: &str) {
+        let Ok((hooks, _)) = self.push() else { return };
+        let (configs, task, id) = (hooks.configs.clone(), task_id.to_owned(), config_id.to_owned());
+        if let Err(e) = off_the_workers(move || configs.delete(Scope::Node, &task, &id)).await {
+            tracing::warn!(task_id, error = %e, "could not remove the push config of a refused turn");
         }
     }
 }

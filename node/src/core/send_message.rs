@@ -82,7 +82,7 @@ impl Core {
         start.keep_task = true;
         let started = self.call(key, start).await.and_then(|r| r);
         if started.is_err() {
-            self.forget_push_config(&task_id, &config_id);
+            self.forget_push_config(&task_id, &config_id).await;
         }
         started
     }

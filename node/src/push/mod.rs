@@ -116,7 +116,10 @@ impl PushStack {
         let options = shared_queue_options(&shared, store)?;
         let stream = options.stream.clone();
         let queue = Arc::new(RedisQueue::connect(options)?) as Arc<dyn JobQueue>;
-        Ok((Self::assemble(config, configs, queue, None, None, None)?, stream))
+        let mut stack = Self::assemble(config, configs, queue, None, None, None)?;
+        // The store's commit script reads the task's configs (they are in its Redis).
+        stack.hooks.configs_in_commit = true;
+        Ok((stack, stream))
     }
 
     fn assemble(
@@ -141,7 +144,14 @@ impl PushStack {
             ..PushSettings::default()
         };
         let deliveries = Default::default();
-        let hooks = PushHooks { configs, queue, outbox, terminal_only: config.terminal_only, deliveries };
+        let hooks = PushHooks {
+            configs,
+            queue,
+            outbox,
+            terminal_only: config.terminal_only,
+            deliveries,
+            configs_in_commit: false,
+        };
         Ok(PushStack { hooks, policy, settings, timeout: config.timeout, local, forward })
     }
 

@@ -74,6 +74,9 @@ pub trait JobQueue: Send + Sync + 'static {
     fn depth(&self) -> Result<usize, StoreError>;
 }
 
+/// The config id of a [`PushJob::for_every_config`].
+pub const EVERY_CONFIG: &str = "*";
+
 /// The tree of the node's sled database the local queue lives in.
 pub const PUSH_QUEUE_TREE: &str = "push_queue";
 
@@ -96,6 +99,21 @@ impl PushJob {
             host: None,
             receipt: None,
         }
+    }
+
+    /// A job that stands for one job per push config its task has when its step is
+    /// written: what a store that keeps the configs beside the tasks (Redis) takes, so
+    /// that it reads the configs inside the step's own commit rather than the caller
+    /// reading them first (one round trip per step, on an actor's thread). No config id is
+    /// [`EVERY_CONFIG`]: ids are checked to be `A-Z a-z 0-9 _ . : -`. The body is the
+    /// step's event of `event_seq`, which the store has at hand.
+    pub fn for_every_config(task_id: &str, event_seq: u64, now_ms: i64) -> Self {
+        PushJob::new(task_id, EVERY_CONFIG, event_seq, String::new(), now_ms)
+    }
+
+    /// Whether this is a [`PushJob::for_every_config`].
+    pub fn is_for_every_config(&self) -> bool {
+        self.config_id == EVERY_CONFIG
     }
 
     /// Unique per (task, event, config); also what receivers deduplicate on.

@@ -28,6 +28,19 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Sends `signal` to the server (SIGSTOP: it keeps its connections and answers
+    /// nothing until SIGCONT).
+    pub(crate) fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill(2) on the pid of a child this value owns (not reaped yet).
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, signal);
+        }
+    }
+
     /// SIGKILL: an outage (what the server had not written to its append-only file is gone).
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();

@@ -66,6 +66,11 @@ impl ScriptCall {
         self
     }
 
+    /// How many arguments the call has so far: the `ARGV` index (from 1) of the last.
+    pub fn arg_count(&self) -> usize {
+        self.args.len()
+    }
+
     fn command(&self, name: &str, script: &str) -> Cmd {
         let mut cmd = redis::cmd(name);
         cmd.arg(script).arg(self.keys.len()).arg(&self.keys).arg(&self.args);
@@ -94,6 +99,14 @@ pub(crate) enum Request {
     Cmd(Cmd),
     Pipe(Pipeline),
     Script(ScriptCall),
+    /// A script call with a `WAIT` right behind it, both written at once on one
+    /// connection, answered as an array of the two replies (an error reply: the first).
+    /// `WAIT` counts the replicas that have its connection's writes, so the two are never
+    /// parted: after a dropped connection both are sent again together on the new one
+    /// (where a `WAIT` alone would count replicas of nothing, and confirm at once). The
+    /// script must write even when it finds its work done (the commit's replay does), so
+    /// that the `WAIT` on the new connection covers the first write as well.
+    Replicated(ScriptCall, Cmd),
 }
 
 impl Request {
@@ -109,6 +122,20 @@ impl Request {
                 Err(e) if e.kind() == ErrorKind::NoScriptError => call.eval().query_async(conn).await,
                 other => other,
             },
+            Request::Replicated(call, wait) => {
+                let pair = |script: Cmd| {
+                    let mut pipe = redis::pipe();
+                    pipe.add_command(script).add_command(wait.clone());
+                    pipe
+                };
+                match first_of_script {
+                    true => pair(call.eval()).query_async(conn).await,
+                    false => match pair(call.evalsha()).query_async(conn).await {
+                        Err(e) if e.kind() == ErrorKind::NoScriptError => pair(call.eval()).query_async(conn).await,
+                        other => other,
+                    },
+                }
+            }
         }
     }
 }
@@ -248,7 +275,9 @@ async fn run_lane(target: Target, mut jobs: mpsc::UnboundedReceiver<Job>, down: 
                     }
                 };
                 let first_of_script = match &job.request {
-                    Request::Script(call) => sent_scripts.insert(Arc::clone(&call.script.hash)),
+                    Request::Script(call) | Request::Replicated(call, _) => {
+                        sent_scripts.insert(Arc::clone(&call.script.hash))
+                    }
                     _ => false,
                 };
                 let (down, broken, target) = (Arc::clone(&down), Arc::clone(&broken), target.clone());

@@ -16,11 +16,14 @@
 //! record being decoded (the one place tenant isolation is enforced, as in the sled store).
 
 mod cluster;
+mod jobs;
 mod keys;
 mod lease;
 mod scripts;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_commit;
 mod writes;
 
 use crate::redis::keys::{Keys, Shard};

@@ -13,7 +13,8 @@
 //! 4. appends the events to the task's stream, entry id `<seq>-0`, and trims the stream
 //!    to the last `retention` events;
 //! 5. writes the session (the step that ends a turn);
-//! 6. adds the push jobs to the push stream;
+//! 6. adds the push jobs to the push stream: those made for one config, and one per
+//!    config the task has now for each job made for every config (`store/jobs.rs`);
 //! 7. gives the context's lease back, when the step ends the turn (one round trip less
 //!    per turn than a release of its own).
 //!
@@ -106,10 +107,15 @@ local function delete_task(k, id)
 end
 "#;
 
-/// A step: KEYS = TASK_KEYS, lease, SESSION_KEYS, push stream; ARGV = lease token ("" for
-/// a write without a lease), the task part, a session flag (`1` + the session part, or
-/// `0`), the job count and the jobs, and a release flag (`1`: the step ends the turn, and
-/// gives the lease back with it). Returns the state before ("" for a new task).
+/// A step: KEYS = TASK_KEYS, lease, SESSION_KEYS, push stream, and the task's push configs
+/// when there are templates; ARGV = lease token ("" for a write without a lease), the task
+/// part, a session flag (`1` + the session part, or `0`), the job count and the jobs, the
+/// template count and the templates (each: the `ARGV` index of its event, then the job's
+/// JSON before its config id, between that and its body, and after: one job per config
+/// of the task, `store/jobs.rs`), and a release flag (`1`: the step ends the turn, and
+/// gives the lease back with it). Returns the state before ("" for a new task). A replay
+/// (the very commit already stored) writes the generation it holds again, so that a
+/// `WAIT` behind it counts the replicas that have the first write.
 const COMMIT_BODY: &str = r#"
 local lease = redis.call('GET', KEYS[8])
 if lease and lease ~= ARGV[1] then
@@ -120,6 +126,9 @@ if refused then
   return refused
 end
 if replayed then
+  -- A write all the same (the value it had): a WAIT behind this call on its connection
+  -- then covers the first write too, which came before it in the replication stream.
+  redis.call('HSET', KEYS[1], 'g', ARGV[4])
   return before
 end
 -- A new task ('' before) was in no active set: no SREM for it.
@@ -133,7 +142,20 @@ local jobs = tonumber(ARGV[i])
 for j = 1, jobs do
   redis.call('XADD', KEYS[12], '*', 'job', ARGV[i + j])
 end
-if ARGV[i + jobs + 1] == '1' and lease == ARGV[1] then
+i = i + jobs + 1
+local templates = tonumber(ARGV[i])
+if templates > 0 then
+  local configs = redis.call('HKEYS', KEYS[13])
+  table.sort(configs)
+  for t = 0, templates - 1 do
+    local at = i + 4 * t
+    local body = cjson.encode(ARGV[tonumber(ARGV[at + 1])])
+    for _, config in ipairs(configs) do
+      redis.call('XADD', KEYS[12], '*', 'job', ARGV[at + 2] .. cjson.encode(config) .. ARGV[at + 3] .. body .. ARGV[at + 4])
+    end
+  end
+end
+if ARGV[i + 4 * templates + 1] == '1' and lease == ARGV[1] then
   redis.call('DEL', KEYS[8])
 end
 return before

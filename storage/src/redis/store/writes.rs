@@ -27,47 +27,26 @@ impl RedisStore {
         };
         let lane = self.link.lane_of(&context.storage_key());
         let refusal = Refusal::of(record);
-        let reply = self.link.submit_refusable("commit a task step", lane, Request::Script(call), |e| refusal.map(e));
-        let replicas = self.replicas_confirm(lane);
+        let wanted = self.options.replica_acks;
+        let request = match wanted {
+            0 => Request::Script(call),
+            _ => Request::Replicated(call, replica_wait(wanted)),
+        };
+        let reply = self.link.submit_refusable("commit a task step", lane, request, |e| refusal.map(e));
         let listeners = self.listening();
         let told = (!listeners.is_empty()).then(|| (record.clone(), events.to_vec()));
         Box::pin(async move {
-            let before: Option<String> = redis::from_owned_redis_value(reply.await?)
+            let before = match wanted {
+                0 => reply.await?,
+                _ => replicas_confirmed(reply.await?, wanted)?,
+            };
+            let before: Option<String> = redis::from_owned_redis_value(before)
                 .map_err(|e| StoreError::Corrupt(format!("a commit's answer: {e}")))?;
-            if let Some(replicas) = replicas {
-                replicas.await?;
-            }
             if let Some((record, events)) = told {
                 listeners.iter().for_each(|listener| listener.durable(&record, &events));
             }
             Ok(before.as_deref().and_then(keys::parse_state))
         })
-    }
-
-    /// With `replica-acks`, a `WAIT` sent right behind a commit on its lane: Redis answers
-    /// it once that many replicas have the connection's writes so far, the commit's
-    /// included (at most [`REPLICA_WAIT`]); fewer is a failed step, which the caller must
-    /// not acknowledge. The lane's later requests queue behind the wait: the cost is one
-    /// replication round trip per step per lane (docs/cluster.md).
-    fn replicas_confirm(&self, lane: usize) -> Option<StoreFuture<()>> {
-        let wanted = self.options.replica_acks;
-        if wanted == 0 {
-            return None;
-        }
-        let mut wait = redis::cmd("WAIT");
-        wait.arg(wanted).arg(REPLICA_WAIT.as_millis() as u64);
-        let reply = self.link.submit("wait for the replicas", lane, Request::Cmd(wait));
-        Some(Box::pin(async move {
-            let confirmed: u32 = redis::from_owned_redis_value(reply.await?)
-                .map_err(|e| StoreError::Corrupt(format!("WAIT's answer: {e}")))?;
-            match confirmed >= wanted {
-                true => Ok(()),
-                false => Err(StoreError::Redis {
-                    kind: crate::RedisFailure::TimedOut,
-                    message: format!("only {confirmed} of {wanted} replicas confirmed a step in time"),
-                }),
-            }
-        }))
     }
 
     /// The commit script's call for a step, and the step's context. A step that ends its
@@ -103,13 +82,14 @@ impl RedisStore {
         // No stream: a key of the step's slot all the same (a cluster routes by every key).
         call.key(push_stream.unwrap_or_else(|| self.keys.queue_key("-", self.keys.of_owner(&record.owner))));
         call.arg(&token);
-        task_args(&mut call, record, events, self.event_retention + super::FOLLOW_SLACK)?;
+        let event_args = task_args(&mut call, record, events, self.event_retention + super::FOLLOW_SLACK)?;
         session_args(&mut call, session)?;
-        call.arg(jobs.len());
-        for job in jobs {
-            call.arg(crate::redis::push_queue::encode(job)?);
-        }
+        let configs = self.job_args(&mut call, record, events, &event_args, jobs)?;
         call.arg(if ends_turn { "1" } else { "0" });
+        // The task's configs, when the script reads them: its last key.
+        if let Some(configs) = configs {
+            call.key(configs);
+        }
         if ends_turn {
             self.leases.forget(&lease, &token);
         }
@@ -195,13 +175,14 @@ impl RedisStore {
     }
 }
 
-/// The task part of a commit's arguments (`put_task` in `scripts.rs`).
+/// The task part of a commit's arguments (`put_task` in `scripts.rs`); returns the
+/// `ARGV` index of each event's JSON.
 fn task_args(
     call: &mut ScriptCall,
     record: &TaskRecord,
     events: &[LoggedEvent],
     retention: u64,
-) -> Result<(), StoreError> {
+) -> Result<Vec<usize>, StoreError> {
     let json = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))?;
     call.arg(&record.task.id)
         .arg(json)
@@ -214,10 +195,12 @@ fn task_args(
         .arg(record.context_key().storage_key())
         .arg(retention)
         .arg(events.len());
+    let mut at = Vec::with_capacity(events.len());
     for event in events {
         call.arg(event.seq).arg(event.json.as_bytes());
+        at.push(call.arg_count());
     }
-    Ok(())
+    Ok(at)
 }
 
 /// A session flag, then the session part (`put_session` in `scripts.rs`) if there is one.
@@ -239,6 +222,34 @@ fn session_args(call: &mut ScriptCall, session: Option<SessionWrite<'_>>) -> Res
         call.arg(serde_json::to_vec(message).map_err(encode_error)?);
     }
     Ok(())
+}
+
+/// With `replica-acks`, the `WAIT` sent right behind a commit, on its connection
+/// ([`Request::Replicated`]): Redis answers it once `wanted` replicas have the
+/// connection's writes so far, the commit's included (at most [`REPLICA_WAIT`]). The
+/// lane's later requests queue behind it: the cost is one replication round trip per step
+/// per lane (docs/cluster.md).
+fn replica_wait(wanted: u32) -> redis::Cmd {
+    let mut wait = redis::cmd("WAIT");
+    wait.arg(wanted).arg(REPLICA_WAIT.as_millis() as u64);
+    wait
+}
+
+/// The commit's reply out of a [`Request::Replicated`]'s, once its `WAIT` counted
+/// `wanted` replicas; fewer is a failed step, which the caller must not acknowledge.
+fn replicas_confirmed(reply: Value, wanted: u32) -> Result<Value, StoreError> {
+    let unexpected = || StoreError::Corrupt("a replicated commit's answer is not two replies".into());
+    let Value::Array(replies) = reply else { return Err(unexpected()) };
+    let [commit, confirmed]: [Value; 2] = replies.try_into().map_err(|_| unexpected())?;
+    let confirmed: u32 =
+        redis::from_owned_redis_value(confirmed).map_err(|e| StoreError::Corrupt(format!("WAIT's answer: {e}")))?;
+    match confirmed >= wanted {
+        true => Ok(commit),
+        false => Err(StoreError::Redis {
+            kind: crate::RedisFailure::TimedOut,
+            message: format!("only {confirmed} of {wanted} replicas confirmed a step in time"),
+        }),
+    }
 }
 
 /// How long a step waits for its replicas' confirmation (`redis.replica-acks`).

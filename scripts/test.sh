@@ -26,6 +26,12 @@ export A2AD_INTEROP_JS
 A2AD_REDIS_SERVER=$(scripts/redis.sh | tail -n 1)
 export A2AD_REDIS_SERVER A2AD_REQUIRE_REDIS=1
 
+# strace, for the check that the write-ahead log gives a file up only after sled's files
+# are fsynced (tests/node/log_order.rs); Debian's package, installed when missing.
+if ! command -v strace >/dev/null; then
+    { apt-get update -qq && apt-get install -y -qq strace; } >/dev/null 2>&1 || echo "could not install strace" >&2
+fi
+
 # Headless Chromium and chromedriver for the console's browser tests (installed when
 # missing; when they cannot be, the browser tests fail, as A2AD_REQUIRE_ALL below asks).
 A2AD_CHROMEDRIVER=$(scripts/browser.sh | tail -n 1)

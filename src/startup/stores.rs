@@ -153,7 +153,8 @@ fn open_journal(
 ) -> Result<Arc<WalStore>, StoreError> {
     let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
     let dir = config.data_dir.join(WAL_DIR);
-    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, WalOptions::default())?;
+    let options = WalOptions::default().segment_size(config.wal_segment_size as u64);
+    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, options)?;
     if let Some(bytes) = report.torn_tail_bytes {
         tracing::warn!(bytes, "write-ahead log: dropped a record a crash left half-written");
     }

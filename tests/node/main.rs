@@ -39,6 +39,7 @@ mod interop_v03;
 mod jsonl_events;
 mod limits;
 mod list;
+mod log_order;
 mod memory_store;
 mod metrics;
 mod openai;

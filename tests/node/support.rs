@@ -407,6 +407,13 @@ impl NodeProcess {
         Self::spawn_on(Command::new(env!("CARGO_BIN_EXE_a2ad")), cwd, listen, args, stderr)
     }
 
+    /// Like [`NodeProcess::start`], run by `wrapper` (a program that runs its arguments,
+    /// such as `strace … -o FILE`): the node's binary and arguments follow the wrapper's.
+    pub fn start_under(mut wrapper: Command, cwd: &Path, args: &[&str]) -> NodeProcess {
+        wrapper.arg(env!("CARGO_BIN_EXE_a2ad"));
+        Self::spawn(wrapper, cwd, args, Stdio::null())
+    }
+
     fn start_with_stderr(cwd: &Path, args: &[&str], stderr: Stdio) -> NodeProcess {
         Self::spawn(Command::new(env!("CARGO_BIN_EXE_a2ad")), cwd, args, stderr)
     }

@@ -40,6 +40,10 @@ pub const DEFAULT_STORE_CACHE_SIZE: usize = a2ad_storage::DEFAULT_CACHE_BYTES;
 /// A floor that keeps a slip (`64KiB` for `64MiB`) from leaving sled next to no cache.
 const MIN_STORE_CACHE_SIZE: usize = 1 << 20;
 
+/// The write-ahead log's file size unless configured otherwise (`wal-segment-size`).
+pub const DEFAULT_WAL_SEGMENT_SIZE: usize = 64 << 20;
+const MIN_WAL_SEGMENT_SIZE: usize = 8 << 20;
+
 /// Where the HTTP+JSON binding is mounted unless configured otherwise (`rest-prefix`).
 pub const DEFAULT_REST_PREFIX: &str = "/a2a";
 
@@ -70,6 +74,10 @@ pub struct Config {
     /// bound on the cache, not on sled's memory (docs/operating.md, "Memory").
     #[serde(deserialize_with = "units::byte_size")]
     pub store_cache_size: usize,
+    /// The most bytes one file of the sled store's write-ahead log grows to before the
+    /// next record starts another; a checkpoint removes the files wholly behind it.
+    #[serde(deserialize_with = "units::byte_size")]
+    pub wal_segment_size: usize,
     /// A context with no turn is evicted from memory after this long.
     #[serde(deserialize_with = "units::duration", serialize_with = "units::show_duration")]
     pub idle_timeout: Duration,
@@ -214,6 +222,7 @@ impl Default for Config {
             store: StoreKind::Sled,
             redis: RedisStoreConfig::default(),
             store_cache_size: DEFAULT_STORE_CACHE_SIZE,
+            wal_segment_size: DEFAULT_WAL_SEGMENT_SIZE,
             idle_timeout: Duration::from_secs(300),
             body_limit: 1024 * 1024,
             body_timeout: Duration::from_secs(10),
@@ -367,6 +376,14 @@ impl Config {
         }
         if self.store_cache_size < MIN_STORE_CACHE_SIZE {
             return Err(ConfigError::invalid("store-cache-size", "must be at least 1MiB"));
+        }
+        // A record never spans two files, and one step's record holds its messages more
+        // than once (the task's history, its events, the session).
+        if self.wal_segment_size < MIN_WAL_SEGMENT_SIZE.max(4 * self.body_limit) {
+            return Err(ConfigError::invalid(
+                "wal-segment-size",
+                "must be at least 8MiB and at least 4 times body-limit (a step's record must fit in one file)",
+            ));
         }
         if self.body_limit < 1024 {
             return Err(ConfigError::invalid("body-limit", "must be at least 1KiB"));

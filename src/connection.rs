@@ -154,6 +154,13 @@ pub fn local_addr_of(req: &actix_web::HttpRequest) -> Option<std::net::SocketAdd
     req.conn_data::<LocalAddr>().map(|local| local.0)
 }
 
+/// `http://<address>` of the local address `req` came to (canonical: an IPv4 address
+/// mapped into IPv6 reads as IPv4), which the cards of a wildcard listener name.
+pub fn base_url_of(req: &actix_web::HttpRequest) -> Option<String> {
+    let local = local_addr_of(req)?;
+    Some(format!("http://{}", std::net::SocketAddr::new(local.ip().to_canonical(), local.port())))
+}
+
 /// The socket of the connection `req` came on.
 pub fn socket_of(req: &actix_web::HttpRequest) -> Option<Arc<ConnSocket>> {
     req.conn_data::<ConnHandle>().map(|handle| Arc::clone(&handle.0))

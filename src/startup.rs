@@ -157,15 +157,29 @@ fn announced_extension(extension: &crate::config::ExtensionConfig) -> a2ad_proto
 /// The public card (and the extended one, kept in `core`), signed: interfaces, security
 /// schemes, capabilities and extensions from the config, the 0.3 fields when
 /// `card.compat-v03` is on.
-/// `keep_extended`: the extended card built from this one becomes the node's (the cards
-/// per address of a wildcard listener keep the first one's).
 fn node_card(
     config: &Config,
     core: &Core,
     public_url: &str,
     grpc_address: Option<&str>,
-    keep_extended: bool,
 ) -> Result<CardDocument, StartupError> {
+    let mut card = unsigned_card(config, core, public_url, grpc_address);
+    if config.extended_card {
+        core.set_extended_card(signed_extended_card(config, &card)?);
+    }
+    // Signed last, so the signatures cover the finished card; the ETag covers them too.
+    crate::card::sign_with_config(&mut card, &config.card)
+        .map_err(|source| StartupError::CardSigning { card: "card", source })?;
+    Ok(CardDocument::new(card))
+}
+
+/// The public card as [`node_card`] builds it, before its signatures.
+fn unsigned_card(
+    config: &Config,
+    core: &Core,
+    public_url: &str,
+    grpc_address: Option<&str>,
+) -> a2ad_protocol::AgentCard {
     let mut card = build_card(config, public_url, grpc_address);
     if config.websocket {
         let url = crate::transports::websocket::public_url(public_url);
@@ -177,41 +191,65 @@ fn node_card(
     card.capabilities.extensions = crate::card::node_extensions(config).iter().map(announced_extension).collect();
     if config.card.compat_v03 {
         // 0.3 clients discover the node by these (JSON-RPC at `/`, the `/v1/` routes at the
-        // base); the extended card below is built from this one, so it follows.
+        // base); the extended card is built from this one, so it follows.
         a2ad_protocol::dialect::v03::add_compat_fields(&mut card, &format!("{public_url}/"), public_url);
     }
-    if config.extended_card && keep_extended {
-        let mut extended = crate::extended_card::extended_card(&card, config);
-        crate::card::sign_with_config(&mut extended, &config.card)
-            .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
-        core.set_extended_card(extended);
-    }
-    // Signed last, so the signatures cover the finished card; the ETag covers them too.
-    crate::card::sign_with_config(&mut card, &config.card)
-        .map_err(|source| StartupError::CardSigning { card: "card", source })?;
-    Ok(CardDocument::new(card))
+    card
+}
+
+/// The extended card built from the public `card` (unsigned), signed.
+fn signed_extended_card(
+    config: &Config,
+    card: &a2ad_protocol::AgentCard,
+) -> Result<a2ad_protocol::AgentCard, StartupError> {
+    let mut extended = crate::extended_card::extended_card(card, config);
+    crate::card::sign_with_config(&mut extended, &config.card)
+        .map_err(|source| StartupError::CardSigning { card: "extended card", source })?;
+    Ok(extended)
 }
 
 /// The cards of a wildcard `listen` with no `public-url`: each names the address a request
 /// came to, and so does its gRPC interface when `grpc-listen` is a wildcard too and no
-/// `grpc-public-address` is set.
+/// `grpc-public-address` is set. The public cards are the HTTP layer's
+/// ([`crate::http::CardsByAddress`]); the extended ones, built alike, are `core`'s
+/// ([`Core::set_extended_cards_by_base`]).
 fn cards_by_address(
     config: &Config,
     core: &Arc<Core>,
     grpc: Option<&(std::net::TcpListener, std::net::SocketAddr)>,
 ) -> crate::http::CardsByAddress {
-    let (config, core) = (config.clone(), Arc::clone(core));
-    let grpc = grpc.map(|(_, addr)| *addr);
+    let (config, grpc) = (Arc::new(config.clone()), grpc.map(|(_, addr)| *addr));
+    let grpc_address = {
+        let config = Arc::clone(&config);
+        move |base: &str| {
+            let host =
+                base.strip_prefix("http://").and_then(|a| a.parse::<std::net::SocketAddr>().ok()).map(|a| a.ip());
+            grpc.map(|addr| match (&config.grpc_public_address, host) {
+                (Some(named), _) => named.clone(),
+                (None, Some(ip)) if addr.ip().is_unspecified() => {
+                    std::net::SocketAddr::new(ip, addr.port()).to_string()
+                }
+                (None, _) => addr.to_string(),
+            })
+        }
+    };
+    if config.extended_card {
+        let (config, weak_core, grpc_address) = (Arc::clone(&config), Arc::downgrade(core), grpc_address.clone());
+        core.set_extended_cards_by_base(Box::new(move |base: &str| {
+            let core = weak_core.upgrade()?;
+            let card = unsigned_card(&config, &core, base, grpc_address(base).as_deref());
+            signed_extended_card(&config, &card)
+                .map_err(|e| tracing::warn!(error = %e, "could not build the extended card for an address"))
+                .ok()
+        }));
+    }
+    let core = Arc::clone(core);
     crate::http::CardsByAddress::new(Box::new(move |base: &str| {
-        let host = base.strip_prefix("http://").and_then(|a| a.parse::<std::net::SocketAddr>().ok()).map(|a| a.ip());
-        let grpc_address = grpc.map(|addr| match (&config.grpc_public_address, host) {
-            (Some(named), _) => named.clone(),
-            (None, Some(ip)) if addr.ip().is_unspecified() => std::net::SocketAddr::new(ip, addr.port()).to_string(),
-            (None, _) => addr.to_string(),
-        });
-        node_card(&config, &core, base, grpc_address.as_deref(), false)
+        let mut card = unsigned_card(&config, &core, base, grpc_address(base).as_deref());
+        crate::card::sign_with_config(&mut card, &config.card)
             .map_err(|e| tracing::warn!(error = %e, "could not build the card for an address"))
             .ok()
+            .map(|()| CardDocument::new(card))
     }))
 }
 
@@ -243,7 +281,7 @@ fn serve(
     let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
     let grpc_address =
         grpc_listener.as_ref().map(|(_, addr)| config.grpc_public_address.clone().unwrap_or_else(|| addr.to_string()));
-    let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref(), true)?);
+    let card = Arc::new(node_card(config, &core, &public_url, grpc_address.as_deref())?);
     let exposed =
         std::iter::once(("listen", local)).chain(grpc_listener.as_ref().map(|(_, addr)| ("grpc-listen", *addr)));
     let warnings = a2ad_node::exposure::warnings(&exposed.collect::<Vec<_>>(), core.auth().enabled());

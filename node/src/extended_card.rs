@@ -71,3 +71,37 @@ fn agent_details(agent: &crate::config::AgentConfig) -> Value {
     };
     json!({"id": agent.id, "name": agent.name, "settings": settings})
 }
+
+/// Builds the extended card for a base URL (`http://<address>`); `None` if it cannot be
+/// signed.
+pub type CardBuilder = Box<dyn Fn(&str) -> Option<a2ad_protocol::AgentCard> + Send + Sync>;
+
+/// The most base URLs whose extended cards are kept; past it a card is built per request
+/// (and not kept), so that no stream of requests grows the map.
+const MAX_BASES: usize = 64;
+
+/// The extended cards of a node on a wildcard address, one per base URL requests came to,
+/// as `a2ad`'s HTTP layer keeps the public ones.
+pub struct CardsByBase {
+    build: CardBuilder,
+    cards: std::sync::Mutex<std::collections::HashMap<String, a2ad_protocol::AgentCard>>,
+}
+
+impl CardsByBase {
+    pub fn new(build: CardBuilder) -> Self {
+        CardsByBase { build, cards: Default::default() }
+    }
+
+    /// The extended card for requests that came to `base`.
+    pub fn for_base(&self, base: &str) -> Option<a2ad_protocol::AgentCard> {
+        if let Some(card) = self.cards.lock().ok()?.get(base) {
+            return Some(card.clone());
+        }
+        let card = (self.build)(base)?;
+        let mut cards = self.cards.lock().ok()?;
+        if cards.len() < MAX_BASES {
+            cards.insert(base.to_owned(), card.clone());
+        }
+        Some(card)
+    }
+}

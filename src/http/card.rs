@@ -36,6 +36,7 @@ impl CardsByAddress {
 
     /// The card for requests that came to `local`.
     pub fn for_address(&self, local: SocketAddr) -> Option<Arc<CardDocument>> {
+        // As `crate::connection::base_url_of` names it: the extended cards follow suit.
         let local = SocketAddr::new(local.ip().to_canonical(), local.port());
         if let Some(card) = self.cards.lock().ok()?.get(&local) {
             return Some(Arc::clone(card));

@@ -61,7 +61,12 @@ async fn unauthenticated(
 /// What the HTTP headers carry for the JSON-RPC layer.
 pub(crate) fn request_meta(req: &HttpRequest) -> RpcMeta {
     let last_event_id = req.headers().get("Last-Event-ID").map(|v| v.to_str().unwrap_or("?").to_owned());
-    RpcMeta { version: super::requested_version(req), extensions: super::requested_extensions(req), last_event_id }
+    RpcMeta {
+        version: super::requested_version(req),
+        extensions: super::requested_extensions(req),
+        last_event_id,
+        came_to: crate::connection::base_url_of(req),
+    }
 }
 
 /// Encodes an answer as an HTTP response: JSON, or SSE for a stream.

@@ -36,7 +36,7 @@ async fn handle(req: HttpRequest, payload: web::Payload, state: web::Data<AppSta
         Err(refused) => return *refused,
     };
     let call = match decode(&req, payload, &state, route).await {
-        Ok(call) => call,
+        Ok(call) => call.came_to(crate::connection::base_url_of(&req)),
         Err(e) => return error_response(&e),
     };
     let mut response = answer(&req, &state, &owner, call).await;

@@ -69,12 +69,25 @@ async fn loopback_or_authentication_or_a_public_url_says_nothing() {
     assert!(!std::fs::read_to_string(&log).unwrap().contains("reachable from other hosts"));
 
     let dir = tempfile::tempdir().unwrap();
-    let yaml = "auth:\n  bearer-tokens:\n    - {token: tok-a, tenant: acme, principal: alice}\n";
+    let yaml = "auth:\n  bearer-tokens:\n    - {token: tok-a, tenant: acme, principal: alice}\nextended-card: true\n";
     let (node, log) = start(dir.path(), "0.0.0.0:0", yaml);
     let port = port(&node);
     let status = get(&format!("http://127.0.0.1:{port}/admin/v1/status"), Some(ADMIN)).await;
     assert_eq!(status["warnings"], serde_json::json!([]), "authentication is on: {status}");
     assert!(!std::fs::read_to_string(&log).unwrap().contains("reachable from other hosts"));
+
+    // The extended card, too, names the address each request came to, on both bindings.
+    for host in ["127.0.0.1", "127.0.0.2"] {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}});
+        let request = reqwest::Client::new().post(format!("http://{host}:{port}/")).bearer_auth("tok-a").json(&body);
+        let answer: Value = request.header("A2A-Version", "1.0").send().await.unwrap().json().await.unwrap();
+        let rest = get(&format!("http://{host}:{port}/a2a/extendedAgentCard"), Some("tok-a")).await;
+        for card in [&answer["result"], &rest] {
+            let urls = urls(card);
+            assert!(urls.iter().any(|u| u == &format!("http://{host}:{port}/")), "{card}");
+            assert!(urls.iter().all(|u| !u.contains("0.0.0.0")), "never the wildcard: {urls:?}");
+        }
+    }
 }
 
 #[actix_web::test]

@@ -30,7 +30,8 @@ pub enum Call {
     GetPushConfig(TaskPushNotificationConfigRef),
     ListPushConfigs(ListTaskPushNotificationConfigsRequest),
     DeletePushConfig(TaskPushNotificationConfigRef),
-    GetExtendedAgentCard,
+    /// With the base URL the request came to, on a wildcard listener ([`Call::came_to`]).
+    GetExtendedAgentCard(Option<String>),
 }
 
 impl Call {
@@ -57,8 +58,18 @@ impl Call {
             Method::GetTaskPushNotificationConfig => Call::GetPushConfig(parse_params(params)?),
             Method::ListTaskPushNotificationConfigs => Call::ListPushConfigs(parse_params(params)?),
             Method::DeleteTaskPushNotificationConfig => Call::DeletePushConfig(parse_params(params)?),
-            Method::GetExtendedAgentCard => Call::GetExtendedAgentCard,
+            Method::GetExtendedAgentCard => Call::GetExtendedAgentCard(None),
         })
+    }
+
+    /// The base URL the request came to (`http://<local address>`), for a binding whose
+    /// listener is a wildcard: the extended card then names that address, as the public
+    /// card does. Other calls ignore it.
+    pub fn came_to(mut self, base: Option<String>) -> Self {
+        if let Call::GetExtendedAgentCard(slot) = &mut self {
+            *slot = base;
+        }
+        self
     }
 }
 
@@ -74,7 +85,7 @@ impl Call {
             Call::CreatePushConfig(r) => &r.tenant,
             Call::GetPushConfig(r) | Call::DeletePushConfig(r) => &r.tenant,
             Call::ListPushConfigs(r) => &r.tenant,
-            Call::GetExtendedAgentCard => &None,
+            Call::GetExtendedAgentCard(_) => &None,
         };
         tenant.as_deref().filter(|t| !t.is_empty())
     }
@@ -136,8 +147,8 @@ impl Core {
                 self.delete_push_config(owner, req).await?;
                 ReplyBody::Empty
             }
-            Call::GetExtendedAgentCard => match self.extended_card.get() {
-                Some(card) => ReplyBody::Card(card.clone()),
+            Call::GetExtendedAgentCard(base) => match self.extended_card_at(base.as_deref()) {
+                Some(card) => ReplyBody::Card(card),
                 None => {
                     return Err(A2aError::unsupported(
                         "This node does not offer an extended agent card (capabilities.extendedAgentCard is false)",

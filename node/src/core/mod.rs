@@ -48,6 +48,9 @@ pub struct Core {
     extensions: Vec<crate::config::ExtensionConfig>,
     /// The extended card, set once the public card is built (when `extended-card` is on).
     extended_card: std::sync::OnceLock<a2ad_protocol::AgentCard>,
+    /// On a wildcard `listen` with no `public-url`: the extended card of each address a
+    /// request came to, built on first use (`extended_card.rs`).
+    extended_cards_by_base: std::sync::OnceLock<crate::extended_card::CardsByBase>,
     /// The node's metrics (`GET /metrics`).
     metrics: Arc<crate::metrics::Metrics>,
     /// How the 0.1 dialect behaves (`dialect-01:`).
@@ -114,6 +117,7 @@ impl Core {
             rate,
             extensions,
             extended_card: std::sync::OnceLock::new(),
+            extended_cards_by_base: std::sync::OnceLock::new(),
             metrics,
             dialect_01,
             streaming,
@@ -172,6 +176,21 @@ impl Core {
     /// Sets the extended card once the public card is built (the first call wins).
     pub fn set_extended_card(&self, card: a2ad_protocol::AgentCard) {
         let _ = self.extended_card.set(card);
+    }
+
+    /// On a wildcard listener, builds the extended card of each base URL a request came
+    /// to (`http://<local address>`), so that it never names `0.0.0.0` (the first call
+    /// wins).
+    pub fn set_extended_cards_by_base(&self, build: crate::extended_card::CardBuilder) {
+        let _ = self.extended_cards_by_base.set(crate::extended_card::CardsByBase::new(build));
+    }
+
+    /// The extended card for a request that came to `base` (see [`Call::came_to`]): that
+    /// address's on a wildcard listener, else the node's one card; `None` when the node
+    /// offers none.
+    fn extended_card_at(&self, base: Option<&str>) -> Option<a2ad_protocol::AgentCard> {
+        let by_base = self.extended_cards_by_base.get().zip(base);
+        by_base.and_then(|(cards, base)| cards.for_base(base)).or_else(|| self.extended_card.get().cloned())
     }
 }
 

@@ -32,6 +32,9 @@ pub struct RpcMeta {
     pub extensions: Vec<String>,
     /// The event to resume after (`Last-Event-ID`, as sent), for streaming methods.
     pub last_event_id: Option<String>,
+    /// The base URL the request came to (`http://<local address>`), set by a binding on a
+    /// wildcard listener: the extended card names it ([`crate::core::Call::came_to`]).
+    pub came_to: Option<String>,
 }
 
 /// How a request was answered.
@@ -133,7 +136,7 @@ async fn answer(core: &Core, owner: &Owner, rpc: JsonRpcRequest, meta: &RpcMeta)
     };
     let last_event_id = crate::core::parse_last_event_id("Last-Event-ID", meta.last_event_id.as_deref());
     let reply = match last_event_id.and_then(|last| Call::from_method(&rpc.method, rpc.params, last)) {
-        Ok(call) => core.execute(owner, call).await,
+        Ok(call) => core.execute(owner, call.came_to(meta.came_to.clone())).await,
         Err(e) => Err(e),
     };
     let outcome = match reply {

@@ -127,7 +127,7 @@ fn decode(method: Method, params: Value) -> Result<Call, A2aError> {
             page_token: None,
         }),
         Method::DeleteTaskPushNotificationConfig => Call::DeletePushConfig(v03::push_config_ref(params)?),
-        Method::GetExtendedAgentCard => Call::GetExtendedAgentCard,
+        Method::GetExtendedAgentCard => Call::GetExtendedAgentCard(None),
         // 0.3 has no ListTasks (`Method::from_v03` never names it).
         Method::ListTasks => return Err(A2aError::new(ErrorCode::MethodNotFound, "Method not found: ListTasks")),
     })

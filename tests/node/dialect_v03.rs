@@ -193,11 +193,6 @@ async fn first_v1_events(app: &TestApp, text: &str, n: usize) -> Vec<crate::supp
     seen
 }
 
-/// What the resume tests send: 64 characters, one chunk each 15 ms, so the task still has
-/// most of a second to run when the client comes back after 4 events, however loaded the
-/// machine (a task that ended in between would refuse the subscription as terminal).
-const LONG_TEXT: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-";
-
 fn assert_resumed_without_gap(mut seen: Vec<crate::support::SseEvent>, resumed: Vec<crate::support::SseEvent>) {
     seen.extend(resumed);
     let seqs: Vec<u64> = seen.iter().map(|e| e.seq()).collect();
@@ -206,15 +201,18 @@ fn assert_resumed_without_gap(mut seen: Vec<crate::support::SseEvent>, resumed: 
 
 #[actix_web::test]
 async fn the_v1_subscribe_resumes_after_last_event_id() {
-    let app = spawn_app(slow_echo(Duration::from_millis(15))).await;
+    let (gated, gates) = crate::support::gated_agent();
+    let app = spawn_app(gated).await;
     for post in [false, true] {
-        let seen = first_v1_events(&app, LONG_TEXT, 4).await;
+        let seen = first_v1_events(&app, "go", 4).await;
         let id = seen[0].json()["task"]["id"].as_str().unwrap().to_owned();
         let last = seen.last().unwrap().seq().to_string();
         let url = format!("{}/v1/tasks/{id}:subscribe", app.url);
         let request = if post { app.client.post(&url).json(&json!({})) } else { app.client.get(&url) };
         let response = request.header("Last-Event-ID", last.as_str()).send().await.unwrap();
-        let resumed = SseReader::from_response(response).await.unwrap().rest().await;
+        let mut reader = SseReader::from_response(response).await.unwrap();
+        crate::support::open_gate(&gates, &id);
+        let resumed = reader.rest().await;
         let state = resumed.last().unwrap().json()["statusUpdate"]["status"]["state"].clone();
         assert_eq!(state, "TASK_STATE_COMPLETED", "post: {post}");
         assert!(resumed[0].json().get("task").is_none(), "the resumed stream replays events, not a snapshot");
@@ -229,12 +227,15 @@ async fn the_v1_subscribe_resumes_after_last_event_id() {
 
 #[actix_web::test]
 async fn json_rpc_resubscribe_resumes_after_the_last_event_id_header() {
-    let app = spawn_app(slow_echo(Duration::from_millis(15))).await;
-    let seen = first_v1_events(&app, LONG_TEXT, 4).await;
+    let (gated, gates) = crate::support::gated_agent();
+    let app = spawn_app(gated).await;
+    let seen = first_v1_events(&app, "go", 4).await;
     let id = seen[0].json()["task"]["id"].as_str().unwrap().to_owned();
     let last = seen.last().unwrap().seq().to_string();
-    let resumed = app.stream("tasks/resubscribe", json!({"id": id}), &[("Last-Event-ID", last.as_str())]).await;
-    let resumed = resumed.unwrap().rest().await;
+    let reader = app.stream("tasks/resubscribe", json!({"id": id}), &[("Last-Event-ID", last.as_str())]).await;
+    let mut reader = reader.unwrap();
+    crate::support::open_gate(&gates, &id);
+    let resumed = reader.rest().await;
     assert_eq!(resumed.last().unwrap().json()["result"]["status"]["state"], "completed");
     assert_ne!(resumed[0].json()["result"]["kind"], "task", "the resumed stream replays events, not a snapshot");
     assert_resumed_without_gap(seen, resumed);

@@ -134,6 +134,27 @@ esac"#;
     move |c| c.agents = vec![command_agent("ask", settings)]
 }
 
+/// A node whose only agent (`gated`) says twelve lines at once, then waits until a file
+/// named after its task appears in the returned directory ([`open_gate`]), and completes:
+/// a task that is surely still running while a test drops and resumes its stream,
+/// however slow the machine or its disk.
+pub fn gated_agent() -> (impl FnOnce(&mut Config), tempfile::TempDir) {
+    let gates = tempfile::tempdir().expect("the gates' dir");
+    let script = format!(
+        r#"cat >/dev/null; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "{{"type":"text","text":"line $i"}}"; done
+while [ ! -e '{}/'"$A2A_TASK_ID" ]; do sleep 0.01; done
+echo '{{"type":"text","text":"through"}}'"#,
+        gates.path().display()
+    );
+    let settings = command_settings(&["sh", "-c", &script], OutputMode::Jsonl);
+    (move |c: &mut Config| c.agents = vec![command_agent("gated", settings)], gates)
+}
+
+/// Lets the [`gated_agent`]'s task `task_id` complete.
+pub fn open_gate(gates: &tempfile::TempDir, task_id: &str) {
+    std::fs::write(gates.path().join(task_id), "").expect("the gate opens");
+}
+
 /// A node whose only agent is a slow echo (one chunk per character, `delay` each).
 pub fn slow_echo(delay: Duration) -> impl FnOnce(&mut Config) {
     move |c| c.agents = vec![echo_agent("slow", TaskState::Completed, 1, delay)]

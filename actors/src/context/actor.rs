@@ -33,12 +33,24 @@ pub struct ContextActor {
     pub(super) watchers: HashMap<String, Fanout>,
     /// The durable marks of the tasks that streams follow here ([`super::durable`]).
     pub(super) marks: DurableMarks,
+    /// The last turn to end, until its end is durable ([`EndingTurn`]).
+    pub(super) ending: Option<EndingTurn>,
     pub(super) turns_started: u64,
     /// A hibernation timer is pending (`ContextActor::schedule_hibernation`).
     pub(super) hibernation_armed: bool,
     /// When the actor last started, ended or cancelled something; eviction waits for
     /// the idle timeout to pass since then.
     pub(super) last_active: Instant,
+}
+
+/// A turn that ended here whose end is not durable yet: the store still shows it running
+/// (a sled node reads durable steps only). A subscription to its task waits for `ended`
+/// (the end's commit, answered or failed), then reads the store again, so that it never
+/// starts from the stale record: no gap in a resumed stream, and no snapshot of a turn
+/// that is already over.
+pub(super) struct EndingTurn {
+    pub task_id: String,
+    pub ended: futures_util::future::Shared<oneshot::Receiver<()>>,
 }
 
 /// The turn in progress.
@@ -150,6 +162,7 @@ impl ContextActor {
             marks: DurableMarks::default(),
             turns_started: 0,
             hibernation_armed: false,
+            ending: None,
             last_active: Instant::now(),
         }
     }

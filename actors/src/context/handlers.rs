@@ -253,13 +253,34 @@ impl ContextActor {
 impl Handler<Subscribe> for ContextActor {
     type Result = ResponseFuture<Result<Subscription, A2aError>>;
 
-    /// On a node's own store, answered at once; on a shared store, once its reads are in.
+    /// On a node's own store, answered at once; on a shared store, once its reads are in;
+    /// for a task whose turn just ended here, once that end is durable
+    /// ([`super::actor::EndingTurn`]).
     fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
         self.last_active = Instant::now();
+        if let Some(ended) = self.ending_of(&msg.task_id) {
+            let again = ctx.address();
+            return Box::pin(async move {
+                let _ = ended.await;
+                again.send(msg).await.unwrap_or_else(|_| Err(RuntimeError::ContextUnavailable.into()))
+            });
+        }
         match self.shared() {
             true => self.subscribe_shared(msg, ctx),
             false => Box::pin(std::future::ready(self.subscribe(msg, ctx))),
         }
+    }
+}
+
+impl ContextActor {
+    /// The end to wait for before a subscription to `task_id` reads the store: its last
+    /// turn's, while that end is not durable and no newer turn of it runs here.
+    fn ending_of(&self, task_id: &str) -> Option<futures_util::future::Shared<tokio::sync::oneshot::Receiver<()>>> {
+        if self.turn.as_ref().is_some_and(|t| t.record.task.id == task_id) {
+            return None;
+        }
+        let ending = self.ending.as_ref().filter(|e| e.task_id == task_id && e.ended.peek().is_none())?;
+        Some(ending.ended.clone())
     }
 }
 

@@ -525,7 +525,10 @@ impl ContextActor {
         self.schedule_hibernation(ctx);
         match saved {
             Ok(written) => {
-                self.notify_when_durable(turn, last, written, ctx);
+                let (ended, ending) = oneshot::channel();
+                let ending = futures_util::FutureExt::shared(ending);
+                self.ending = Some(super::actor::EndingTurn { task_id: task.id.clone(), ended: ending });
+                self.notify_when_durable(turn, last, written, ended, ctx);
                 Ok(task)
             }
             Err(e) => {
@@ -597,6 +600,7 @@ impl ContextActor {
         turn: Box<RunningTurn>,
         last: LoggedEvent,
         written: Written,
+        ended: oneshot::Sender<()>,
         ctx: &Context<Self>,
     ) {
         let commit = self.rt.commit.clone();
@@ -606,6 +610,7 @@ impl ContextActor {
         actix::spawn(async move {
             let task_id = task.id.clone();
             let result = super::durable::durable(written, &commit).await.map(|()| task).map_err(A2aError::from);
+            let _ = ended.send(()); // Subscriptions that waited for the end read the store now.
             let followers = match &result {
                 Ok(_) => {
                     mark.advance(last.seq);

@@ -37,26 +37,25 @@ pub(super) struct Trees<'a> {
     pub sessions: &'a sled::Tree,
 }
 
-/// Every migration, oldest first; the last one's `to` is [`FORMAT_VERSION`].
+/// Every migration, oldest first; the last one's `to` is [`FORMAT_VERSION`]. Every store
+/// from before the version needs all three; the one that may refuse a store goes first,
+/// so a refused store is left as it was.
 const MIGRATIONS: [Migration; 3] = [
-    Migration { to: 1, what: "session messages rewritten as one chunk per turn", run: message_keys_to_chunks },
-    Migration { to: 2, what: "task counters built from the indexes", run: rebuild_counters },
-    Migration { to: 3, what: "the event-id reservation tree removed", run: retire_reservations },
+    Migration { to: 1, what: "the event-id reservation tree removed", run: retire_reservations },
+    Migration { to: 2, what: "session messages rewritten as one chunk per turn", run: message_keys_to_chunks },
+    Migration { to: 3, what: "task counters built from the indexes", run: rebuild_counters },
 ];
 
 /// Reads the store's version and migrates it to [`FORMAT_VERSION`] (see the module
 /// docs). `fresh` is a store sled just created: it is stamped, with nothing to migrate.
 /// Runs at open, before anyone reads or writes.
 pub(super) fn run(trees: &Trees<'_>, fresh: bool) -> Result<(), StoreError> {
-    let found = match fresh {
-        true => FORMAT_VERSION,
-        false => version(trees.db)?,
-    };
-    if found > FORMAT_VERSION {
-        return Err(StoreError::FormatTooNew { found, known: FORMAT_VERSION });
-    }
     if fresh {
         return stamp(trees.db, FORMAT_VERSION);
+    }
+    let found = version(trees.db)?;
+    if found > FORMAT_VERSION {
+        return Err(StoreError::FormatTooNew { found, known: FORMAT_VERSION });
     }
     for migration in MIGRATIONS.iter().filter(|m| m.to > found) {
         (migration.run)(trees)?;
@@ -85,7 +84,26 @@ fn stamp(db: &sled::Db, version: u32) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// 0 → 1, for stores written before 2026-12-03: they kept one `h` ‖ context ‖ sequence
+/// 0 → 1, for stores written before 2026-12-06: they kept an `event_reservations` tree,
+/// where nodes before 2026-12-02 (whose streams showed events before they were durable)
+/// reserved a running task's event ids, so that recovery numbered its FAILED event above
+/// any a stream had shown. Nothing reserves now; a reservation is dropped when its task
+/// ends, so the tree is empty unless such a node crashed and no later one recovered its
+/// tasks. An empty tree is removed; a non-empty one is refused ([`StoreError::Retired`]),
+/// since dropping it could give two events one id.
+fn retire_reservations(trees: &Trees<'_>) -> Result<(), StoreError> {
+    const TREE: &[u8] = b"event_reservations";
+    if !trees.db.tree_names().iter().any(|name| name == TREE) {
+        return Ok(());
+    }
+    if !trees.db.open_tree(TREE)?.is_empty() {
+        return Err(StoreError::Retired { what: "event-id reservations of interrupted tasks" });
+    }
+    trees.db.drop_tree(TREE)?;
+    Ok(())
+}
+
+/// 1 → 2, for stores written before 2026-12-03: they kept one `h` ‖ context ‖ sequence
 /// key per session message, which cost five sled writes a turn; sessions are now one
 /// chunk per turn (`sessions.rs`). Each message becomes a one-message chunk without
 /// metadata (reads take the session's `m` key then), 1,000 keys a batch.
@@ -114,7 +132,7 @@ fn message_keys_to_chunks(trees: &Trees<'_>) -> Result<(), StoreError> {
     }
 }
 
-/// 1 → 2, for stores written before task counters (2026-12-03), which have none: every
+/// 2 → 3, for stores written before task counters (2026-12-03), which have none: every
 /// counter is built from the by-time and by-context indexes (`counters.rs`). Such a
 /// store said so by lacking the `v` ‖ `counters-v1` marker, which the version replaces:
 /// the marker is removed. Stores that had counters get them rebuilt once, to the same
@@ -122,25 +140,6 @@ fn message_keys_to_chunks(trees: &Trees<'_>) -> Result<(), StoreError> {
 fn rebuild_counters(trees: &Trees<'_>) -> Result<(), StoreError> {
     counters::rebuild_from_indexes(trees.tasks)?;
     trees.tasks.remove(index::key(Prefix::Meta, b"counters-v1"))?;
-    Ok(())
-}
-
-/// 2 → 3, for stores written before 2026-12-06: they kept an `event_reservations` tree,
-/// where nodes before 2026-12-02 (whose streams showed events before they were durable)
-/// reserved a running task's event ids, so that recovery numbered its FAILED event above
-/// any a stream had shown. Nothing reserves now; a reservation is dropped when its task
-/// ends, so the tree is empty unless such a node crashed and no later one recovered its
-/// tasks. An empty tree is removed; a non-empty one is refused ([`StoreError::Retired`]),
-/// since dropping it could give two events one id.
-fn retire_reservations(trees: &Trees<'_>) -> Result<(), StoreError> {
-    const TREE: &[u8] = b"event_reservations";
-    if !trees.db.tree_names().iter().any(|name| name == TREE) {
-        return Ok(());
-    }
-    if !trees.db.open_tree(TREE)?.is_empty() {
-        return Err(StoreError::Retired { what: "event-id reservations of interrupted tasks" });
-    }
-    trees.db.drop_tree(TREE)?;
     Ok(())
 }
 

@@ -28,6 +28,17 @@ fn open(dir: &Path) -> Result<SledStore, StoreError> {
     SledStore::open(dir)
 }
 
+/// sled itself on `dir`, retrying like [`open`].
+fn raw_open(dir: &Path) -> sled::Db {
+    for _ in 0..250 {
+        if let Ok(db) = sled::open(dir) {
+            return db;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    sled::open(dir).unwrap()
+}
+
 /// A store as a2ad wrote it before the format version: no `format` key, the counters
 /// marker, and an event-id reservation tree holding `reservations`.
 fn unversioned_store(dir: &Path, reservations: &[(&str, u64)]) {
@@ -71,8 +82,10 @@ fn a_store_holding_reservations_is_refused_and_left_as_it_was() {
     assert!(matches!(error, StoreError::Retired { .. }), "{error:?}");
     let text = error.to_string();
     assert!(text.contains("event-id reservations") && text.contains("before 2026-12-06"), "{text}");
-    let db = sled::open(dir.path()).unwrap();
+    let db = raw_open(dir.path());
     assert_eq!(db.open_tree("event_reservations").unwrap().len(), 1, "nothing dropped");
+    assert!(db.get(FORMAT_KEY).unwrap().is_none(), "nor stamped");
+    assert!(db.open_tree("tasks").unwrap().contains_key(b"vcounters-v1").unwrap(), "nor migrated");
 }
 
 #[test]
@@ -80,12 +93,7 @@ fn a_store_of_a_newer_version_is_refused_naming_both() {
     let dir = tempfile::tempdir().unwrap();
     drop(open(dir.path()).unwrap());
     {
-        let db = loop {
-            match sled::open(dir.path()) {
-                Ok(db) => break db,
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            }
-        };
+        let db = raw_open(dir.path());
         db.insert(FORMAT_KEY, &(FORMAT_VERSION + 1).to_be_bytes()).unwrap();
         db.flush().unwrap();
     }

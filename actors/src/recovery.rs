@@ -9,7 +9,8 @@ use a2ad_storage::{LoggedEvent, StoreError};
 pub const RESTART_MESSAGE: &str = "The node restarted while this task was running.";
 
 /// Marks every active task FAILED (an event, pushed like any other), numbered above the
-/// task's stored events and its reserved ids. Returns how many there were. The caller
+/// task's stored events (streams show durable events only, so no id above them was
+/// shown). Returns how many there were. The caller
 /// flushes.
 ///
 /// On a store shared by several nodes, an active task is interrupted only once no node
@@ -30,8 +31,7 @@ pub fn fail_interrupted_turns(rt: &Runtime) -> Result<usize, StoreError> {
             Message::agent_text(ids::new_id(), &record.task.context_id, Some(&record.task.id), RESTART_MESSAGE);
         record.task.history.push(message.clone());
         record.task.status = TaskStatus::now(TaskState::Failed, Some(message));
-        // Above every id a stream may have shown (streams reserve ids before sending).
-        record.last_event_seq = record.last_event_seq.max(rt.store.reserved_event_seq(&record.task.id)?) + 1;
+        record.last_event_seq += 1;
         let event = StreamResponse::status_of(&record.task);
         // Recovery runs on a blocking thread: it may wait for the write's answer.
         match rt.persist(&record, &[LoggedEvent::encode(record.last_event_seq, &event)]).and_then(|w| w.wait()) {

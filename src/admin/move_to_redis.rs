@@ -62,10 +62,8 @@ pub fn run(config: &Config) -> Result<MoveReport, AdminError> {
     };
     let queue = PushQueue::new(sled.tree(queue_tree).map_err(AdminError::Queue)?);
     let sessions = sled.session_keys().map_err(AdminError::Queue)?;
-    let reservations = Some(sled.tree("event_reservations").map_err(AdminError::Queue)?);
     let wal_dir = config.data_dir.join(a2ad_storage::WAL_DIR);
-    let (source, _) =
-        WalStore::open(Arc::new(sled), Some(queue.clone()), reservations, &wal_dir, WalOptions::default())?;
+    let (source, _) = WalStore::open(Arc::new(sled), Some(queue.clone()), &wal_dir, WalOptions::default())?;
     let target = RedisStore::connect(config.redis.store_options())?.with_event_retention(config.event_retention);
     let mut report = MoveReport { queued_jobs: a2ad_storage::JobQueue::depth(&queue)?, ..MoveReport::default() };
     move_tasks(&source, &target, &mut report)?;

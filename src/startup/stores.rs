@@ -14,10 +14,6 @@ use a2ad_storage::{
 };
 use std::sync::Arc;
 
-/// The sled tree of event-id reservations older nodes made (see
-/// [`TaskStore::reserved_event_seq`]).
-const RESERVATIONS_TREE: &str = "event_reservations";
-
 /// The store a node runs on, with what commits it.
 pub(super) struct OpenedStore {
     /// Counted by the metrics: built with them as its state observer, and seeded.
@@ -151,10 +147,9 @@ fn open_journal(
     local_queue: Option<PushQueue>,
     metrics: &Arc<Metrics>,
 ) -> Result<Arc<WalStore>, StoreError> {
-    let reservations = Some(sled.tree(RESERVATIONS_TREE)?);
     let dir = config.data_dir.join(WAL_DIR);
     let options = WalOptions::default().segment_size(config.wal_segment_size as u64);
-    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, reservations, &dir, options)?;
+    let (journal, report) = WalStore::open(Arc::new(sled), local_queue, &dir, options)?;
     if let Some(bytes) = report.torn_tail_bytes {
         tracing::warn!(bytes, "write-ahead log: dropped a record a crash left half-written");
     }

@@ -45,6 +45,15 @@ pub enum StoreError {
     /// the store was opened without its queue). Refused, never dropped.
     #[error("{0} push job(s) for a store without a push queue")]
     NoPushQueue(usize),
+    /// The sled store was written by a newer a2ad, in a format this one does not know
+    /// (`sled/store/migrations.rs`): refused at open rather than misread.
+    #[error("the store is in format version {found}; this a2ad knows versions up to {known}: run a newer a2ad on it")]
+    FormatTooNew { found: u32, known: u32 },
+    /// The data dir holds something only a2ad before 2026-12-06 read: `what` names it
+    /// (event-id reservations, in the write-ahead log or the store). Refused rather than
+    /// dropped, since they say how to number a crashed task's last event.
+    #[error("the data dir holds {what}, which this a2ad no longer reads: start the last a2ad from before 2026-12-06 on it once and stop it (it replays the log and recovers the interrupted tasks), then start this one")]
+    Retired { what: &'static str },
 }
 
 impl StoreError {

@@ -7,7 +7,7 @@
 //! the sealed push configs.
 //!
 //! [`TaskStore`] is the trait the rest of a2ad codes against, and holds only what a
-//! backend must implement (15 methods). The request path reaches a store through its
+//! backend must implement (14 methods). The request path reaches a store through its
 //! asynchronous seam (`seam.rs`: [`TaskStore::commit`], [`TaskStore::read_task`],
 //! [`TaskStore::read_events`], [`Cluster::begin_turn`]), whose futures are ready at once
 //! on a node's own store and are Redis's pipelined answers on the shared one; the seam's

@@ -51,16 +51,6 @@ pub trait TaskStore: Send + Sync + 'static {
     /// owner's reads as unknown).
     fn read_events(&self, scope: Scope<'_>, task_id: &str, after: u64, limit: usize) -> StoreFuture<Vec<LoggedEvent>>;
 
-    /// The highest event seq reserved for `task_id` (0: none). Nodes before 2026-12-02
-    /// sent a running turn's events to streams before they were durable, and reserved
-    /// their ids first, durably; a store kept from such a node may still hold
-    /// reservations of tasks a crash interrupted, and recovery numbers its FAILED event
-    /// above them. Streams now send only durable events (nothing is reserved any more).
-    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
-        let _ = task_id;
-        Ok(0)
-    }
-
     /// One page of an owner's tasks, newest status first.
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
 

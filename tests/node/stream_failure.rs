@@ -68,7 +68,7 @@ fn behind_a_log_on_a_disk_that_fills(
     let switch = FullDiskSwitch::default();
     let sled = Arc::new(SledStore::open_behind_log(&dir.join("db")).unwrap());
     let options = WalOptions::default().full_disk_switch(&switch);
-    let (journal, _) = WalStore::open(sled, None, None, &dir.join("wal"), options).unwrap();
+    let (journal, _) = WalStore::open(sled, None, &dir.join("wal"), options).unwrap();
     let journal = Arc::new(journal);
     let mut config = Config::default_node();
     config.agents = vec![echo_agent("slow", TaskState::Completed, 4, Duration::from_millis(20))];

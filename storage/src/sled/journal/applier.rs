@@ -30,8 +30,6 @@ pub(super) struct Applier {
     pub inner: Arc<crate::SledStore>,
     /// The node's local push queue (or the Redis outbox), when push is on.
     pub queue: Option<PushQueue>,
-    /// Event-id reservations (task id → seq, BE), when kept.
-    pub reservations: Option<sled::Tree>,
     unapplied: Mutex<Unapplied>,
     /// Told of each task step once it is applied ([`DurableSteps`]).
     listeners: std::sync::RwLock<Vec<Arc<dyn crate::DurableSteps>>>,
@@ -144,14 +142,8 @@ impl Unapplied {
 }
 
 impl Applier {
-    pub fn new(inner: Arc<crate::SledStore>, queue: Option<PushQueue>, reservations: Option<sled::Tree>) -> Self {
-        Applier {
-            inner,
-            queue,
-            reservations,
-            unapplied: Mutex::new(Unapplied::default()),
-            listeners: Default::default(),
-        }
+    pub fn new(inner: Arc<crate::SledStore>, queue: Option<PushQueue>) -> Self {
+        Applier { inner, queue, unapplied: Mutex::new(Unapplied::default()), listeners: Default::default() }
     }
 
     /// Tells `listener` of every task step from now on, once it is durable.
@@ -192,15 +184,10 @@ impl Applier {
             Step::PutSession { session, appended, history_limit } => {
                 self.inner.put_session(session, appended, *history_limit)
             }
-            Step::DeleteTask { task_id } => {
-                self.inner.delete_task(task_id)?;
-                self.drop_reservation(task_id)
-            }
-            Step::Reserve { task_id, seq } => self.apply_reserve(task_id, *seq),
+            Step::DeleteTask { task_id } => self.inner.delete_task(task_id).map(drop),
             Step::ForgetSession { key } => self.inner.forget_session_if_unused(key).map(drop),
             Step::SettleReply { task_id, session, appended, history_limit } => {
-                self.inner.settle_reply(task_id, session, appended, *history_limit)?;
-                self.drop_reservation(task_id)
+                self.inner.settle_reply(task_id, session, appended, *history_limit).map(drop)
             }
         }
     }
@@ -219,30 +206,6 @@ impl Applier {
         self.inner.put_task_json(record, record_json, events)?;
         if let (Some(queue), false) = (&self.queue, jobs.is_empty()) {
             crate::JobQueue::enqueue(queue, jobs)?;
-        }
-        if record.state().is_terminal() {
-            // Recovery never looks at a terminal task: its reservation is garbage now.
-            self.drop_reservation(&record.task.id)?;
-        }
-        Ok(())
-    }
-
-    /// Keeps the higher of the stored reservation and `seq`.
-    fn apply_reserve(&self, task_id: &str, seq: u64) -> Result<(), StoreError> {
-        let Some(tree) = &self.reservations else { return Ok(()) };
-        let stored = super::read_seq(tree.get(task_id)?.as_deref());
-        if seq > stored {
-            tree.insert(task_id, &seq.to_be_bytes())?;
-        }
-        Ok(())
-    }
-
-    /// Forgets a task's reservation (an older node's) when it is there: a look-up, not
-    /// a tree write, for every other task.
-    fn drop_reservation(&self, task_id: &str) -> Result<(), StoreError> {
-        let Some(tree) = &self.reservations else { return Ok(()) };
-        if tree.contains_key(task_id)? {
-            tree.remove(task_id)?;
         }
         Ok(())
     }

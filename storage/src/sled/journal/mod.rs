@@ -25,11 +25,9 @@
 //! again by the next commit (and replayed after a restart); a write the log could not make
 //! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
 //!
-//! Event-id reservations (a small tree of their own) were written by nodes before
-//! 2026-12-02, whose streams sent a running turn's events before they were durable and
-//! reserved their ids first. A log or store from such a node is still read: its
-//! reservation records are applied, and recovery numbers its FAILED event above them.
-//! Streams now send durable events only, so nothing is reserved any more.
+//! A log record of a retired kind (tag 6, the event-id reservations nodes before
+//! 2026-12-02 wrote) stops the open with [`StoreError::Retired`], which says to replay
+//! the log with an older a2ad first: dropping it could give two events one id.
 //!
 //! Not logged (durable at the next checkpoint, at most a second later): push config
 //! writes (their commit flushes the store directly), the push worker's acks, retries and
@@ -84,12 +82,11 @@ impl WalStore {
     /// durable and checkpoints the log, before any request can read the store. A record
     /// that does not decode stops here with [`StoreError::Corrupt`]; a damaged log with
     /// durable records after the damage stops with the log's `Corrupt` error, whose text
-    /// names `a2ad admin repair`. Blocks.
-    /// `reservations` is the tree older nodes' event-id reservations live in.
+    /// names `a2ad admin repair`; a retired record stops it with [`StoreError::Retired`].
+    /// Blocks.
     pub fn open(
         inner: Arc<crate::SledStore>,
         queue: Option<PushQueue>,
-        reservations: Option<sled::Tree>,
         dir: &std::path::Path,
         options: WalOptions,
     ) -> Result<(WalStore, ReplayReport), StoreError> {
@@ -99,11 +96,13 @@ impl WalStore {
             torn_tail_bytes: replay.torn_tail().map(|cut| cut.dropped_bytes),
             ..ReplayReport::default()
         };
-        let applier = Arc::new(Applier::new(inner, queue, reservations));
+        let applier = Arc::new(Applier::new(inner, queue));
         let store = WalStore { applier, wal, states: crate::Observer::default() };
         for record in replay {
-            let step = step::decode(&record.payload)
-                .map_err(|e| StoreError::Corrupt(format!("write-ahead log record {}: {e}", record.lsn)))?;
+            let step = step::decode(&record.payload).map_err(|e| match e {
+                StoreError::Corrupt(_) => StoreError::Corrupt(format!("write-ahead log record {}: {e}", record.lsn)),
+                other => other,
+            })?;
             store.applier.apply(&step)?;
             report.replayed += 1;
         }
@@ -173,18 +172,6 @@ impl WalStore {
             true => Ok(self.wal.commit_blocking(last)?),
             false => Ok(()),
         }
-    }
-
-    /// Logs a reservation of `task_id`'s event ids up to `seq`, as nodes before
-    /// 2026-12-02 did (for the tests of their replay).
-    #[cfg(test)]
-    pub(crate) fn reserve_event_seq(&self, task_id: &str, seq: u64) -> Result<bool, StoreError> {
-        if self.applier.reservations.is_none() {
-            return Ok(false);
-        }
-        let step = Step::Reserve { task_id: task_id.to_owned(), seq };
-        self.applier.lock().append(&self.wal, &step::encode_reserve(task_id, seq), step, None, Vec::new())?;
-        Ok(true)
     }
 
     /// Queues a task write (with the session write of the same commit, when it ends a
@@ -297,11 +284,6 @@ impl TaskStore for WalStore {
         self.applier.inner.read_task(scope, task_id)
     }
 
-    fn reserved_event_seq(&self, task_id: &str) -> Result<u64, StoreError> {
-        let Some(tree) = &self.applier.reservations else { return Ok(0) };
-        Ok(read_seq(tree.get(task_id)?.as_deref()))
-    }
-
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.applier.inner.list_tasks(query)
     }
@@ -379,9 +361,4 @@ impl TaskStore for WalStore {
         };
         self.remove(task_id, &payload, step)
     }
-}
-
-/// A stored reservation (8 bytes BE; anything else is none).
-fn read_seq(value: Option<&[u8]>) -> u64 {
-    value.and_then(|v| <[u8; 8]>::try_from(v).ok()).map_or(0, u64::from_be_bytes)
 }

@@ -16,7 +16,7 @@
 //! | 3   | delete task      | task id                                                     |
 //! | 4   | forget session   | context key JSON                                            |
 //! | 5   | settle reply     | task id, session JSON, history limit, n × message JSON      |
-//! | 6   | reserve event ids| task id, seq (written by nodes before 2026-12-02 only)       |
+//! | 6   | (retired) reserve event ids | task id, seq: nodes before 2026-12-02 only; refused |
 //! | 7   | end a turn       | the fields of tag 1, then those of tag 2                     |
 
 use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, SessionWrite, StoreError, TaskRecord};
@@ -54,10 +54,6 @@ pub(crate) enum Step {
         appended: Vec<Message>,
         history_limit: usize,
     },
-    Reserve {
-        task_id: String,
-        seq: u64,
-    },
 }
 
 impl Step {
@@ -65,9 +61,7 @@ impl Step {
     pub(crate) fn task_id(&self) -> Option<&str> {
         match self {
             Step::PutTask { record, .. } => Some(&record.task.id),
-            Step::DeleteTask { task_id } | Step::SettleReply { task_id, .. } | Step::Reserve { task_id, .. } => {
-                Some(task_id)
-            }
+            Step::DeleteTask { task_id } | Step::SettleReply { task_id, .. } => Some(task_id),
             Step::PutSession { .. } | Step::ForgetSession { .. } => None,
         }
     }
@@ -155,6 +149,7 @@ pub(crate) fn encode_delete_task(task_id: &str) -> Vec<u8> {
     out.0
 }
 
+/// A tag-6 record, as nodes before 2026-12-02 wrote them (for the test of its refusal).
 #[cfg(test)]
 pub(crate) fn encode_reserve(task_id: &str, seq: u64) -> Vec<u8> {
     let mut out = Writer::new(6);
@@ -170,7 +165,8 @@ pub(crate) fn encode_forget_session(key: &ContextKey) -> Result<Vec<u8>, StoreEr
 }
 
 /// Decodes a record's payload. A payload that passed the log's CRC and still does not
-/// decode is a bug or a newer format: it is `Corrupt`, never skipped.
+/// decode is a bug or a newer format: it is `Corrupt`, never skipped. A retired
+/// operation (tag 6) is [`StoreError::Retired`], never skipped either.
 pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
     let mut r = Reader(payload);
     if r.byte()? != VERSION {
@@ -190,7 +186,8 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
             let (session, history_limit, appended) = decode_session(&mut r)?;
             Step::SettleReply { task_id, session, appended, history_limit }
         }
-        6 => Step::Reserve { task_id: r.string()?, seq: r.varint()? },
+        // An event-id reservation: only a2ad before 2026-12-06 knows what to do with it.
+        6 => return Err(StoreError::Retired { what: "event-id reservation records in its write-ahead log" }),
         _ => return Err(bad("unknown operation")),
     };
     if !r.0.is_empty() {

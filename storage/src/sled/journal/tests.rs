@@ -13,7 +13,7 @@ fn sled(dir: &Path) -> (Arc<crate::SledStore>, PushQueue) {
 
 fn open(data: &Path, wal: &Path) -> (WalStore, ReplayReport, PushQueue) {
     let (inner, queue) = sled(data);
-    let (store, report) = WalStore::open(inner, Some(queue.clone()), None, wal, WalOptions::default()).unwrap();
+    let (store, report) = WalStore::open(inner, Some(queue.clone()), wal, WalOptions::default()).unwrap();
     (store, report, queue)
 }
 
@@ -123,7 +123,7 @@ async fn a_full_disk_refuses_commits_as_unavailable_and_heals_without_a_restart(
     let switch = FullDiskSwitch::default();
     let (inner, queue) = sled(data.path());
     let options = WalOptions::default().full_disk_switch(&switch);
-    let (store, _) = WalStore::open(inner, Some(queue), None, wal.path(), options).unwrap();
+    let (store, _) = WalStore::open(inner, Some(queue), wal.path(), options).unwrap();
     let store = Arc::new(store);
     let commit = GroupCommit::over_log(Arc::clone(&store));
     switch.set_full(true);
@@ -166,7 +166,7 @@ fn a_record_that_does_not_decode_stops_the_open() {
         log.close();
     }
     let (inner, queue) = sled(data.path());
-    let failed = WalStore::open(inner, Some(queue), None, wal.path(), WalOptions::default()).err().expect("refused");
+    let failed = WalStore::open(inner, Some(queue), wal.path(), WalOptions::default()).err().expect("refused");
     assert!(matches!(failed, StoreError::Corrupt(_)), "{failed:?}");
 }
 
@@ -206,31 +206,22 @@ fn a_sled_store_behind_the_log_flushes_durably() {
     store.flush().expect("db.flush and the fsyncs of sled's files");
 }
 
+/// A log from a node before 2026-12-02 may hold event-id reservations (tag 6): the open
+/// refuses it, saying what to do, and leaves the log as it was.
 #[test]
-fn event_id_reservations_survive_a_lost_store_and_go_with_the_task() {
-    let (first, second, wal) =
-        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let open_reserving = |data: &Path| {
-        let store = crate::sled::store::open_retrying(data);
-        let tree = store.tree("event_reservations").unwrap();
-        WalStore::open(Arc::new(store), None, Some(tree), wal.path(), WalOptions::default()).unwrap().0
-    };
+fn a_log_holding_a_reservation_record_is_refused_and_kept() {
+    let (data, wal) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     {
-        let store = open_reserving(first.path());
-        store.put_task(&record(&Owner::anonymous(), "t1", "c1", TaskState::Working, 1), &[]).unwrap();
-        assert!(store.reserve_event_seq("t1", 70).unwrap(), "a new reservation is written");
-        assert!(store.reserve_event_seq("t1", 40).unwrap(), "a lower one is logged too");
-        store.reserve_event_seq("gone", 9).unwrap();
-        store.delete_task("gone").unwrap();
-        store.flush().unwrap();
-        store.wal().close();
+        let (log, _) = Wal::open(wal.path(), WalOptions::default()).unwrap();
+        let lsn = log.append(&step::encode_reserve("t1", 70)).unwrap();
+        log.commit_blocking(lsn).unwrap();
+        log.close();
     }
-    let store = open_reserving(second.path());
-    assert_eq!(store.reserved_event_seq("t1").unwrap(), 70, "replayed into a store that lost it");
-    assert_eq!(store.reserved_event_seq("gone").unwrap(), 0, "removed with its task");
-    store.put_task(&record(&Owner::anonymous(), "t1", "c1", TaskState::Completed, 2), &[]).unwrap();
-    assert!(store.reserve_event_seq("t1", 80).unwrap());
-    store.put_task(&record(&Owner::anonymous(), "t1", "c1", TaskState::Failed, 3), &[]).unwrap();
-    store.flush().unwrap();
-    assert_eq!(store.reserved_event_seq("t1").unwrap(), 0, "a terminal task drops its reservation");
+    for _ in 0..2 {
+        let (inner, queue) = sled(data.path());
+        let failed = WalStore::open(inner, Some(queue), wal.path(), WalOptions::default()).err().expect("refused");
+        assert!(matches!(failed, StoreError::Retired { .. }), "{failed:?}");
+        let text = failed.to_string();
+        assert!(text.contains("event-id reservation records") && text.contains("before 2026-12-06"), "{text}");
+    }
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 fn open(data: &Path, wal: &Path) -> (Arc<WalStore>, PushQueue) {
     let sled = crate::sled::store::open_retrying(data);
     let queue = PushQueue::new(sled.tree("push_queue").unwrap());
-    let (store, _) = WalStore::open(Arc::new(sled), Some(queue.clone()), None, wal, WalOptions::default()).unwrap();
+    let (store, _) = WalStore::open(Arc::new(sled), Some(queue.clone()), wal, WalOptions::default()).unwrap();
     (Arc::new(store), queue)
 }
 
@@ -96,27 +96,25 @@ fn a_session_is_not_forgotten_while_a_step_of_its_context_waits_for_its_sync() {
 #[test]
 fn a_step_that_cannot_be_applied_fails_its_commit_stays_queued_and_replays_after_a_restart() {
     let (data, wal) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let job = || PushJob::new("t1", "cfg", 2, event(2).json.to_string(), 1000);
     {
         let sled = Arc::new(crate::sled::store::open_retrying(data.path()));
-        let tree = sled.tree("event_reservations").unwrap();
-        let inner = Arc::clone(&sled);
-        let (store, _) = WalStore::open(inner, None, Some(tree), wal.path(), WalOptions::default()).unwrap();
+        let queue = PushQueue::new(sled.tree("push_queue").unwrap());
+        let (store, _) = WalStore::open(Arc::clone(&sled), Some(queue), wal.path(), WalOptions::default()).unwrap();
         store.put_task(&task("t1", "c1", TaskState::Working, 1), &[]).unwrap();
         store.flush().unwrap();
-        sled.drop_tree_for_test("event_reservations");
-        assert!(store.reserve_event_seq("t1", 70).unwrap());
-        let failed = store.flush().expect_err("the reservation's tree is gone");
+        sled.drop_tree_for_test("push_queue");
+        store.put_step(&task("t1", "c1", TaskState::Working, 2), &[event(2)], vec![job()]).unwrap();
+        let failed = store.flush().expect_err("the job's queue is gone");
         assert!(matches!(failed, StoreError::Unavailable(_)), "{failed:?}");
         assert_eq!(store.wal().settled_lsn(), Lsn(1), "settled up to the failed step, not past it");
         assert!(store.flush().is_err(), "tried again by the next commit");
         assert_eq!(store.checkpoint().unwrap(), Lsn(1), "no checkpoint past the failed step");
         store.wal().close();
     }
-    let sled = crate::sled::store::open_retrying(data.path());
-    let tree = sled.tree("event_reservations").unwrap();
-    let (store, report) = WalStore::open(Arc::new(sled), None, Some(tree), wal.path(), WalOptions::default()).unwrap();
-    assert_eq!(report.replayed, 1, "the failed step is still in the log");
-    assert_eq!(store.reserved_event_seq("t1").unwrap(), 70);
+    let (store, queue) = open(data.path(), wal.path());
+    assert_eq!(store.wal().checkpoint_lsn(), Lsn(2), "the failed step replayed, then checkpointed");
+    assert_eq!(queue.due(i64::MAX, 10, &HashSet::new()).unwrap().len(), 1, "with its job");
 }
 
 #[test]
@@ -125,7 +123,7 @@ fn the_state_observer_is_told_of_each_write_as_it_is_queued_and_of_each_removal(
     use TaskState::{Completed, Working};
     let (data, wal) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let sled = crate::sled::store::open_retrying(data.path());
-    let (store, _) = WalStore::open(Arc::new(sled), None, None, wal.path(), WalOptions::default()).unwrap();
+    let (store, _) = WalStore::open(Arc::new(sled), None, wal.path(), WalOptions::default()).unwrap();
     let moves = Arc::new(RecordedMoves::default());
     let store = store.with_state_changes(Arc::clone(&moves) as _);
     store.put_task(&task("t1", "c1", Working, 1), &[event(1)]).unwrap();

@@ -22,9 +22,8 @@
 //! indexes ([`crate::SledStore::after_replay`]); with no record after the checkpoint,
 //! nothing was applied since the flush that wrote them back.
 //!
-//! A store written before counters existed has no `v` ‖ [`MARKER`] key: opening it
-//! rebuilds every counter from the by-time and by-context indexes, in one batch with the
-//! marker. Filters that no counter answers (a status-time bound, or a context and a state
+//! A store written before counters existed gets them built from the indexes at open
+//! (`migrations.rs`). Filters that no counter answers (a status-time bound, or a context and a state
 //! together) keep counting by scan; both are narrow scans (the first stops at the bound,
 //! the second walks one context).
 
@@ -34,9 +33,6 @@ use crate::{Owner, StoreError, TaskQuery, TaskRecord};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
-
-/// The key (after the `v` prefix) whose presence says the counters are maintained.
-const MARKER: &[u8] = b"counters-v1";
 
 /// How many locks the owners are spread over.
 const STRIPES: usize = 16;
@@ -61,10 +57,6 @@ pub(super) fn counter_key(owner: &Owner, counter: Counter<'_>) -> Vec<u8> {
         }
     }
     key
-}
-
-fn marker_key() -> Vec<u8> {
-    index::key(Prefix::Meta, MARKER)
 }
 
 fn decode(value: &[u8]) -> u64 {
@@ -168,7 +160,7 @@ impl Counters {
     /// Rebuilds every counter from the indexes (after a log replay), dropping held ones.
     pub fn rebuild(&self, tree: &sled::Tree) -> Result<(), StoreError> {
         let mut held = self.held();
-        rebuild(tree)?;
+        rebuild_from_indexes(tree)?;
         if let Some(held) = held.as_mut() {
             held.clear();
         }
@@ -217,20 +209,10 @@ pub(super) fn counter_for(query: &TaskQuery) -> Option<Vec<u8>> {
     Some(counter_key(&query.owner, counter))
 }
 
-/// Builds every counter from the indexes when the store has none yet (a data dir from
-/// before counters); a no-op otherwise. Runs at open, before anyone writes.
-pub(super) fn rebuild_if_missing(tree: &sled::Tree) -> Result<bool, StoreError> {
-    if tree.contains_key(marker_key())? {
-        return Ok(false);
-    }
-    rebuild(tree)?;
-    Ok(true)
-}
-
-/// Builds every counter from the indexes, replacing what is there: at open for a store
-/// without counters, and after a write-ahead log replay (a step applied key by key that
+/// Builds every counter from the indexes, replacing what is there: when a store from
+/// before counters is migrated (`migrations.rs`), and after a write-ahead log replay (a step applied key by key that
 /// a crash cut short may have moved a counter that its replay then moves again).
-fn rebuild(tree: &sled::Tree) -> Result<(), StoreError> {
+pub(super) fn rebuild_from_indexes(tree: &sled::Tree) -> Result<(), StoreError> {
     let mut counts: HashMap<Vec<u8>, u64> = HashMap::new();
     for entry in tree.scan_prefix([Prefix::ByTime as u8]) {
         let (key, value) = entry?;
@@ -253,7 +235,6 @@ fn rebuild(tree: &sled::Tree) -> Result<(), StoreError> {
     for (key, count) in counts {
         batch.insert(key, &count.to_be_bytes());
     }
-    batch.insert(marker_key(), &[]);
     tree.apply_batch(batch)?;
     Ok(())
 }

@@ -14,13 +14,14 @@ pub(super) enum Prefix {
     Active = b'a',
     Event = b'e',
     SessionMeta = b'm',
-    /// One message a key: stores before 2026-12-03 only (migrated at open, `sessions.rs`).
+    /// One message a key: stores before 2026-12-03 only (migrated at open, `migrations.rs`).
     SessionMessage = b'h',
     /// One turn's messages a key (`sessions.rs`).
     SessionChunk = b'H',
     /// Task counters (see `counters.rs`).
     Counter = b'n',
-    /// Facts about the store itself (that counters are maintained).
+    /// Facts about the store itself: only the `counters-v1` marker of stores from before
+    /// the format version, which `migrations.rs` removes.
     Meta = b'v',
 }
 

@@ -19,13 +19,16 @@
 //!   `event_retention` are kept.
 //! * `n` ‖ owner ‖ … → task counts per owner, per owner and state, per owner and context,
 //!   so `totalSize` is a read, not a scan (`counters.rs`): written in the same batches as
-//!   the indexes, or, behind the log, held in memory and written back at each flush;
-//!   `v` ‖ `counters-v1` says they are kept (else they are rebuilt at open).
+//!   the indexes, or, behind the log, held in memory and written back at each flush.
 //!
 //! `sessions` (`sessions.rs`):
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.
 //! * `H` ‖ owner ‖ context id ‖ first sequence ‖ count → one turn's messages, with the
 //!   metadata after them; the chunks holding the last `history_limit` are kept.
+//!
+//! The default tree holds `format` → the store's format version; opening a store from
+//! before it, or of an older version, migrates it (`migrations.rs`, the one place that
+//! knows older layouts).
 //!
 //! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
 //! and a context's session once the context has no task left. A Message-only reply
@@ -40,6 +43,7 @@ mod counters;
 mod durable;
 mod events;
 mod index;
+mod migrations;
 mod removal;
 mod sessions;
 mod settle;
@@ -179,13 +183,7 @@ impl SledStore {
             .map_err(|e| locked_or_engine(dir, e))?;
         let tasks = db.open_tree("tasks")?;
         let sessions = db.open_tree("sessions")?;
-        let migrated = sessions::migrate_message_keys(&sessions)?;
-        if migrated > 0 {
-            tracing::info!(messages = migrated, "session messages rewritten as one chunk per turn");
-        }
-        if counters::rebuild_if_missing(&tasks)? {
-            tracing::info!("task counters built from the indexes");
-        }
+        migrations::run(&migrations::Trees { db: &db, tasks: &tasks, sessions: &sessions }, !db.was_recovered())?;
         Ok(SledStore {
             tasks,
             sessions,

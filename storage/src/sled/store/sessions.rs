@@ -17,9 +17,8 @@
 //! of the node's CPU at 64 busy contexts (BENCHMARKS.md, issue 15). A chunk is one insert
 //! and, at the limit, about one removal.
 //!
-//! Stores written before 2026-12-03 kept one `h` ‖ context ‖ sequence key per message; the
-//! first open rewrites those as one-message chunks without metadata
-//! ([`migrate_message_keys`]), which is idempotent if a crash cuts it short.
+//! Stores written before 2026-12-03 kept one key per message; opening one rewrites those
+//! as one-message chunks without metadata (`migrations.rs`).
 
 use super::index::{self, Prefix};
 use super::writes::Writes;
@@ -48,7 +47,7 @@ fn chunk_prefix(context: &[u8]) -> Vec<u8> {
     index::key(Prefix::SessionChunk, context)
 }
 
-fn chunk_key(context: &[u8], first: u64, count: u32) -> Vec<u8> {
+pub(super) fn chunk_key(context: &[u8], first: u64, count: u32) -> Vec<u8> {
     let mut key = chunk_prefix(context);
     key.extend_from_slice(&first.to_be_bytes());
     key.extend_from_slice(&count.to_be_bytes());
@@ -178,36 +177,6 @@ impl SledStore {
             messages += chunk_span(&entry?.0)?.1;
         }
         Ok(messages)
-    }
-}
-
-/// Rewrites the one-key-per-message sessions of a store written before 2026-12-03 as
-/// one-message chunks, 1,000 keys a batch. Returns how many messages it moved.
-pub(super) fn migrate_message_keys(sessions: &sled::Tree) -> Result<u64, StoreError> {
-    let mut moved = 0;
-    loop {
-        let mut batch = sled::Batch::default();
-        let mut in_batch = 0;
-        for entry in sessions.scan_prefix([Prefix::SessionMessage as u8]).take(1000) {
-            let (key, value) = entry?;
-            let rest = &key[1..];
-            let split = rest.len().checked_sub(8).ok_or_else(|| StoreError::Corrupt("session message key".into()))?;
-            let (context, seq) = rest.split_at(split);
-            let seq =
-                u64::from_be_bytes(seq.try_into().map_err(|_| StoreError::Corrupt("session message key".into()))?);
-            // The message's bytes as they are: `{"messages":[` ‖ message JSON ‖ `]}`.
-            let mut chunk = br#"{"messages":["#.to_vec();
-            chunk.extend_from_slice(&value);
-            chunk.extend_from_slice(b"]}");
-            batch.insert(chunk_key(context, seq, 1), chunk);
-            batch.remove(key);
-            in_batch += 1;
-        }
-        if in_batch == 0 {
-            return Ok(moved);
-        }
-        sessions.apply_batch(batch)?;
-        moved += in_batch;
     }
 }
 

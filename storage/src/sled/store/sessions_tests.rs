@@ -1,7 +1,7 @@
 //! The session chunks: the metadata that wins, the history limit, replay, migration.
 
 use super::super::SledStore;
-use super::{chunk_key, migrate_message_keys, Prefix};
+use super::{chunk_key, Prefix};
 use crate::sled::store::index;
 use crate::{ContextKey, Owner, SessionRecord, TaskStore};
 use a2ad_protocol::Message;
@@ -82,7 +82,7 @@ fn one_key_per_message_sessions_are_rewritten_as_chunks_at_open() {
         db.flush().unwrap();
     }
     let store = super::super::open_retrying(dir.path());
-    assert_eq!(migrate_message_keys(&store.sessions).unwrap(), 0, "the open moved them all");
+    assert_eq!(super::super::migrations::tests::stored_version(&store), super::super::migrations::FORMAT_VERSION);
     assert!(store.sessions.scan_prefix([Prefix::SessionMessage as u8]).next().is_none());
     assert!(store.sessions.contains_key(chunk_key(&key.storage_key(), 2, 1)).unwrap());
     let loaded = store.get_session(&key, 2).unwrap().unwrap();

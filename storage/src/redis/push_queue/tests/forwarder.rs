@@ -51,7 +51,7 @@ fn a_job_is_forwarded_only_once_its_step_is_durable_and_then_leaves_the_outbox()
     let outbox = PushQueue::new(sled.tree(PUSH_OUTBOX_TREE).unwrap());
     let switch = FullDiskSwitch::default();
     let options = WalOptions::default().full_disk_switch(&switch);
-    let (store, _) = WalStore::open(Arc::new(sled), Some(outbox.clone()), None, wal.path(), options).unwrap();
+    let (store, _) = WalStore::open(Arc::new(sled), Some(outbox.clone()), wal.path(), options).unwrap();
 
     switch.set_full(true);
     let task = record(&Owner::anonymous(), "t1", "c1", TaskState::Completed, 1);

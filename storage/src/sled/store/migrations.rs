@@ -1,0 +1,148 @@
+//! The sled store's format version, and the one place for compatibility with older
+//! formats.
+//!
+//! The default tree holds `format` → the version (u32, BE) of the layout the store is
+//! in. At open ([`run`]), a store without the key (every store from before 2026-12-06)
+//! or with an older version is brought up to [`FORMAT_VERSION`] by running each of
+//! [`MIGRATIONS`] it has not had, in order, stamping the version after each one; a new
+//! store is stamped at once. A store of a newer version is refused
+//! ([`StoreError::FormatTooNew`]): this binary would misread it.
+//!
+//! A change of the on-disk layout adds a migration here (and bumps the version), rather
+//! than a branch where the data is read. Every migration is idempotent, so one that a
+//! crash cuts short runs again, whole, at the next open.
+
+use super::index::{self, Prefix};
+use super::{counters, sessions};
+use crate::StoreError;
+
+/// The format this a2ad writes and reads: the number of migrations it knows.
+pub(crate) const FORMAT_VERSION: u32 = 3;
+
+/// The key of the version, in the default tree.
+const FORMAT_KEY: &[u8] = b"format";
+
+/// One migration: it brings a store from version `to - 1` up to `to`.
+struct Migration {
+    to: u32,
+    /// What it did, for the log line.
+    what: &'static str,
+    run: fn(&Trees<'_>) -> Result<(), StoreError>,
+}
+
+/// The store's trees, as a migration sees them.
+pub(super) struct Trees<'a> {
+    pub db: &'a sled::Db,
+    pub tasks: &'a sled::Tree,
+    pub sessions: &'a sled::Tree,
+}
+
+/// Every migration, oldest first; the last one's `to` is [`FORMAT_VERSION`]. Every store
+/// from before the version needs all three; the one that may refuse a store goes first,
+/// so a refused store is left as it was.
+const MIGRATIONS: [Migration; 3] = [
+    Migration { to: 1, what: "the event-id reservation tree removed", run: retire_reservations },
+    Migration { to: 2, what: "session messages rewritten as one chunk per turn", run: message_keys_to_chunks },
+    Migration { to: 3, what: "task counters built from the indexes", run: rebuild_counters },
+];
+
+/// Reads the store's version and migrates it to [`FORMAT_VERSION`] (see the module
+/// docs). `fresh` is a store sled just created: it is stamped, with nothing to migrate.
+/// Runs at open, before anyone reads or writes.
+pub(super) fn run(trees: &Trees<'_>, fresh: bool) -> Result<(), StoreError> {
+    if fresh {
+        return stamp(trees.db, FORMAT_VERSION);
+    }
+    let found = version(trees.db)?;
+    if found > FORMAT_VERSION {
+        return Err(StoreError::FormatTooNew { found, known: FORMAT_VERSION });
+    }
+    for migration in MIGRATIONS.iter().filter(|m| m.to > found) {
+        (migration.run)(trees)?;
+        stamp(trees.db, migration.to)?;
+        tracing::info!(version = migration.to, "store format migrated: {}", migration.what);
+    }
+    Ok(())
+}
+
+/// The stored version; 0 for a store from before the key.
+fn version(db: &sled::Db) -> Result<u32, StoreError> {
+    match db.get(FORMAT_KEY)? {
+        None => Ok(0),
+        Some(value) => <[u8; 4]>::try_from(value.as_ref())
+            .map(u32::from_be_bytes)
+            .map_err(|_| StoreError::Corrupt("the store's format version".into())),
+    }
+}
+
+/// Writes `version` once what it stands for is durable, so a crash never leaves a
+/// version ahead of the data it describes.
+fn stamp(db: &sled::Db, version: u32) -> Result<(), StoreError> {
+    db.flush()?;
+    db.insert(FORMAT_KEY, &version.to_be_bytes())?;
+    db.flush()?;
+    Ok(())
+}
+
+/// 0 → 1, for stores written before 2026-12-06: they kept an `event_reservations` tree,
+/// where nodes before 2026-12-02 (whose streams showed events before they were durable)
+/// reserved a running task's event ids, so that recovery numbered its FAILED event above
+/// any a stream had shown. Nothing reserves now; a reservation is dropped when its task
+/// ends, so the tree is empty unless such a node crashed and no later one recovered its
+/// tasks. An empty tree is removed; a non-empty one is refused ([`StoreError::Retired`]),
+/// since dropping it could give two events one id.
+fn retire_reservations(trees: &Trees<'_>) -> Result<(), StoreError> {
+    const TREE: &[u8] = b"event_reservations";
+    if !trees.db.tree_names().iter().any(|name| name == TREE) {
+        return Ok(());
+    }
+    if !trees.db.open_tree(TREE)?.is_empty() {
+        return Err(StoreError::Retired { what: "event-id reservations of interrupted tasks" });
+    }
+    trees.db.drop_tree(TREE)?;
+    Ok(())
+}
+
+/// 1 → 2, for stores written before 2026-12-03: they kept one `h` ‖ context ‖ sequence
+/// key per session message, which cost five sled writes a turn; sessions are now one
+/// chunk per turn (`sessions.rs`). Each message becomes a one-message chunk without
+/// metadata (reads take the session's `m` key then), 1,000 keys a batch.
+fn message_keys_to_chunks(trees: &Trees<'_>) -> Result<(), StoreError> {
+    let bad_key = || StoreError::Corrupt("session message key".into());
+    loop {
+        let mut batch = sled::Batch::default();
+        let mut in_batch = 0;
+        for entry in trees.sessions.scan_prefix([Prefix::SessionMessage as u8]).take(1000) {
+            let (key, value) = entry?;
+            let rest = &key[1..];
+            let (context, seq) = rest.split_at(rest.len().checked_sub(8).ok_or_else(bad_key)?);
+            let seq = u64::from_be_bytes(seq.try_into().map_err(|_| bad_key())?);
+            // The message's bytes as they are: `{"messages":[` ‖ message JSON ‖ `]}`.
+            let mut chunk = br#"{"messages":["#.to_vec();
+            chunk.extend_from_slice(&value);
+            chunk.extend_from_slice(b"]}");
+            batch.insert(sessions::chunk_key(context, seq, 1), chunk);
+            batch.remove(key);
+            in_batch += 1;
+        }
+        if in_batch == 0 {
+            return Ok(());
+        }
+        trees.sessions.apply_batch(batch)?;
+    }
+}
+
+/// 2 → 3, for stores written before task counters (2026-12-03), which have none: every
+/// counter is built from the by-time and by-context indexes (`counters.rs`). Such a
+/// store said so by lacking the `v` ‖ `counters-v1` marker, which the version replaces:
+/// the marker is removed. Stores that had counters get them rebuilt once, to the same
+/// values.
+fn rebuild_counters(trees: &Trees<'_>) -> Result<(), StoreError> {
+    counters::rebuild_from_indexes(trees.tasks)?;
+    trees.tasks.remove(index::key(Prefix::Meta, b"counters-v1"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "migrations_tests.rs"]
+pub(super) mod tests;

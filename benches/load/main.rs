@@ -309,6 +309,11 @@ fn run_core(
     let node = Node::start(bin, &["--workers", "1"]);
     let a2ad = measure(runtime, &node, load(json_rpc(node.addr)), warmup + duration);
     drop(node);
+    // `store: memory` (issue 35): the like-for-like peer of the SDK's in-memory server.
+    let memory_dir = tempfile::tempdir().expect("temp dir");
+    let memory_node = Node::start_in(bin, &memory_dir.path().join("data"), "store: memory\n", &[]);
+    let memory = measure(runtime, &memory_node, load(json_rpc(memory_node.addr)), warmup + duration);
+    drop(memory_node);
     let rest = Node::start(bin, &["--workers", "1"]);
     let target = client::Target { path: "/a2a/message:send", body_for: rest_body, ..json_rpc(rest.addr) };
     let rest_result = runtime.block_on(load(target));
@@ -330,9 +335,16 @@ fn run_core(
         a2ad.rss_kib / 1024
     );
     say!("{}", a2ad.per_request("a2ad JSON-RPC"));
+    say!("{}", memory.result.summary("a2ad JSON-RPC (store: memory)"));
+    say!("{}", memory.per_request("a2ad JSON-RPC (store: memory)"));
+    for (label, m) in [("sled", &a2ad), ("memory", &memory)] {
+        let (p50, p99) = (m.result.latency_us.value_at_quantile(0.5), m.result.latency_us.value_at_quantile(0.99));
+        say!("a2ad ({label}) p99 / p50: {:.2}", p99 as f64 / p50.max(1) as f64);
+    }
     if let Ok(peer) = &peer {
         let ratio = a2ad.result.throughput() / peer.result.throughput();
         say!("ratio a2ad / rust SDK: {ratio:.3}  (rust SDK RSS after run: {} MiB)", peer.rss_kib / 1024);
+        say!("ratio a2ad (store: memory) / rust SDK: {:.3}", memory.result.throughput() / peer.result.throughput());
         say!("{}", peer.per_request("rust SDK"));
     }
 

@@ -8,7 +8,9 @@
 //!
 //! - a node on sled (the reference);
 //! - a node on Redis directly;
-//! - a node on Redis through the proxy at 0, 0.5 and 2 ms RTT.
+//! - a node on Redis through the proxy at 0, 0.5 and 2 ms RTT;
+//! - a node on Redis directly with `redis.replica-acks: 1`, beside a replica on loopback
+//!   (what waiting for a replica's `WAIT` costs, network aside).
 //!
 //! For each: req/s, p50, p99, the node's CPU per request, Redis commands per request
 //! (`INFO commandstats`), and the ratios to the sled node; then one markdown table.
@@ -184,8 +186,14 @@ impl Row {
 /// JSON-RPC SendMessage bodies into contexts of the run's own (`cluster::body::<N>`:
 /// context `nN-<conn>`): a node killed mid-turn leaves its leases in Redis until they
 /// expire, so no two runs on the one Redis share a context.
-const BODIES: [client::BodyFor; 5] =
-    [cluster::body::<20>, cluster::body::<21>, cluster::body::<22>, cluster::body::<23>, cluster::body::<24>];
+const BODIES: [client::BodyFor; 6] = [
+    cluster::body::<20>,
+    cluster::body::<21>,
+    cluster::body::<22>,
+    cluster::body::<23>,
+    cluster::body::<24>,
+    cluster::body::<25>,
+];
 
 fn target(addr: SocketAddr, run: usize) -> Target {
     Target { addr, path: "/", body_for: BODIES[run], expect: "TASK_STATE_COMPLETED", a2a_version: None }
@@ -235,7 +243,47 @@ pub fn run_all(
         rows.push(row);
         drop(proxy);
     }
+    let last_run = BODIES.len() - 1;
+    match with_a_replica(runtime, bin, dir.path(), port, (|addr| load(addr, last_run), warmup + duration)) {
+        Some(row) => {
+            print_row(&row);
+            rows.push(row);
+        }
+        None => say!("network: the replica row skipped (the replica did not come up)"),
+    }
     say!("{}", table(&rows));
+}
+
+/// A node with `redis.replica-acks: 1` on the Redis at `port`, beside a replica of it on
+/// loopback: each step waits for the replica's `WAIT` (the last run's contexts: no other
+/// run shares them).
+fn with_a_replica<F: std::future::Future<Output = client::LoadResult>>(
+    runtime: &tokio::runtime::Runtime,
+    bin: &Path,
+    dir: &Path,
+    port: u16,
+    (load, ran_for): (impl FnOnce(SocketAddr) -> F, Duration),
+) -> Option<Row> {
+    let primary = port.to_string();
+    let replica_of = [cluster::DURABLE, &["--replicaof", "127.0.0.1", &primary]].concat();
+    let (_replica, _) = crate::redis_server_with(&replica_of)?;
+    let mut stats = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?.get_connection().ok()?;
+    let synced = (0..250).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut stats).unwrap_or_default();
+        info.contains("connected_slaves:1") && info.contains("state=online")
+    });
+    if !synced {
+        return None;
+    }
+    let config = cluster::config(port).replacen("\nagents:", "\n  replica-acks: 1\nagents:", 1);
+    let node = Node::start_in(bin, &dir.join("replicated"), &config, &["--grpc-listen", "127.0.0.1:0"]);
+    let before = total_calls(&mut stats);
+    let measured = crate::measure(runtime, &node, load(node.addr), ran_for);
+    let commands = total_calls(&mut stats).saturating_sub(before) as f64 / measured.requests.max(1.0);
+    drop(node);
+    let label = "Redis + replica, replica-acks: 1".to_owned();
+    Some(Row { label, rtt: None, ping: None, measured, commands: Some(commands) })
 }
 
 /// One node (one worker) on Redis reached at `reach` (the proxy, or Redis itself), under

@@ -135,14 +135,15 @@ esac"#;
 }
 
 /// A node whose only agent (`gated`) says twelve lines at once, then waits until a file
-/// named after its task appears in the returned directory ([`open_gate`]), and completes:
+/// named after its task appears in the returned directory ([`open_gate`]; 30 s at most,
+/// so that a failed test leaves no program behind), and completes:
 /// a task that is surely still running while a test drops and resumes its stream,
 /// however slow the machine or its disk.
 pub fn gated_agent() -> (impl FnOnce(&mut Config), tempfile::TempDir) {
     let gates = tempfile::tempdir().expect("the gates' dir");
     let script = format!(
         r#"cat >/dev/null; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "{{"type":"text","text":"line $i"}}"; done
-while [ ! -e '{}/'"$A2A_TASK_ID" ]; do sleep 0.01; done
+n=0; while [ ! -e '{}/'"$A2A_TASK_ID" ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done
 echo '{{"type":"text","text":"through"}}'"#,
         gates.path().display()
     );

@@ -264,11 +264,13 @@ fn with_a_replica<F: std::future::Future<Output = client::LoadResult>>(
     port: u16,
     (load, ran_for): (impl FnOnce(SocketAddr) -> F, Duration),
 ) -> Option<Row> {
+    let mut stats = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?.get_connection().ok()?;
+    // The first sync waits 5 s by default for more replicas to join it: none will.
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("repl-diskless-sync-delay").arg("0").query(&mut stats).ok()?;
     let primary = port.to_string();
     let replica_of = [cluster::DURABLE, &["--replicaof", "127.0.0.1", &primary]].concat();
     let (_replica, _) = crate::redis_server_with(&replica_of)?;
-    let mut stats = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?.get_connection().ok()?;
-    let synced = (0..250).any(|_| {
+    let synced = (0..500).any(|_| {
         std::thread::sleep(Duration::from_millis(20));
         let info: String = redis::cmd("INFO").arg("replication").query(&mut stats).unwrap_or_default();
         info.contains("connected_slaves:1") && info.contains("state=online")

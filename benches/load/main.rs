@@ -243,19 +243,9 @@ fn run_added_parts(
     duration: Duration,
 ) {
     let shape = transports::Shape { in_flight: options.connections, ws_sockets: options.ws_sockets, warmup, duration };
-    let added = [
-        "transports",
-        "dialects",
-        "ws-stream",
-        "retention",
-        "push-hang",
-        "soak",
-        "console",
-        "series",
-        "cluster",
-        "network",
-    ];
-    for part in added.into_iter().filter(|p| options.runs(p)) {
+    // Every part after the default four, in PARTS's order: the one list of parts.
+    let added = PARTS.iter().copied().skip(4);
+    for part in added.filter(|p| options.runs(p)) {
         report::enter(part);
         for round in 1..=options.repeat {
             println!("[{part} {round}/{}]", options.repeat);

@@ -60,6 +60,20 @@ pub async fn admin_post(app: &TestApp, token: &str, path: &str, body: Value) -> 
 }
 
 /// SendMessage as a tenant (`acme-token` ...), returning the task.
+/// A node with the operators and the two tenants, and three tasks: acme's `a1` and `a2`,
+/// globex's `g1` (the listing, search and console tests start from it).
+pub async fn two_tenants_with_three_tasks() -> TestApp {
+    let app = spawn_app(|c| {
+        operators(c);
+        tenants(c);
+    })
+    .await;
+    for (bearer, text) in [("acme-token", "a1"), ("acme-token", "a2"), ("globex-token", "g1")] {
+        assert!(send_as(&app, bearer, text).await["id"].is_string());
+    }
+    app
+}
+
 pub async fn send_as(app: &TestApp, bearer: &str, text: &str) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params(text, json!({}))});
     let response: Value =
@@ -110,14 +124,7 @@ async fn an_operator_token_equal_to_a_tenant_token_stops_start_up() {
 
 #[actix_web::test]
 async fn tasks_of_every_tenant_list_filtered_and_paginated() {
-    let app = spawn_app(|c| {
-        operators(c);
-        tenants(c);
-    })
-    .await;
-    for (bearer, text) in [("acme-token", "a1"), ("acme-token", "a2"), ("globex-token", "g1")] {
-        assert!(send_as(&app, bearer, text).await["id"].is_string());
-    }
+    let app = two_tenants_with_three_tasks().await;
     let (_, all) = admin_get(&app, VIEWER, "/tasks").await;
     let tenants: Vec<&str> = all["tasks"].as_array().unwrap().iter().map(|t| t["tenant"].as_str().unwrap()).collect();
     assert_eq!(tenants.len(), 3, "{all}");

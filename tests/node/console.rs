@@ -4,7 +4,7 @@
 //! into its temp dir (copied to `/tmp/console-shots/`). Without a browser the tests skip
 //! and say so, unless `A2AD_REQUIRE_BROWSER` is set (as `scripts/test.sh` sets it).
 
-use crate::admin_api::{admin_get, operators, push_to_loopback, send_as, tenants, OPERATOR, VIEWER};
+use crate::admin_api::{admin_get, operators, push_to_loopback, two_tenants_with_three_tasks, OPERATOR, VIEWER};
 use crate::receiver::Receiver;
 use crate::support::{command_agent, command_settings, echo_agent, eventually, send_params, spawn_app, TestApp};
 use a2ad::config::{AgentConfig, Config};
@@ -332,14 +332,7 @@ async fn the_overview_charts_the_last_samples_of_a_load() {
 
 #[actix_web::test]
 async fn a_search_for_part_of_a_tenant_finds_its_tasks() {
-    let app = spawn_app(|c| {
-        operators(c);
-        tenants(c);
-    })
-    .await;
-    for (bearer, text) in [("acme-token", "a1"), ("acme-token", "a2"), ("globex-token", "g1")] {
-        assert!(send_as(&app, bearer, text).await["id"].is_string());
-    }
+    let app = two_tenants_with_three_tasks().await;
     let dir = tempfile::tempdir().unwrap();
     let Some(browser) = browser(&dir.path().join("shots")).await else { return };
     browser.sign_in(&app, OPERATOR).await;

@@ -138,13 +138,14 @@ async fn no_log_segment_is_given_up_before_an_fsync_of_the_sled_files_it_covers(
     let mut strace = Command::new("strace");
     strace.args(["-f", "-qq", "-y", "--seccomp-bpf", "-o"]).arg(&trace);
     strace.args(["-e", "trace=fsync,fdatasync,unlink,unlinkat,truncate,ftruncate"]);
-    // 8MiB segments (the least there is): 80 steps of a 100KiB message fill a few.
+    // 8MiB segments (the least there is): 80 steps of a 100KiB message fill a few (text
+    // that does not pack: the log packs its records).
     strace.env("A2AD_WAL_SEGMENT_SIZE", "8MiB");
     let args = ["--data-dir", data.to_str().unwrap(), "--workers", "1"];
     let node = NodeProcess::start_under(strace, dir.path(), &args);
     let remote = node.app_view();
-    let text = "x".repeat(100 * 1024);
     for i in 0..80 {
+        let text = incompressible(100 * 1024, i);
         let answer = remote.ok("SendMessage", send_params(&text, json!({"contextId": format!("c{i}")}))).await;
         assert_eq!(answer["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     }
@@ -158,6 +159,21 @@ async fn no_log_segment_is_given_up_before_an_fsync_of_the_sled_files_it_covers(
     let calls = parse(&std::fs::read_to_string(&trace).unwrap());
     let given_up = check_order(&calls, &data_canon).unwrap_or_else(|e| panic!("{e}"));
     assert!(removed && given_up > 0, "the load filled segments that a checkpoint removed: {calls:?}");
+}
+
+/// `len` letters and digits that LZ4 cannot shrink (the log packs its records), different
+/// for each `seed`.
+fn incompressible(len: usize, seed: u64) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ALPHABET[(state % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
 }
 
 /// SIGTERM to the traced node (strace's child), then waits for strace, which exits with it.

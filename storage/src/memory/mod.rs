@@ -15,7 +15,11 @@ use crate::{
 };
 use a2ad_protocol::{Message, TaskState};
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// How many tasks [`TaskStore::visit_tasks`] copies per hold of the lock.
+const VISIT_BATCH: usize = 1024;
 
 /// The in-memory [`TaskStore`].
 pub struct MemoryStore {
@@ -260,21 +264,30 @@ impl TaskStore for MemoryStore {
         Ok(0)
     }
 
+    /// In batches of [`VISIT_BATCH`], each read under the lock and visited without it: a
+    /// visitor may call back into the store, and a sweep of a million tasks must not hold
+    /// every request up while it copies them all.
     fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
-        let entries: Vec<TaskEntry> = self
-            .state()
-            .tasks
-            .values()
-            .map(|r| TaskEntry {
-                owner: r.owner.clone(),
-                task_id: r.task.id.clone(),
-                status_millis: position(r).0,
-                state: r.state(),
-            })
-            .collect();
-        // Visited without the lock held: a visitor may call back into the store.
-        entries.into_iter().for_each(visit);
-        Ok(())
+        let mut after: Option<String> = None;
+        loop {
+            let batch: Vec<TaskEntry> = {
+                let state = self.state();
+                let from = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+                let entry = |r: &TaskRecord| TaskEntry {
+                    owner: r.owner.clone(),
+                    task_id: r.task.id.clone(),
+                    status_millis: position(r).0,
+                    state: r.state(),
+                };
+                state.tasks.range::<str, _>((from, Bound::Unbounded)).take(VISIT_BATCH).map(|(_, r)| entry(r)).collect()
+            };
+            let last_batch = batch.len() < VISIT_BATCH;
+            after = batch.last().map(|e| e.task_id.clone());
+            batch.into_iter().for_each(&mut *visit);
+            if last_batch {
+                return Ok(());
+            }
+        }
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {

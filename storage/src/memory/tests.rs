@@ -259,3 +259,26 @@ fn the_state_observer_is_told_of_every_step_and_removal() {
         assert_eq!(moves.take(), [&expected[..], &[(Some(Working), None)]].concat());
     }
 }
+
+/// A visit copies the tasks a batch at a time, the lock released between batches: every
+/// task is visited once, in id order, and a visitor may write to the store meanwhile.
+#[test]
+fn a_visit_of_many_batches_sees_every_task_once_and_lets_the_visitor_write() {
+    let store = MemoryStore::new();
+    let owner = Owner::anonymous();
+    let count = super::VISIT_BATCH * 2 + 7;
+    for i in 0..count {
+        store.put_task(&record(&owner, &format!("t{i:05}"), "ctx", TaskState::Completed, 1000), &[]).unwrap();
+    }
+    let mut seen = Vec::new();
+    store
+        .visit_tasks(&mut |entry| {
+            if entry.task_id == "t00003" {
+                store.delete_task("t00003").unwrap();
+            }
+            seen.push(entry.task_id);
+        })
+        .unwrap();
+    let expected: Vec<String> = (0..count).map(|i| format!("t{i:05}")).collect();
+    assert_eq!(seen, expected);
+}

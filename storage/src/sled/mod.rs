@@ -10,5 +10,6 @@
 
 pub(crate) mod group_commit;
 pub(crate) mod journal;
+pub(crate) mod packed;
 pub(crate) mod store;
 pub mod wal;

@@ -19,6 +19,8 @@ mod cluster;
 mod jobs;
 mod keys;
 mod lease;
+mod options;
+mod reads;
 mod scripts;
 #[cfg(test)]
 mod tests;
@@ -27,82 +29,23 @@ mod tests_commit;
 mod writes;
 
 use crate::redis::keys::{Keys, Shard};
-use crate::redis::link::{Conn, LuaScript, RedisLink, Request, Topology};
+use crate::redis::link::{Conn, LuaScript, RedisLink, Topology};
 use crate::{
     ContextKey, DurableSteps, LoggedEvent, Scope, SessionRecord, StoreCounts, StoreError, TaskEntry, TaskPage,
     TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
+pub use options::RedisStoreOptions;
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 /// Events a task's stream keeps beyond the event retention: a follower on another node
 /// reads a commit's events after the commit, and a commit of more events than the
 /// retention (or a follower a few commits behind) must still find them. Reads of the log
 /// (`events_after`, resumes) see only the retained ones, as on sled.
 pub(crate) const FOLLOW_SLACK: u64 = 256;
-
-/// Where the store lives.
-#[derive(Clone)]
-pub struct RedisStoreOptions {
-    /// `redis://[user][:password@]host[:port][/db]`: the server, or with
-    /// [`Topology::Cluster`] one node of the Redis Cluster.
-    pub url: String,
-    /// One server, or a Redis Cluster.
-    pub topology: Topology,
-    /// How many hash tags the keys are spread over (`keys.rs`): 1 on one server; on a
-    /// cluster, enough for its primaries to share the owners out. Fixed for the life of
-    /// the data: every node of a store must use the same.
-    pub shards: u16,
-    /// What every key starts with.
-    pub prefix: String,
-    /// How many connections the node keeps (commands in flight at once).
-    pub connections: usize,
-    /// The push queue's stream, when push jobs go to Redis Streams: a step's jobs are
-    /// added to it by the step's own commit script.
-    pub push_stream: Option<String>,
-    /// How long a context's lease outlives its node's last renewal.
-    pub lease_ttl: Duration,
-    /// This node's id in leases (default: `<host>-<pid>-<random>`, unique per process).
-    pub node_id: String,
-    /// Replicas that must confirm each step (`WAIT`) before it counts as written; 0: none.
-    pub replica_acks: u32,
-}
-
-impl Default for RedisStoreOptions {
-    fn default() -> Self {
-        RedisStoreOptions {
-            url: "redis://127.0.0.1:6379/".to_owned(),
-            topology: Topology::Single,
-            shards: 1,
-            prefix: "a2ad:store".to_owned(),
-            connections: 8,
-            push_stream: None,
-            lease_ttl: Duration::from_secs(10),
-            node_id: lease::new_node_id(),
-            replica_acks: 0,
-        }
-    }
-}
-
-impl std::fmt::Debug for RedisStoreOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStoreOptions")
-            .field("url", &crate::redact_url(&self.url))
-            .field("topology", &self.topology)
-            .field("shards", &self.shards)
-            .field("prefix", &self.prefix)
-            .field("connections", &self.connections)
-            .field("push_stream", &self.push_stream)
-            .field("lease_ttl", &self.lease_ttl)
-            .field("node_id", &self.node_id)
-            .field("replica_acks", &self.replica_acks)
-            .finish()
-    }
-}
 
 /// The task store in Redis.
 pub struct RedisStore {
@@ -425,69 +368,6 @@ pub(super) fn task_shard_in(
     }
 }
 
-impl RedisStore {
-    /// Task `task_id` of `shard` if it is in `scope` (one HMGET on the pipe): the read that
-    /// both [`TaskStore::read_task`] and [`crate::TaskStoreExt::get_task`] make once the shard is known.
-    fn task_in(&self, shard: Shard, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
-        let mut cmd = redis::cmd("HMGET");
-        cmd.arg(self.keys.task(shard, task_id)).arg("o").arg("r");
-        let reply = self.link.submit("read a task", self.link.lane_of(task_id.as_bytes()), Request::Cmd(cmd));
-        let wanted = wanted_owner(scope);
-        Box::pin(async move {
-            let (owner, json): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::from_owned_redis_value(reply.await?)
-                .map_err(|e| StoreError::Corrupt(format!("a task read: {e}")))?;
-            match (admits(&wanted, owner.as_deref()), json) {
-                (true, Some(json)) => Ok(Some(Self::decode(&json)?)),
-                _ => Ok(None),
-            }
-        })
-    }
-
-    /// The retained events after `after` of task `task_id` of `shard`, at most `limit`, if
-    /// it is in `scope` (one pipeline: its owner, last seq and stream), for both
-    /// [`TaskStore::read_events`] and [`crate::TaskStoreExt::events_after`].
-    fn events_in(
-        &self,
-        shard: Shard,
-        scope: Scope<'_>,
-        task_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> crate::StoreFuture<Vec<LoggedEvent>> {
-        let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(self.keys.task(shard, task_id)).arg("o").arg("l");
-        let start = format!("{}-0", after.saturating_add(1));
-        // The stream keeps FOLLOW_SLACK events more than the retention (for followers):
-        // read past them, and keep only the retained ones.
-        let count = limit.saturating_add(FOLLOW_SLACK as usize).min(i64::MAX as usize);
-        pipe.cmd("XRANGE").arg(self.keys.events(shard, task_id)).arg(start).arg("+").arg("COUNT").arg(count);
-        let reply = self.link.submit("read task events", self.link.lane_of(task_id.as_bytes()), Request::Pipe(pipe));
-        let (wanted, retention) = (wanted_owner(scope), self.event_retention);
-        Box::pin(async move {
-            let ((owner, last), entries): ((Option<Vec<u8>>, Option<u64>), Value) =
-                redis::from_owned_redis_value(reply.await?)
-                    .map_err(|e| StoreError::Corrupt(format!("a read of task events: {e}")))?;
-            match admits(&wanted, owner.as_deref()) {
-                true => retained_events(entries, last, retention, limit),
-                false => Ok(Vec::new()),
-            }
-        })
-    }
-}
-
-/// The events of a [`RedisStore::events_in`] answer that the retention keeps, at most
-/// `limit`.
-fn retained_events(
-    entries: Value,
-    last: Option<u64>,
-    retention: u64,
-    limit: usize,
-) -> Result<Vec<LoggedEvent>, StoreError> {
-    let oldest_retained = last.unwrap_or(0).saturating_sub(retention);
-    let events = writes::parse_events(entries)?.into_iter().filter(|e| e.seq > oldest_retained);
-    Ok(events.take(limit).collect())
-}
-
 /// A session as stored: its metadata's JSON and its messages' JSON, oldest first.
 pub(super) fn decode_session(meta: &[u8], messages: &[Vec<u8>]) -> Result<SessionRecord, StoreError> {
     let mut session: SessionRecord =
@@ -506,22 +386,6 @@ impl RedisStore {
             Scope::Owner(owner) => Some(self.keys.of_owner(owner)),
             Scope::Node => (self.keys.shard_count() == 1).then_some(Shard(0)),
         }
-    }
-}
-
-/// The owner key a read of `scope` must find beside the task (`None`: the node's read).
-fn wanted_owner(scope: Scope<'_>) -> Option<Vec<u8>> {
-    match scope {
-        Scope::Owner(owner) => Some(owner.key_prefix()),
-        Scope::Node => None,
-    }
-}
-
-/// Whether the stored owner key `stored` is in the scope `wanted` stands for.
-fn admits(wanted: &Option<Vec<u8>>, stored: Option<&[u8]>) -> bool {
-    match wanted {
-        None => true,
-        Some(wanted) => stored == Some(wanted.as_slice()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The payload of one write-ahead log record: one step of the node, encoded compactly.
 //!
-//! A record is a version byte, then one operation: a tag byte and its fields. Integers
+//! A record is a version byte, then one operation: a tag byte and its fields; a long one
+//! is stored packed with LZ4 (`sled/packed.rs`: first byte 2, then the same bytes). Integers
 //! are LEB128 varints, byte strings are a varint length and the bytes. The model types
 //! (task, session, messages) go in as the same JSON the sled store keeps: they hold
 //! free-form `serde_json::Value`s (metadata, data parts) that non-self-describing formats
@@ -19,6 +20,7 @@
 //! | 6   | (retired) reserve event ids | task id, seq: nodes before 2026-12-02 only; refused |
 //! | 7   | end a turn       | the fields of tag 1, then those of tag 2                     |
 
+use crate::sled::packed;
 use crate::{ContextKey, LoggedEvent, PushJob, SessionRecord, SessionWrite, StoreError, TaskRecord};
 use a2ad_protocol::Message;
 use std::sync::Arc;
@@ -120,7 +122,7 @@ pub(crate) fn encode_put_task(
     if let Some(write) = session {
         out.session_fields(write)?;
     }
-    Ok(out.0)
+    Ok(out.finish())
 }
 
 /// A task record as the log and the sled store keep it.
@@ -140,13 +142,13 @@ pub(crate) fn encode_session(
         out.bytes(task_id.as_bytes());
     }
     out.session_fields(SessionWrite { session, appended, history_limit })?;
-    Ok(out.0)
+    Ok(out.finish())
 }
 
 pub(crate) fn encode_delete_task(task_id: &str) -> Vec<u8> {
     let mut out = Writer::new(3);
     out.bytes(task_id.as_bytes());
-    out.0
+    out.finish()
 }
 
 /// A tag-6 record, as nodes before 2026-12-02 wrote them (for the test of its refusal).
@@ -155,20 +157,21 @@ pub(crate) fn encode_reserve(task_id: &str, seq: u64) -> Vec<u8> {
     let mut out = Writer::new(6);
     out.bytes(task_id.as_bytes());
     out.varint(seq);
-    out.0
+    out.finish()
 }
 
 pub(crate) fn encode_forget_session(key: &ContextKey) -> Result<Vec<u8>, StoreError> {
     let mut out = Writer::new(4);
     out.json(key)?;
-    Ok(out.0)
+    Ok(out.finish())
 }
 
 /// Decodes a record's payload. A payload that passed the log's CRC and still does not
 /// decode is a bug or a newer format: it is `Corrupt`, never skipped. A retired
 /// operation (tag 6) is [`StoreError::Retired`], never skipped either.
 pub(crate) fn decode(payload: &[u8]) -> Result<Step, StoreError> {
-    let mut r = Reader(payload);
+    let payload = packed::unpack(payload, "write-ahead log record")?;
+    let mut r = Reader(&payload);
     if r.byte()? != VERSION {
         return Err(bad("unknown record version"));
     }
@@ -244,6 +247,11 @@ impl Writer {
         let mut out = Vec::with_capacity(512);
         out.extend_from_slice(&[VERSION, tag]);
         Writer(out)
+    }
+
+    /// The record's payload, packed when that makes it shorter (`sled/packed.rs`).
+    fn finish(self) -> Vec<u8> {
+        packed::pack(self.0)
     }
 
     fn varint(&mut self, mut value: u64) {

@@ -199,6 +199,25 @@ fn every_step_round_trips_through_its_encoding() {
 }
 
 #[test]
+fn a_long_record_is_packed_and_an_unpacked_one_still_reads() {
+    let turn: Vec<_> = (0..8).map(|i| message(&format!("question {i} about the same long subject"))).collect();
+    let task = record(&Owner::anonymous(), "t1", "c1", TaskState::Completed, 5);
+    let json = step::record_json(&task).unwrap();
+    let write = SessionWrite { session: &session("c1", 8), appended: &turn, history_limit: 20 };
+    let payload = step::encode_put_task(&task, &json, &[event(3), event(4)], &[], Some(write)).unwrap();
+    assert_eq!(payload[0], crate::sled::packed::LZ4, "a turn's record is long and repetitive");
+    let Step::PutTask { session: Some(ended), events, .. } = step::decode(&payload).unwrap() else {
+        panic!("a task write with its session")
+    };
+    assert_eq!((ended.appended, events), (turn.clone(), vec![event(3), event(4)]));
+    // What a2ad before packing wrote: the same bytes, unpacked.
+    let plain = crate::sled::packed::unpack(&payload, "test").unwrap().into_owned();
+    assert_eq!(plain[0], 1, "the version byte");
+    assert!(matches!(step::decode(&plain).unwrap(), Step::PutTask { session: Some(_), .. }));
+    assert!(step::decode(&payload[..payload.len() - 1]).is_err(), "a cut packed record is refused");
+}
+
+#[test]
 fn a_sled_store_behind_the_log_flushes_durably() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open_behind_log(dir.path()).unwrap();

@@ -1,11 +1,12 @@
 //! A task's event log in the sled store: the events its record's value carries (the
 //! newest step's, `task_value.rs`) and, before them, one key each (`e` ‖ task id ‖ seq,
-//! the last `event_retention` of them).
+//! the last `event_retention` of them, each packed when long: `sled/packed.rs`).
 
 use super::index::{self, Prefix};
 use super::task_value::{self, CarriedEvent};
 use super::writes::Writes;
 use super::SledStore;
+use crate::sled::packed;
 use crate::{LoggedEvent, Scope, StoreError};
 
 impl SledStore {
@@ -29,7 +30,7 @@ impl SledStore {
         let retained = |seq: u64| seq.saturating_add(self.event_retention) > newest;
         for event in previous {
             if retained(event.seq) && !events.iter().any(|e| e.seq == event.seq) {
-                batch.insert(index::event_key(task_id, event.seq), event.json);
+                batch.insert(index::event_key(task_id, event.seq), packed::pack(event.json.to_vec()));
             }
         }
         let carry = task_value::carries(events.iter().map(|e| e.json.as_bytes()));
@@ -40,7 +41,9 @@ impl SledStore {
                     carried.push(CarriedEvent { seq: event.seq, json: event.json.as_bytes() })
                 }
                 true => {}
-                false => batch.insert(index::event_key(task_id, event.seq), event.json.as_bytes()),
+                false => {
+                    batch.insert(index::event_key(task_id, event.seq), packed::pack(event.json.as_bytes().to_vec()))
+                }
             }
             if let Some(expired) = event.seq.checked_sub(self.event_retention) {
                 batch.remove(index::event_key(task_id, expired));
@@ -69,7 +72,8 @@ impl SledStore {
         let mut out = self.event_keys_after(task_id, after, limit)?;
         let Some(value) = value else { return Ok(out) };
         let from = out.last().map_or(after, |e| e.seq);
-        for event in task_value::parse(&value)?.events.into_iter().filter(|e| e.seq > from) {
+        let value = task_value::parse(&value)?;
+        for event in value.events().into_iter().filter(|e| e.seq > from) {
             if out.len() >= limit {
                 break;
             }
@@ -90,7 +94,7 @@ impl SledStore {
             let seq = u64::from_be_bytes(
                 key[prefix.len()..].try_into().map_err(|_| StoreError::Corrupt("event key".into()))?,
             );
-            out.push(LoggedEvent { seq, json: utf8(&value)?.into() });
+            out.push(LoggedEvent { seq, json: utf8(&packed::unpack(&value, "event")?)?.into() });
         }
         Ok(out)
     }
@@ -100,7 +104,7 @@ impl SledStore {
         let mut n = 0;
         for entry in self.tasks.scan_prefix([Prefix::Task as u8]) {
             let (_, value) = entry?;
-            n += task_value::parse(&value)?.events.len() as u64;
+            n += task_value::parse(&value)?.events().len() as u64;
         }
         Ok(n)
     }

@@ -237,7 +237,8 @@ impl SledStore {
             std::hint::black_box(Scope::admits_json(prefix.as_deref(), std::hint::black_box(UNKNOWN_OWNER)));
             return Ok(None);
         };
-        let json = task_value::parse(&bytes).map(|v| v.record_json).unwrap_or_default();
+        let value = task_value::parse(&bytes).ok();
+        let json = value.as_ref().map_or(&[][..], |v| v.record_json());
         let admitted = match Scope::admits_json(prefix.as_deref(), json) {
             Some(admitted) => admitted,
             None => scope.admits(&Self::decode_task(&bytes)?.owner),
@@ -246,8 +247,8 @@ impl SledStore {
     }
 
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
-        let json = task_value::parse(bytes)?.record_json;
-        serde_json::from_slice(json).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))
+        let value = task_value::parse(bytes)?;
+        serde_json::from_slice(value.record_json()).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))
     }
 }
 
@@ -289,7 +290,7 @@ impl SledStore {
         // A value that does not parse is replaced, as before carried events: the record is
         // what the step says, and its carried events are lost with the damage.
         let stored_value = stored.as_deref().and_then(|value| task_value::parse(value).ok());
-        if let Some(generation) = stored_value.as_ref().and_then(|v| stored_generation(v.record_json)) {
+        if let Some(generation) = stored_value.as_ref().and_then(|v| stored_generation(v.record_json())) {
             if generation > record.last_event_seq {
                 let (task_id, offered) = (record.task.id.clone(), record.last_event_seq);
                 return Err(StoreError::Conflict { task_id, stored: generation, offered });
@@ -319,7 +320,7 @@ impl SledStore {
                 batch.remove(index::key(Prefix::Active, id));
             }
         }
-        let previous = stored_value.map(|v| v.events).unwrap_or_default();
+        let previous = stored_value.as_ref().map(|v| v.events()).unwrap_or_default();
         let carried = self.event_writes(&record.task.id, &previous, events, &mut batch);
         let deltas = counting.as_ref().map(|_| counters::on_write(record, old, stamp)).unwrap_or_default();
         self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
@@ -375,7 +376,7 @@ impl SledStore {
     pub fn task_version(&self, task_id: &str) -> Result<Option<(u64, TaskState)>, StoreError> {
         let Some(bytes) = self.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
         let state = Stamp::decode(&bytes).and_then(|stamp| TaskState::from_number(i64::from(stamp.state)));
-        match (task_value::parse(&bytes).ok().and_then(|v| stored_generation(v.record_json)), state) {
+        match (task_value::parse(&bytes).ok().and_then(|v| stored_generation(v.record_json())), state) {
             (Some(generation), Some(state)) => Ok(Some((generation, state))),
             _ => Self::decode_task(&bytes).map(|r| Some((r.last_event_seq, r.state()))),
         }

@@ -6,9 +6,9 @@
 //!   newest chunk's metadata, which then wins (see [`SledStore::load_session`]).
 //! * `H` ‖ context ‖ first sequence (BE u64) ‖ message count (BE u32) → one turn's
 //!   appended messages, with the session's metadata as it stood after them:
-//!   `{"session":…,"messages":[…]}`. The key's count says where the chunk ends, so the
-//!   history limit drops whole chunks without decoding them; a chunk that straddles the
-//!   limit stays, and reads cut it. Chunks past the limit are dropped every few turns,
+//!   `{"session":…,"messages":[…]}`, packed when long (`sled/packed.rs`). The key's
+//!   count says where the chunk ends, so the history limit drops whole chunks without
+//!   decoding them; a chunk that straddles the limit stays, and reads cut it. Chunks past the limit are dropped every few turns,
 //!   not every turn ([`PRUNE_EVERY`]).
 //!
 //! Why chunks: with one key per message and the metadata in its own key, a turn cost five
@@ -23,6 +23,7 @@
 use super::index::{self, Prefix};
 use super::writes::Writes;
 use super::{corrupt, SledStore};
+use crate::sled::packed;
 use crate::{ContextKey, SessionRecord, StoreError};
 use a2ad_protocol::Message;
 use serde::{Deserialize, Serialize};
@@ -105,7 +106,8 @@ impl SledStore {
         if chunked {
             let chunk = ChunkOut { session, messages: appended };
             let len = u32::try_from(appended.len()).map_err(|_| StoreError::Corrupt("a turn of 4G messages".into()))?;
-            batch.insert(chunk_key(&context, first_new, len), serde_json::to_vec(&chunk).map_err(corrupt)?);
+            let json = serde_json::to_vec(&chunk).map_err(corrupt)?;
+            batch.insert(chunk_key(&context, first_new, len), packed::pack(json));
         }
         if keep_from == 0 || !prune_due(first_new, count, history_limit as u64) {
             // Every chunk holds at least one message, so none lies wholly before 0: a
@@ -146,8 +148,9 @@ impl SledStore {
                 break;
             }
             let (_, value) = entry?;
+            let json = packed::unpack(&value, "session chunk")?;
             let chunk: ChunkIn =
-                serde_json::from_slice(&value).map_err(|e| StoreError::Corrupt(format!("session chunk: {e}")))?;
+                serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(format!("session chunk: {e}")))?;
             if let Some(meta) = chunk.session.filter(|m| newest && m.message_count > session.message_count) {
                 session = meta;
             }

@@ -377,3 +377,14 @@ fn a_task_put_with_its_json_is_stored_as_put_task_stores_it() {
     assert_eq!(store.task_version("t1").unwrap(), Some((3, TaskState::Working)));
     assert_eq!(store.list_tasks(&query(&alice)).unwrap().total, 1, "the indexes and counters too");
 }
+
+/// A read of an unknown id unpacks a value as a found one does (see `scoped_task_bytes`):
+/// the stand-in is packed, and its record starts with another owner.
+#[test]
+fn an_unknown_id_unpacks_a_packed_stand_in() {
+    let value = unknown_owner_value();
+    assert_eq!(value[Stamp::LEN], crate::sled::packed::LZ4);
+    let parsed = task_value::parse(value).unwrap();
+    assert!(parsed.record_json().starts_with(&UNKNOWN_OWNER[..UNKNOWN_OWNER.len() - 1]));
+    assert!(serde_json::from_slice::<serde_json::Value>(parsed.record_json()).is_ok());
+}

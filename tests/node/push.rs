@@ -74,18 +74,18 @@ async fn events_are_delivered_with_the_spec_headers_and_body() {
     let config = json!({"url": format!("{}/ok", receiver.base), "token": "tok-1",
         "authentication": {"scheme": "Bearer", "credentials": "cred-1"}});
     let task = app.send_text("hello", json!({"configuration": {"taskPushNotificationConfig": config}})).await;
-    assert!(wait_delivered(&receiver, "/ok", 3).await, "{:?}", receiver.received());
+    let distinct = || {
+        let mut ids = delivered(&receiver.received(), "/ok");
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    assert!(eventually(400, || async { distinct().len() >= 3 }).await, "{:?}", receiver.received());
     let got = receiver.received();
     let task_id = task["id"].as_str().unwrap();
-    let ids = delivered(&got, "/ok");
-    assert_eq!(
-        ids,
-        [format!("{task_id}:1"), format!("{task_id}:2"), format!("{task_id}:3")]
-            .to_vec()
-            .into_iter()
-            .filter(|i| ids.contains(i))
-            .collect::<Vec<_>>()
-    );
+    // Every event, each at least once; in any order, since a task's deliveries run side
+    // by side (docs/push.md), and a busy machine lets a later one overtake.
+    assert_eq!(distinct(), [format!("{task_id}:1"), format!("{task_id}:2"), format!("{task_id}:3")]);
     for r in &got {
         assert_eq!(r.headers["content-type"], "application/json");
         assert_eq!(r.headers["authorization"], "Bearer cred-1");

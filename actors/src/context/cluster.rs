@@ -59,10 +59,16 @@ pub(super) fn follow(
     initial: Vec<LoggedEvent>,
     buffer: usize,
 ) -> Result<Subscription, RuntimeError> {
-    let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
     let overflowed = Arc::new(AtomicBool::new(false));
+    // The first events may reach past `record` (read before them; see `first_events_of`):
+    // the stream goes on after the newest, and a task they end is not followed at all.
+    let from = initial.last().map_or(record.last_event_seq, |e| e.seq.max(record.last_event_seq));
+    if initial.last().is_some_and(ends_task) {
+        return Ok(Subscription { initial, live: None, overflowed, failure: Arc::new(OnceLock::new()), durable: None });
+    }
+    let (tx, rx) = mpsc::channel(buffer.max(1) + 1);
     let flag = Arc::clone(&overflowed);
-    let mut next = record.last_event_seq + 1;
+    let mut next = from + 1;
     let sink = Box::new(move |events: Vec<LoggedEvent>| {
         for event in events {
             let is_final = ends_task(&event);
@@ -79,7 +85,7 @@ pub(super) fn follow(
         }
         !tx.is_closed()
     });
-    cluster.follow(&record.task.id, record.last_event_seq, sink)?;
+    cluster.follow(&record.task.id, from, sink)?;
     Ok(Subscription { initial, live: Some(rx), overflowed, failure: Arc::new(OnceLock::new()), durable: None })
 }
 

@@ -133,11 +133,48 @@ fn first_events_of(
     let stored_up_to = events.last().map_or(after, |e| e.seq);
     events.extend(unsaved.iter().filter(|e| e.seq > stored_up_to).cloned());
     let contiguous = events.iter().zip(after + 1..).all(|(e, expected)| e.seq == expected);
-    if contiguous && events.last().map(|e| e.seq) == Some(last) {
+    // Past `last` too: on a shared store the events are read after the record, and a save
+    // of the running turn (on any node) can land between the two reads. The follower then
+    // goes on from the newest of them ([`super::cluster::follow`]).
+    if contiguous && events.last().is_some_and(|e| e.seq >= last) {
         return events;
     }
     let oldest = events.first().map_or(last, |e| e.seq);
     let note = json!({"lastEventId": after, "replayed": false, "oldestRetainedEventId": oldest,
         "reason": "events after lastEventId are no longer retained; this is the current task"});
     vec![snapshot(record, Some(note))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use a2ad_protocol::{Task, TaskState, TaskStatus};
+    use a2ad_storage::Owner;
+
+    fn record(last_event_seq: u64) -> TaskRecord {
+        let task = Task {
+            id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus::now(TaskState::Working, None),
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: None,
+        };
+        TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq }
+    }
+
+    fn events(seqs: std::ops::RangeInclusive<u64>) -> Vec<LoggedEvent> {
+        seqs.map(|seq| LoggedEvent { seq, json: format!("{{\"n\":{seq}}}").into() }).collect()
+    }
+
+    /// A shared store's events are read after its record: a save between the two reads
+    /// gives events past the record's last, which are a resume, not a gap.
+    #[test]
+    fn events_past_a_record_read_before_them_resume_without_a_snapshot() {
+        assert_eq!(first_events_of(&record(4), &[], Some(3), events(4..=6)), events(4..=6));
+        assert_eq!(first_events_of(&record(4), &[], Some(3), events(4..=4)), events(4..=4));
+        let gap = first_events_of(&record(4), &[], Some(2), events(4..=6));
+        assert_eq!((gap.len(), gap[0].seq), (1, 4), "a gap is still the snapshot with its note");
+        assert!(gap[0].json.contains("a2ad.resume"));
+    }
 }

@@ -127,12 +127,13 @@ impl Drop for FeedWatch {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use a2ad_protocol::{StreamResponse, Task, TaskStatus};
     use a2ad_storage::Owner;
 
-    fn record() -> TaskRecord {
+    /// Task `t1` of context `c1`, WORKING, at event 1 (the stream tests' record too).
+    pub(crate) fn record() -> TaskRecord {
         let task = Task {
             id: "t1".into(),
             context_id: "c1".into(),

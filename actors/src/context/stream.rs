@@ -148,19 +148,9 @@ fn first_events_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use a2ad_protocol::{Task, TaskState, TaskStatus};
-    use a2ad_storage::Owner;
 
     fn record(last_event_seq: u64) -> TaskRecord {
-        let task = Task {
-            id: "t1".into(),
-            context_id: "c1".into(),
-            status: TaskStatus::now(TaskState::Working, None),
-            artifacts: Vec::new(),
-            history: Vec::new(),
-            metadata: None,
-        };
-        TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq }
+        TaskRecord { last_event_seq, ..crate::feed::tests::record() }
     }
 
     fn events(seqs: std::ops::RangeInclusive<u64>) -> Vec<LoggedEvent> {

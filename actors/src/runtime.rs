@@ -87,15 +87,20 @@ impl Runtime {
         Written::of(self.store.commit(Step { record, events, jobs, session }))
     }
 
-    /// Removes a task for good: its record, indexes and event log, its push configs, its
-    /// artifact files and its private working directory. Blocking (sled and file system work): callers run it on the
-    /// blocking pool, never on an actor thread. Retention and Message-only replies both
-    /// use it. Returns the removed record, `None` if there was no such task. A directory
-    /// that cannot be removed is logged, not an error: the task itself is gone.
+    /// Removes a task's record, indexes and event log, and returns the removed record
+    /// (`None` if there was no such task). Its push configs and files stay until
+    /// [`Runtime::remove_task_files`]: the caller removes them once the removal is
+    /// committed, so that no read finds the task without its files. Blocking (sled work):
+    /// callers run it on the blocking pool, never on an actor thread.
     pub fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let Some(record) = self.store.delete_task(task_id)? else { return Ok(None) };
-        self.remove_push_configs_and_files(task_id, &record.owner)?;
-        Ok(Some(record))
+        self.store.delete_task(task_id)
+    }
+
+    /// The push configs, artifact files and private working directory of a removed task
+    /// ([`Runtime::remove_task`]), once its removal is committed. A directory that cannot
+    /// be removed is logged, not an error: the task itself is gone. Blocking.
+    pub fn remove_task_files(&self, record: &TaskRecord) -> Result<(), StoreError> {
+        self.remove_push_configs_and_files(&record.task.id, &record.owner)
     }
 
     /// Settles a Message-only reply: the session write and the task removal as one

@@ -5,7 +5,7 @@ use crate::config::RetentionConfig;
 use crate::core::Core;
 use a2ad_actors::messages::{ExpireTask, ForgetSessions};
 use a2ad_storage::TaskStoreExt;
-use a2ad_storage::{ContextKey, StoreError};
+use a2ad_storage::{ContextKey, StoreError, TaskRecord};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -141,17 +141,27 @@ impl Sweeper {
             return Ok((0, HashSet::new()));
         }
         let rt = Arc::clone(self.core.runtime());
-        blocking(move || {
-            let mut contexts = HashSet::new();
-            let mut removed = 0;
+        let removed = blocking(move || {
+            let mut removed = Vec::new();
             for id in ids {
-                let Some(record) = rt.remove_task(&id)? else { continue };
-                removed += 1;
-                contexts.insert(record.context_key());
+                removed.extend(rt.remove_task(&id)?);
             }
-            Ok((removed, contexts))
+            Ok(removed)
         })
-        .await
+        .await?;
+        // The files go once the removals are committed: a read in between still finds
+        // the task, and must find its artifacts with it.
+        self.core.runtime().commit.commit().await?;
+        let contexts = removed.iter().map(TaskRecord::context_key).collect();
+        let (rt, count) = (Arc::clone(self.core.runtime()), removed.len());
+        blocking(move || {
+            for record in &removed {
+                rt.remove_task_files(record)?;
+            }
+            Ok(())
+        })
+        .await?;
+        Ok((count, contexts))
     }
 }
 

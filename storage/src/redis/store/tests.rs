@@ -20,11 +20,11 @@ fn event(seq: u64) -> LoggedEvent {
 }
 
 /// A task at generation `seq` with the events up to it.
-fn at(owner: &Owner, seq: u64, state: TaskState) -> TaskRecord {
+pub(super) fn at(owner: &Owner, seq: u64, state: TaskState) -> TaskRecord {
     TaskRecord { last_event_seq: seq, ..record(owner, "t1", "c1", state, 1000 + seq as i64) }
 }
 
-fn raw(server: &RedisServer) -> redis::Connection {
+pub(super) fn raw(server: &RedisServer) -> redis::Connection {
     redis::Client::open(server.url()).unwrap().get_connection().unwrap()
 }
 
@@ -101,6 +101,19 @@ fn a_context_leased_by_another_node_refuses_the_write_and_changes_nothing() {
     assert_eq!(node.events_after(Scope::Node, "t1", 0, 10).unwrap(), vec![event(1)]);
 }
 
+/// A store on `server` whose steps' push jobs go to the Redis Streams queue it returns.
+pub(super) fn store_with_queue(server: &RedisServer) -> (RedisStore, RedisQueue) {
+    let mut queue_options = RedisQueueOptions { url: server.url(), ..RedisQueueOptions::default() };
+    let options = RedisStoreOptions {
+        url: server.url(),
+        push_stream: Some(queue_options.stream.clone()),
+        ..RedisStoreOptions::default()
+    };
+    let store = RedisStore::connect(options).unwrap();
+    queue_options.shards = store.queue_keys(&queue_options);
+    (store, RedisQueue::connect(queue_options).unwrap())
+}
+
 fn job(seq: u64) -> PushJob {
     PushJob {
         task_id: "t1".into(),
@@ -125,15 +138,7 @@ fn a_steps_push_jobs_join_the_push_stream_in_its_commit() {
     let refused = without.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap_err();
     assert!(matches!(refused, StoreError::NoPushQueue(1)), "jobs are refused, never dropped: {refused:?}");
     assert!(without.get_task(Scope::Node, "t1").unwrap().is_none(), "and the step is not written");
-    let mut queue_options = RedisQueueOptions { url: server.url(), ..RedisQueueOptions::default() };
-    let options = RedisStoreOptions {
-        url: server.url(),
-        push_stream: Some(queue_options.stream.clone()),
-        ..RedisStoreOptions::default()
-    };
-    let with = RedisStore::connect(options).unwrap();
-    queue_options.shards = with.queue_keys(&queue_options);
-    let queue = RedisQueue::connect(queue_options).unwrap();
+    let (with, queue) = store_with_queue(&server);
     with.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![job(1)]).unwrap();
     let due = queue.due(0, 10, &Default::default()).unwrap();
     assert_eq!(due.iter().map(|j| j.event_seq).collect::<Vec<_>>(), [1]);
@@ -273,7 +278,7 @@ fn the_step_that_ends_a_turn_gives_the_lease_back_with_it() {
 }
 
 /// A store on the Redis Cluster `cluster`, 16 shards, its push jobs in `queue`'s streams.
-fn cluster_store(cluster: &RedisCluster, queue: &RedisQueueOptions) -> RedisStore {
+pub(super) fn cluster_store(cluster: &RedisCluster, queue: &RedisQueueOptions) -> RedisStore {
     let options = RedisStoreOptions {
         url: cluster.url(),
         topology: crate::Topology::Cluster,

@@ -1,6 +1,7 @@
 //! What a commit makes of its push jobs for every config, and how a commit with
 //! `replica-acks` is answered when its connection drops.
 
+use super::tests::{at, cluster_store, raw, store_with_queue};
 use super::*;
 use crate::redis::test_server::{redis, redis_with, RedisServer};
 use crate::sled::store::tests::record;
@@ -9,10 +10,6 @@ use a2ad_protocol::{TaskPushNotificationConfig, TaskState};
 
 fn event(seq: u64) -> LoggedEvent {
     LoggedEvent { seq, json: format!("{{\"n\":{seq},\"path\":\"a/b\",\"text\":\"\\\"ü\\\"\"}}").into() }
-}
-
-fn at(owner: &Owner, seq: u64, state: TaskState) -> TaskRecord {
-    TaskRecord { last_event_seq: seq, ..record(owner, "t1", "c1", state, 1000 + seq as i64) }
 }
 
 fn config(id: &str) -> TaskPushNotificationConfig {
@@ -26,23 +23,11 @@ fn config(id: &str) -> TaskPushNotificationConfig {
     }
 }
 
-fn raw(server: &RedisServer) -> redis::Connection {
-    redis::Client::open(server.url()).unwrap().get_connection().unwrap()
-}
-
 #[test]
 fn a_job_for_every_config_becomes_one_per_config_stored_when_its_step_commits() {
     let Some(server) = redis() else { return };
     let owner = Owner::anonymous();
-    let mut queue_options = RedisQueueOptions { url: server.url(), ..RedisQueueOptions::default() };
-    let options = RedisStoreOptions {
-        url: server.url(),
-        push_stream: Some(queue_options.stream.clone()),
-        ..RedisStoreOptions::default()
-    };
-    let store = RedisStore::connect(options).unwrap();
-    queue_options.shards = store.queue_keys(&queue_options);
-    let queue = RedisQueue::connect(queue_options).unwrap();
+    let (store, queue) = store_with_queue(&server);
     let configs = store.push_configs(SecretKey::generate().unwrap());
     let every = |seq| PushJob::for_every_config("t1", seq, 5);
     store.put_step(&at(&owner, 1, TaskState::Working), &[event(1)], vec![every(1)]).unwrap();
@@ -126,14 +111,7 @@ fn on_a_redis_cluster_jobs_for_every_config_follow_the_configs_of_minted_and_mov
     let Some(cluster) = crate::redis::test_server::redis_cluster() else { return };
     let mut queue_options =
         RedisQueueOptions { url: cluster.url(), topology: crate::Topology::Cluster, ..RedisQueueOptions::default() };
-    let options = RedisStoreOptions {
-        url: cluster.url(),
-        topology: crate::Topology::Cluster,
-        shards: 16,
-        push_stream: Some(queue_options.stream.clone()),
-        ..RedisStoreOptions::default()
-    };
-    let store = RedisStore::connect(options).unwrap();
+    let store = cluster_store(&cluster, &queue_options);
     queue_options.shards = store.queue_keys(&queue_options);
     let queue = RedisQueue::connect(queue_options).unwrap();
     let configs = store.push_configs(SecretKey::generate().unwrap());

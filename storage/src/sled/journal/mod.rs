@@ -228,7 +228,8 @@ impl WalStore {
     /// than the last `history_limit`. Not the node's write of a session (that is a
     /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
     /// the tests write (logged as a record of its own).
-    pub fn put_session(
+    #[cfg(test)]
+    pub(crate) fn put_session(
         &self,
         session: &SessionRecord,
         appended: &[Message],

@@ -144,13 +144,13 @@ fn rebuild_counters(trees: &Trees<'_>) -> Result<(), StoreError> {
     Ok(())
 }
 
-#[cfg(test)]
-#[path = "migrations_tests.rs"]
-pub(super) mod tests;
-
 /// Version 4: values and log records written from now on may be packed (`sled/packed.rs`).
 /// Nothing is rewritten, since this version reads both; the stamp is what matters: a2ad
 /// before it would misread a packed value, and refuses a store of version 4 instead.
 fn allow_packed_values(_: &Trees<'_>) -> Result<(), StoreError> {
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "migrations_tests.rs"]
+pub(super) mod tests;

@@ -8,8 +8,8 @@
 //!   appended messages, with the session's metadata as it stood after them:
 //!   `{"session":…,"messages":[…]}`, packed when long (`sled/packed.rs`). The key's
 //!   count says where the chunk ends, so the history limit drops whole chunks without
-//!   decoding them; a chunk that straddles the limit stays, and reads cut it. Chunks past the limit are dropped every few turns,
-//!   not every turn ([`PRUNE_EVERY`]).
+//!   decoding them; a chunk that straddles the limit stays, and reads cut it. Chunks past
+//!   the limit are dropped every few turns, not every turn ([`PRUNE_EVERY`]).
 //!
 //! Why chunks: with one key per message and the metadata in its own key, a turn cost five
 //! sled writes (the metadata, two messages, two removals past the limit), and sled's

@@ -56,6 +56,7 @@ usage: taskset -c 1 cargo bench --bench load -- [OPTIONS]   (after cargo build -
   --skip-PART              leave a part out (e.g. --skip-memory, --skip-transports)
   --repeat N               run each of the added parts N times in a row (1)
   --markdown FILE          write the run's results as BENCHMARKS.md's current-figures table
+  --redis-beside-node      run redis-server on the node's CPU (0), not the driver's (1)
   --ws-sockets N           WebSocket connections of the transports part (4)
   --stream-characters N    fire-hose characters of the ws-stream part (50000)
   --retention-tasks N      tasks of the retention part (10000, at most 10000)
@@ -102,6 +103,8 @@ struct Options {
     soak: soak::Shape,
     /// `--markdown FILE`: where the run's table of current figures goes.
     markdown: Option<String>,
+    /// `--redis-beside-node`: redis-servers on the node's CPU ([`REDIS_BESIDE_NODE`]).
+    redis_beside_node: bool,
 }
 
 impl Options {
@@ -132,6 +135,7 @@ impl Options {
                 contexts: value("--soak-contexts", 1024).max(1),
             },
             markdown: args.iter().position(|a| a == "--markdown").and_then(|i| args.get(i + 1)).cloned(),
+            redis_beside_node: args.iter().any(|a| a == "--redis-beside-node"),
         }
     }
 
@@ -193,6 +197,7 @@ fn main() {
         return;
     }
     let options = Options::from_args();
+    REDIS_BESIDE_NODE.store(options.redis_beside_node, std::sync::atomic::Ordering::Relaxed);
     let bin = a2ad_binary();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let warmup = Duration::from_secs(2);
@@ -458,7 +463,17 @@ fn run_push_hang(runtime: &tokio::runtime::Runtime, bin: &std::path::Path, healt
     );
 }
 
-/// A redis-server on a free port, pinned next to the node (CPU 0), for the Redis run.
+/// Where the benches' redis-servers run: on CPU 1, the driver's, unless
+/// `--redis-beside-node` puts them on CPU 0 with the node under test.
+///
+/// In a cluster Redis has a machine of its own, shared by the nodes: its CPU (the
+/// commands, the `appendfsync always` writes, and the AOF rewrites it forks, which took
+/// 40 % of its CPU in the `network` part) is not the node's. Until 2026-12-06 it ran on
+/// the node's core, and the node's figures on Redis paid for both (docs/benchmarks/journal.md).
+/// On the driver's core it slows the driver instead, which only understates the node.
+static REDIS_BESIDE_NODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A redis-server on a free port (on the CPU [`REDIS_BESIDE_NODE`] says), for the Redis run.
 fn redis_server() -> Option<(node::KillOnDrop, u16)> {
     redis_server_with(&["--appendonly", "no"])
 }
@@ -470,7 +485,8 @@ fn redis_server_with(extra: &[&str]) -> Option<(node::KillOnDrop, u16)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
     let dir = std::env::temp_dir().join(format!("a2ad-bench-redis-{port}"));
     std::fs::create_dir_all(&dir).ok()?;
-    let child = node::pinned(&binary)
+    let cpu = if REDIS_BESIDE_NODE.load(std::sync::atomic::Ordering::Relaxed) { 0 } else { 1 };
+    let child = node::pinned_to(&binary, cpu)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
         .args(extra)
         .arg("--dir")

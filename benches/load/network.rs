@@ -14,8 +14,9 @@
 //!
 //! For each: req/s, p50, p99, the node's CPU per request, Redis commands per request
 //! (`INFO commandstats`), and the ratios to the sled node; then one markdown table.
-//! Every node runs with one worker on CPU 0 with Redis (as the other parts); the driver,
-//! and the proxy's threads, on CPU 1.
+//! Every node runs with one worker on CPU 0; the driver, the proxy's threads and Redis on
+//! CPU 1 (`--redis-beside-node` puts Redis on CPU 0, as it was until 2026-12-06: then the
+//! node's core paid for Redis's CPU too, which the table's Redis CPU column shows).
 //!
 //! The proxy's delay is not done with tokio timers: they tick in whole milliseconds, so a
 //! 0.25 ms delay would become about 1 ms. Each direction is instead a reader thread that
@@ -175,6 +176,9 @@ struct Row {
     measured: crate::Measured,
     /// Redis commands per request (None on sled).
     commands: Option<f64>,
+    /// Redis's own CPU per request, µs (`INFO cpu`; None on sled): Redis shares the
+    /// node's core, so its cost is the node's too.
+    redis_cpu_us: Option<f64>,
 }
 
 impl Row {
@@ -221,7 +225,8 @@ pub fn run_all(
     let sled = Node::start(bin, &["--workers", "1"]);
     let measured = crate::measure(runtime, &sled, load(sled.addr, 0), warmup + duration);
     drop(sled);
-    let mut rows = vec![Row { label: "sled".into(), rtt: None, ping: None, measured, commands: None }];
+    let mut rows =
+        vec![Row { label: "sled".into(), rtt: None, ping: None, measured, commands: None, redis_cpu_us: None }];
     print_row(&rows[0]);
     let runs: [(&str, Option<u64>); 4] = [
         ("Redis, no proxy", None),
@@ -237,8 +242,11 @@ pub fn run_all(
         };
         let reach = proxy.as_ref().map_or(redis_addr, |p| p.addr);
         let load = (|node| load(node, run + 1), warmup + duration);
-        let (ping, measured, commands) = on_redis(runtime, bin, dir.path(), (reach, redis_addr), run + 1, load);
-        let row = Row { label: label.into(), rtt: one_way.map(|d| d * 2), ping, measured, commands: Some(commands) };
+        let (ping, measured, (commands, redis_cpu)) =
+            on_redis(runtime, bin, dir.path(), (reach, redis_addr), run + 1, load);
+        let rtt = one_way.map(|d| d * 2);
+        let row =
+            Row { label: label.into(), rtt, ping, measured, commands: Some(commands), redis_cpu_us: Some(redis_cpu) };
         print_row(&row);
         rows.push(row);
         drop(proxy);
@@ -280,16 +288,17 @@ fn with_a_replica<F: std::future::Future<Output = client::LoadResult>>(
     }
     let config = cluster::config(port).replacen("\nagents:", "\n  replica-acks: 1\nagents:", 1);
     let node = Node::start_in(bin, &dir.join("replicated"), &config, &["--grpc-listen", "127.0.0.1:0"]);
-    let before = total_calls(&mut stats);
+    let before = (total_calls(&mut stats), redis_cpu_seconds(&mut stats));
     let measured = crate::measure(runtime, &node, load(node.addr), ran_for);
-    let commands = total_calls(&mut stats).saturating_sub(before) as f64 / measured.requests.max(1.0);
+    let (commands, redis_cpu) = per_request(&mut stats, before, measured.requests);
     drop(node);
     let label = "Redis + replica, replica-acks: 1".to_owned();
-    Some(Row { label, rtt: None, ping: None, measured, commands: Some(commands) })
+    Some(Row { label, rtt: None, ping: None, measured, commands: Some(commands), redis_cpu_us: Some(redis_cpu) })
 }
 
 /// One node (one worker) on Redis reached at `reach` (the proxy, or Redis itself), under
-/// `load` for `ran_for`: its figures, and the commands Redis (at `redis`) ran per request.
+/// `load` for `ran_for`: its figures, and the commands Redis (at `redis`) ran and the CPU
+/// it used per request.
 fn on_redis<F: std::future::Future<Output = client::LoadResult>>(
     runtime: &tokio::runtime::Runtime,
     bin: &Path,
@@ -297,16 +306,31 @@ fn on_redis<F: std::future::Future<Output = client::LoadResult>>(
     (reach, redis): (SocketAddr, SocketAddr),
     run: usize,
     (load, ran_for): (impl FnOnce(SocketAddr) -> F, Duration),
-) -> (Option<Duration>, crate::Measured, f64) {
+) -> (Option<Duration>, crate::Measured, (f64, f64)) {
     let ping = ping_rtt(reach);
     let mut stats = redis::Client::open(format!("redis://{redis}/")).and_then(|c| c.get_connection()).expect("redis");
     let node = cluster::shared_node(bin, dir, reach.port(), 20 + run, "1");
-    let before = total_calls(&mut stats);
+    let before = (total_calls(&mut stats), redis_cpu_seconds(&mut stats));
     let measured = crate::measure(runtime, &node, load(node.addr), ran_for);
-    let calls = total_calls(&mut stats).saturating_sub(before);
+    let per_request = per_request(&mut stats, before, measured.requests);
     drop(node);
-    let commands = calls as f64 / measured.requests.max(1.0);
-    (ping, measured, commands)
+    (ping, measured, per_request)
+}
+
+/// Commands and Redis CPU (µs) per request since `before` (calls, CPU seconds).
+fn per_request(stats: &mut redis::Connection, (calls, cpu): (u64, f64), requests: f64) -> (f64, f64) {
+    let calls = total_calls(stats).saturating_sub(calls) as f64;
+    let cpu = (redis_cpu_seconds(stats) - cpu).max(0.0);
+    (calls / requests.max(1.0), cpu * 1e6 / requests.max(1.0))
+}
+
+/// The CPU Redis's process has used, user and system, in seconds (`INFO cpu`).
+fn redis_cpu_seconds(stats: &mut redis::Connection) -> f64 {
+    let info: String = redis::cmd("INFO").arg("cpu").query(stats).unwrap_or_default();
+    info.lines()
+        .filter_map(|line| line.strip_prefix("used_cpu_sys:").or_else(|| line.strip_prefix("used_cpu_user:")))
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum()
 }
 
 /// Every command Redis has run (`INFO commandstats`, summed over the commands).
@@ -320,15 +344,21 @@ fn print_row(row: &Row) {
         Some(rtt) => format!("{} {:.1} ms RTT", row.label, rtt.as_secs_f64() * 1e3),
         None => row.label.clone(),
     };
-    say!("{}  {:.0} us node CPU per request", row.measured.result.summary(&label), row.measured.cpu_us_per_request);
+    let redis = row.redis_cpu_us.map_or(String::new(), |us| format!(", {us:.0} us Redis CPU per request"));
+    say!(
+        "{}  {:.0} us node CPU per request{redis}",
+        row.measured.result.summary(&label),
+        row.measured.cpu_us_per_request
+    );
 }
 
 /// The markdown table of the sitting, every ratio against the first row (sled).
 fn table(rows: &[Row]) -> String {
     let sled = &rows[0];
     let mut out = String::from(
-        "| store | RTT added | PING RTT, idle | req/s | p50 | p99 | node CPU per request | Redis commands per request \
-         | req/s ÷ sled | CPU ÷ sled | (p50 − sled p50) ÷ RTT |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| store | RTT added | PING RTT, idle | req/s | p50 | p99 | node CPU per request | Redis CPU per request \
+         | Redis commands per request | req/s ÷ sled | CPU ÷ sled | (p50 − sled p50) ÷ RTT |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let ms = |d: Option<Duration>| d.map_or("-".to_owned(), |d| format!("{:.2} ms", d.as_secs_f64() * 1e3));
     for row in rows {
@@ -338,7 +368,7 @@ fn table(rows: &[Row]) -> String {
             None => "-".to_owned(),
         };
         out += &format!(
-            "| {} | {} | {} | {:.0} | {:.1} ms | {:.1} ms | {:.0} µs | {} | {:.2} | {:.2} | {over_rtt} |\n",
+            "| {} | {} | {} | {:.0} | {:.1} ms | {:.1} ms | {:.0} µs | {} | {} | {:.2} | {:.2} | {over_rtt} |\n",
             row.label,
             ms(row.rtt),
             ms(row.ping),
@@ -346,6 +376,7 @@ fn table(rows: &[Row]) -> String {
             row.p50_ms(),
             result.latency_us.value_at_quantile(0.99) as f64 / 1000.0,
             row.measured.cpu_us_per_request,
+            row.redis_cpu_us.map_or("-".to_owned(), |us| format!("{us:.0} µs")),
             row.commands.map_or("-".to_owned(), |c| format!("{c:.1}")),
             result.throughput() / sled.measured.result.throughput().max(1e-9),
             row.measured.cpu_us_per_request / sled.measured.cpu_us_per_request.max(1e-9),

@@ -136,6 +136,11 @@ impl Drop for Node {
 /// `taskset -c 0 <program>` when there are two CPUs or more, so that the server under
 /// test has exactly one core and the load driver another.
 pub fn pinned(program: &Path) -> Command {
+    pinned_to(program, 0)
+}
+
+/// `taskset -c <cpu> <program>` when there are two CPUs or more; else `program` as it is.
+pub fn pinned_to(program: &Path, cpu: u8) -> Command {
     // The machine's CPUs, not `available_parallelism`: that counts the driver's own
     // affinity mask, which is one CPU under the documented `taskset -c 1`, and then no
     // server was ever pinned (they all shared CPU 1 with the driver until 2026-12-03).
@@ -143,7 +148,7 @@ pub fn pinned(program: &Path) -> Command {
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if cpus >= 2 && Path::new("/usr/bin/taskset").exists() {
         let mut cmd = Command::new("/usr/bin/taskset");
-        cmd.args(["-c", "0"]).arg(program);
+        cmd.args(["-c", &cpu.to_string()]).arg(program);
         cmd
     } else {
         Command::new(program)

@@ -12,7 +12,8 @@
 //! 3. writes the snapshot and its indexes;
 //! 4. appends the events to the task's stream, entry id `<seq>-0`, and trims the stream
 //!    to the last `retention` events;
-//! 5. writes the session (the step that ends a turn);
+//! 5. writes the session (the step that ends a turn); its message list is trimmed to the
+//!    history limit once it is an eighth past it;
 //! 6. adds the push jobs to the push stream: those made for one config, and one per
 //!    config the task has now for each job made for every config (`store/jobs.rs`);
 //! 7. gives the context's lease back, when the step ends the turn (one round trip less
@@ -83,7 +84,9 @@ local function put_session(k, a, i)
   end
   if limit <= 0 then
     redis.call('DEL', KEYS[k+1])
-  elseif length > limit then
+  elseif length > limit + math.floor(limit / 8) then
+    -- Trimmed once every eighth of the limit, not every turn (reads take the last
+    -- `limit`): a command less on most turns, as sled's session prunes (`sessions.rs`).
     redis.call('LTRIM', KEYS[k+1], -limit, -1)
   end
   if new == '1' then

@@ -456,3 +456,25 @@ fn a_turn_start_skips_the_history_only_while_the_stored_session_is_the_one_held(
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_session_list_is_trimmed_an_eighth_past_its_limit_and_reads_keep_the_limit() {
+    use crate::SessionRecord;
+    use a2ad_protocol::Message;
+    let Some(server) = redis() else { return };
+    let node = store(&server);
+    let context = crate::ContextKey::new(Owner::anonymous(), "c1");
+    let msg = |i: u32| Message::agent_text(format!("m{i}"), "c1", None, "x");
+    let (limit, mut session) = (16, SessionRecord::new(context.clone(), "echo"));
+    let mut lengths = Vec::new();
+    for i in 0..40 {
+        session.append(&[msg(i)], limit);
+        node.put_session(&session, &[msg(i)], limit).unwrap();
+        lengths.push(redis::cmd("LLEN").arg(node.keys.messages(&context)).query::<usize>(&mut raw(&server)).unwrap());
+        let read = node.get_session(&context, limit).unwrap().unwrap();
+        assert_eq!(read.history, session.history, "a read holds the last {limit} messages after turn {i}");
+    }
+    // 16 held, then one more a turn up to 16 + 2, then back to 16 in one LTRIM.
+    assert_eq!(lengths.iter().max(), Some(&18), "{lengths:?}");
+    assert_eq!(&lengths[15..22], &[16, 17, 18, 16, 17, 18, 16], "{lengths:?}");
+}

@@ -444,8 +444,8 @@ impl ContextActor {
                 return self.end_with_reply(reply, ctx);
             }
         }
-        let in_history = !end.repeats_history;
-        if let Err(e) = self.end_turn_with(end.state, end.message, in_history, ctx) {
+        let ending = Ending { in_history: !end.repeats_history, copy_for_caller: false };
+        if let Err(e) = self.end_turn_with(end.state, end.message, ending, ctx) {
             tracing::error!(context_id = %self.key.context_id, error = %e, "could not end a turn");
         }
     }
@@ -490,18 +490,22 @@ impl ContextActor {
         message: Option<Message>,
         ctx: &mut Context<Self>,
     ) -> Result<Task, A2aError> {
-        self.end_turn_with(state, message, true, ctx)
+        let copy = self.end_turn_with(state, message, Ending { in_history: true, copy_for_caller: true }, ctx)?;
+        copy.ok_or_else(|| RuntimeError::ContextUnavailable.into())
     }
 
     /// [`Self::end_turn`], keeping `message` out of the history unless `in_history` (see
-    /// [`crate::agent::TurnEnd::repeats_history`]).
+    /// [`crate::agent::TurnEnd::repeats_history`]); the task is copied for the caller only
+    /// when it asks (`copy_for_caller`): an agent's end (most turns) needs none, and the
+    /// copy was a task's whole history and artifacts each turn.
     fn end_turn_with(
         &mut self,
         state: TaskState,
         message: Option<Message>,
-        in_history: bool,
+        ending: Ending,
         ctx: &mut Context<Self>,
-    ) -> Result<Task, A2aError> {
+    ) -> Result<Option<Task>, A2aError> {
+        let Ending { in_history, copy_for_caller } = ending;
         let Some(mut turn) = self.turn.take() else {
             return Err(RuntimeError::ContextUnavailable.into());
         };
@@ -519,7 +523,8 @@ impl ContextActor {
         let mut events = std::mem::take(&mut turn.unsaved_events);
         events.push(last.clone());
         // The caller's copy (a cancel answers with it); the waiters get the turn's own.
-        let task = turn.record.task.clone();
+        let task = copy_for_caller.then(|| turn.record.task.clone());
+        let task_id = turn.record.task.id.clone();
         let saved = self.save_turn_end(&turn.record, &events);
         self.give_back_lease();
         self.schedule_hibernation(ctx);
@@ -527,7 +532,7 @@ impl ContextActor {
             Ok(written) => {
                 let (ended, ending) = oneshot::channel();
                 let ending = futures_util::FutureExt::shared(ending);
-                self.ending = Some(super::actor::EndingTurn { task_id: task.id.clone(), ended: ending });
+                self.ending = Some(super::actor::EndingTurn { task_id, ended: ending });
                 self.notify_when_durable(turn, last, written, ended, ctx);
                 Ok(task)
             }
@@ -640,4 +645,11 @@ impl ContextActor {
             }
         });
     }
+}
+
+/// How [`ContextActor::end_turn_with`] ends a turn: whether the final message joins the
+/// history, and whether the caller gets a copy of the task.
+struct Ending {
+    in_history: bool,
+    copy_for_caller: bool,
 }

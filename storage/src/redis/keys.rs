@@ -10,7 +10,7 @@
 //! and leases) carries the tag of the owner's shard, so every script of a step touches
 //! keys of one hash slot: legal on a Redis Cluster, where a script must not span slots.
 //! What the node looks at across owners (the active set, the task index, the sessions
-//! set, the lease epochs, the push queue's streams) is kept per shard, beside them. An
+//! set, the push queue's streams) is kept per shard, beside them. An
 //! owner's shard is [`Owner::shard_hash`] mod `shards`; a task id the node mints carries
 //! that hash ([`a2ad_protocol::ids::new_task_id`]), so a read by id alone finds the
 //! shard without a lookup ([`Keys::hinted`]). One server needs one shard; a cluster
@@ -34,8 +34,7 @@
 //! | `<t>:sess:<context>` | string | the session's metadata JSON |
 //! | `<t>:msg:<context>` | list | the session's last messages, oldest first |
 //! | `<t>:sessions` | set | the shard's context keys with a session (counts) |
-//! | `<t>:lease:<context>` | string | `<node>:<epoch>` while a node runs a turn in the context |
-//! | `<t>:lease-epoch` | string | the counter the shard's lease epochs come from |
+//! | `<t>:lease:<context>` | string | `<node>:<grant>` while a node runs a turn in the context |
 //! | `<t>:push:<task id>` | hash | the task's push configs (shard: [`Keys::hinted`] of the id) |
 //! | `<t>:push-tasks` | set | the shard's task ids with push configs |
 //! | `<queue stream>:<t>` | stream | the push queue of the shard's steps (and `:retry`, `:dead` likewise) |
@@ -167,14 +166,9 @@ impl Keys {
         self.key(shard, "msg", context_storage_key)
     }
 
-    /// A context's lease: `<node>:<epoch>` while a node runs a turn in it.
+    /// A context's lease: `<node>:<grant>` while a node runs a turn in it (`store/lease.rs`).
     pub fn lease(&self, context: &ContextKey) -> Vec<u8> {
         self.key(self.of_owner(&context.owner), "lease", &context.storage_key())
-    }
-
-    /// The counter a shard's lease epochs come from (in the shard: the grant is one script).
-    pub fn lease_epoch(&self, shard: Shard) -> Vec<u8> {
-        self.key(shard, "lease-epoch", b"")
     }
 
     /// The shard count the store was made with (in shard 0).

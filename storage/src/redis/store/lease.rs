@@ -1,10 +1,11 @@
 //! Context leases: one turn at a time per context across nodes.
 //!
-//! A lease is the key `<t>:lease:<context>` holding `<node id>:<epoch>`, set only if
-//! absent, with an expiry of `lease_ttl`. The epoch comes from the counter of the
-//! context's shard (`<t>:lease-epoch`, in the lease's hash slot, so the grant is one
-//! script on a cluster too), so every grant of the lease has a token no earlier grant had:
-//! a fencing token.
+//! A lease is the key `<t>:lease:<context>` holding `<node id>:<grant>`, set only if
+//! absent, with an expiry of `lease_ttl`. The grant is 64 random bits the node draws for
+//! each grant, so every grant of the lease has a token no earlier grant had (a fencing
+//! token), and a free lease is taken with one `SET NX`. (Until 2026-12-06 the grant was
+//! an epoch from a counter of the shard, `<t>:lease-epoch`: two more commands per turn. A
+//! node of then still reads today's tokens as any other node's, and the other way round.)
 //! The node keeps the tokens it holds; its keeper thread renews them every third of the
 //! TTL (never the agent's loop: a stalled agent does not lose its context, a stalled or
 //! dead node does), and every commit of the context's steps from this node passes its
@@ -23,47 +24,46 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// Grants the lease KEYS[1] to node ARGV[1] for ARGV[2] ms with the next epoch of the
-/// counter KEYS[2], or extends it if that node holds it. Returns the token, or false when
-/// another node holds it.
+/// Grants the lease KEYS[1] to node ARGV[1] for ARGV[2] ms under the token `fresh` (the
+/// node's id, `:`, a new grant), or extends it if that node holds it. Returns the token,
+/// or false when another node holds it. A free lease (the usual case: a turn's last
+/// commit gives it back) costs one command.
 const ACQUIRE_FN: &str = r"
-local function acquire()
-  local held = redis.call('GET', KEYS[1])
-  if held then
-    if string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
-      redis.call('PEXPIRE', KEYS[1], ARGV[2])
-      return held
-    end
-    return false
+local function acquire(fresh)
+  if redis.call('SET', KEYS[1], fresh, 'NX', 'PX', ARGV[2]) then
+    return fresh
   end
-  local token = ARGV[1] .. ':' .. redis.call('INCR', KEYS[2])
-  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-  return token
+  local held = redis.call('GET', KEYS[1])
+  if held and string.sub(held, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    return held
+  end
+  return false
 end
 ";
 
-/// [`ACQUIRE_FN`] alone: the token, or false.
-const ACQUIRE_BODY: &str = "return acquire()";
+/// [`ACQUIRE_FN`] alone (ARGV[3]: the fresh token): the token, or false.
+const ACQUIRE_BODY: &str = "return acquire(ARGV[3])";
 
-/// The start of a turn in one round trip: [`ACQUIRE_FN`], then, with the lease taken,
-/// the session KEYS[3] and its last ARGV[3] messages from the list KEYS[4]. Returns
-/// false when another node holds the lease, else {token, session or false, messages...},
-/// or {token, '='} when the stored session is ARGV[4] byte for byte: the session the
+/// The start of a turn in one round trip: [`ACQUIRE_FN`] (ARGV[5]: the fresh token), then,
+/// with the lease taken, the session KEYS[2] and its last ARGV[3] messages from the list
+/// KEYS[3]. Returns false when another node holds the lease, else {token, session or
+/// false, messages...}, or {token, '='} when the stored session is ARGV[4] byte for byte: the session the
 /// node holds is current, and its history is not sent again (an echo context's 200
 /// messages were most of a turn's bytes and parsing, BENCHMARKS.md).
 const BEGIN_TURN_BODY: &str = r"
-local token = acquire()
+local token = acquire(ARGV[5])
 if not token then
   return false
 end
-local meta = redis.call('GET', KEYS[3])
+local meta = redis.call('GET', KEYS[2])
 if meta and ARGV[4] ~= '' and meta == ARGV[4] then
   return {token, '='}
 end
 local out = {token, meta or false}
 local limit = tonumber(ARGV[3])
 if meta and limit > 0 then
-  local messages = redis.call('LRANGE', KEYS[4], -limit, -1)
+  local messages = redis.call('LRANGE', KEYS[3], -limit, -1)
   for i = 1, #messages do
     out[#out + 1] = messages[i]
   end
@@ -143,6 +143,12 @@ impl Leases {
         u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// A token for a new grant: this node's id and 64 random bits (thread-local CSPRNG),
+    /// which no earlier grant of any lease had (a repeat is a 2^-64 chance per pair).
+    fn fresh_token(&self) -> String {
+        format!("{}:{:016x}", self.node_id, uuid::Uuid::new_v4().as_u64_pair().0)
+    }
+
     /// The token this node holds the lease `key` under ("" for none).
     pub fn token(&self, key: &[u8]) -> String {
         self.held().get(key).map(|(token, _)| token.clone()).unwrap_or_default()
@@ -151,9 +157,8 @@ impl Leases {
     /// Takes or extends the lease of `context`; false when another node holds it.
     pub fn acquire(&self, context: &ContextKey) -> Result<bool, StoreError> {
         let (key, shard) = (self.keys.lease(context), self.keys.of_owner(&context.owner));
-        let epoch = self.keys.lease_epoch(shard);
         let token: Option<String> = self.link.with_conn("take a context lease", |conn| {
-            Ok(self.acquire.key(&key).key(&epoch).arg(&self.node_id).arg(self.ttl_ms()).invoke(conn)?)
+            Ok(self.acquire.key(&key).arg(&self.node_id).arg(self.ttl_ms()).arg(self.fresh_token()).invoke(conn)?)
         })?;
         let Some(token) = token else { return Ok(false) };
         self.held().insert(key, (token, shard));
@@ -183,11 +188,8 @@ impl Leases {
         };
         let (key, shard) = (self.keys.lease(context), self.keys.of_owner(&context.owner));
         let mut call = self.begin_turn.prepare();
-        call.key(&key)
-            .key(self.keys.lease_epoch(shard))
-            .key(self.keys.session(context))
-            .key(self.keys.messages(context));
-        call.arg(&self.node_id).arg(self.ttl_ms()).arg(limit).arg(known);
+        call.key(&key).key(self.keys.session(context)).key(self.keys.messages(context));
+        call.arg(&self.node_id).arg(self.ttl_ms()).arg(limit).arg(known).arg(self.fresh_token());
         let lane = link.lane_of(&context.storage_key());
         let reply = link.submit("take a context lease", lane, Request::Script(call));
         let leases = Arc::clone(self);

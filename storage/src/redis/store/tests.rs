@@ -197,6 +197,28 @@ fn one_node_at_a_time_holds_a_context_and_only_its_writes_pass() {
 }
 
 #[test]
+fn each_grant_of_a_lease_has_a_token_of_its_own_and_a_holder_keeps_its_token() {
+    let Some(server) = redis() else { return };
+    let node = lease_store(&server, 10_000);
+    let context = crate::ContextKey::new(Owner::anonymous(), "c1");
+    let token = || redis::cmd("GET").arg(node.keys.lease(&context)).query::<String>(&mut raw(&server)).unwrap();
+    let mut grants = Vec::new();
+    for _ in 0..3 {
+        assert!(node.acquire_lease(&context).unwrap());
+        let first = token();
+        assert!(node.acquire_lease(&context).unwrap(), "the holder extends its lease");
+        assert_eq!(token(), first, "an extension keeps the grant's token");
+        node.release_lease(&context);
+        assert_eq!(node.lease_holder(&context).unwrap(), None);
+        grants.push(first);
+    }
+    assert!(grants.iter().all(|t| t.starts_with(&format!("{}:", node.node_id()))), "{grants:?}");
+    grants.sort();
+    grants.dedup();
+    assert_eq!(grants.len(), 3, "three grants, three fencing tokens: {grants:?}");
+}
+
+#[test]
 fn a_lease_its_node_stops_renewing_expires_and_another_node_takes_it() {
     let Some(server) = redis() else { return };
     let node2 = lease_store(&server, 600);
@@ -304,7 +326,7 @@ fn on_a_redis_cluster_owners_spread_over_the_primaries_and_each_step_is_one_slot
         // An id minted for the owner, as the node mints them: found by id alone at once.
         let id = a2ad_protocol::ids::new_task_id(owner.shard_hash());
         let context = crate::ContextKey::new(owner.clone(), "c1");
-        assert!(node1.acquire_lease(&context).unwrap(), "the lease and its epoch are one slot's script");
+        assert!(node1.acquire_lease(&context).unwrap(), "the lease is one slot's script");
         let record = TaskRecord { last_event_seq: 1, ..record(owner, &id, "c1", TaskState::Working, 1000) };
         let job = PushJob { task_id: id.clone(), ..job(1) };
         node1.put_step(&record, &[event(1)], vec![job]).unwrap();

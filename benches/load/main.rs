@@ -474,27 +474,39 @@ fn run_push_hang(runtime: &tokio::runtime::Runtime, bin: &std::path::Path, healt
 static REDIS_BESIDE_NODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A redis-server on a free port (on the CPU [`REDIS_BESIDE_NODE`] says), for the Redis run.
-fn redis_server() -> Option<(node::KillOnDrop, u16)> {
+fn redis_server() -> Option<(RedisProcess, u16)> {
     redis_server_with(&["--appendonly", "no"])
 }
 
-/// [`redis_server`] with the persistence options `extra`, in a directory of its own
-/// (removed with the process's temp dir).
-fn redis_server_with(extra: &[&str]) -> Option<(node::KillOnDrop, u16)> {
+/// A bench's redis-server: killed, and its directory removed, when dropped (a durable
+/// Redis leaves an AOF of hundreds of MB per run, which piled up in the temp dir).
+struct RedisProcess {
+    process: node::KillOnDrop,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisProcess {
+    fn pid(&self) -> u32 {
+        self.process.0.id()
+    }
+}
+
+/// [`redis_server`] with the persistence options `extra`, in a directory of its own.
+fn redis_server_with(extra: &[&str]) -> Option<(RedisProcess, u16)> {
     let binary = cluster::redis_cluster::redis_server_binary()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-    let dir = std::env::temp_dir().join(format!("a2ad-bench-redis-{port}"));
-    std::fs::create_dir_all(&dir).ok()?;
+    let dir = tempfile::Builder::new().prefix("a2ad-bench-redis-").tempdir().ok()?;
     let cpu = if REDIS_BESIDE_NODE.load(std::sync::atomic::Ordering::Relaxed) { 0 } else { 1 };
     let child = node::pinned_to(&binary, cpu)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
         .args(extra)
         .arg("--dir")
-        .arg(&dir)
+        .arg(dir.path())
         .stdout(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    let guard = node::KillOnDrop(child);
+    // Fields drop in order: the process is killed before its directory goes.
+    let guard = RedisProcess { process: node::KillOnDrop(child), _dir: dir };
     for _ in 0..250 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some((guard, port));

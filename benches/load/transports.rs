@@ -304,7 +304,7 @@ pub async fn run_all(bin: &Path, shape: Shape) {
     say!("{}", stdio(bin, shape).await.line("stdio (pipelined)", Some(&http)));
     match crate::redis_server() {
         Some((server, port)) => {
-            let (measured, redis_us) = redis(bin, shape, port, server.0.id()).await;
+            let (measured, redis_us) = redis(bin, shape, port, server.pid()).await;
             say!("{}  (redis-server CPU {redis_us:.0} us/req)", measured.line("Redis Streams", Some(&http)));
         }
         None => say!("Redis Streams: skipped (no redis-server; run scripts/redis.sh)"),

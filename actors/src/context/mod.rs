@@ -2,7 +2,8 @@
 //!
 //! * [`actor`]: its state, and how a session is loaded and saved.
 //! * [`handlers`]: the messages it answers ([`crate::messages`]).
-//! * [`turn`]: how a turn runs and how agent events become task state.
+//! * [`turn`]: how a turn starts and runs, and how agent events become task state.
+//! * [`ending`]: how a turn ends, durably, and who hears of it.
 //! * [`stream`]: task events, the event log, and what a stream sees of them.
 //! * [`fanout`]: the live subscribers of a task, and how events reach them.
 //! * [`durable`]: each task's durable mark, which a stream waits for before it sends.
@@ -13,6 +14,7 @@
 mod actor;
 mod cluster;
 mod durable;
+mod ending;
 mod fanout;
 mod handlers;
 mod reply;

@@ -32,9 +32,10 @@
 //! | `<t>:ctx:<context>` | set | the context's task ids (is its session still used?) |
 //! | `<t>:active` | set | the shard's SUBMITTED and WORKING task ids (recovery and the lease sweep) |
 //! | `<t>:sess:<context>` | string | the session's metadata JSON |
-//! | `<t>:msg:<context>` | list | the session's last messages, oldest first |
+//! | `<t>:msg:<context>` | list | the session's last messages, oldest first (trimmed an eighth past the history limit) |
 //! | `<t>:sessions` | set | the shard's context keys with a session (counts) |
 //! | `<t>:lease:<context>` | string | `<node>:<grant>` while a node runs a turn in the context |
+//! | `<t>:lease-epoch` | string | the grant counter of nodes from before 2026-12-06 (unused since) |
 //! | `<t>:push:<task id>` | hash | the task's push configs (shard: [`Keys::hinted`] of the id) |
 //! | `<t>:push-tasks` | set | the shard's task ids with push configs |
 //! | `<queue stream>:<t>` | stream | the push queue of the shard's steps (and `:retry`, `:dead` likewise) |

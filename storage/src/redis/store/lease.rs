@@ -103,6 +103,12 @@ pub(super) struct Leases {
     keys: Keys,
     /// Lease key → (token, the lease's shard), for every lease this node holds.
     held: Mutex<HashMap<Vec<u8>, (String, Shard)>>,
+    /// Lease key → token, for the leases the keeper found lost (expired before their
+    /// renewal) while their turn may still run: its commits go on carrying the token, so
+    /// the commit script refuses them (`LeaseLost`); with no token they would pass as
+    /// writes without a lease whenever no other node held the lease. Dropped when the
+    /// turn ends ([`Leases::release`], [`Leases::forget`]) or the context is leased anew.
+    lost: Mutex<HashMap<Vec<u8>, String>>,
     /// The last health check (the keeper's round) reached Redis.
     reachable: AtomicBool,
     acquire: redis::Script,
@@ -119,6 +125,7 @@ impl Leases {
             ttl,
             keys,
             held: Mutex::default(),
+            lost: Mutex::default(),
             reachable: AtomicBool::new(true),
             acquire: redis::Script::new(&format!("{ACQUIRE_FN}{ACQUIRE_BODY}")),
             begin_turn: LuaScript::new(&format!("{ACQUIRE_FN}{BEGIN_TURN_BODY}")),
@@ -139,6 +146,16 @@ impl Leases {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn lost(&self) -> MutexGuard<'_, HashMap<Vec<u8>, String>> {
+        self.lost.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a grant of the lease `key`: held from now, and no longer lost.
+    fn granted(&self, key: Vec<u8>, token: String, shard: Shard) {
+        self.lost().remove(&key);
+        self.held().insert(key, (token, shard));
+    }
+
     fn ttl_ms(&self) -> u64 {
         u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
     }
@@ -146,12 +163,17 @@ impl Leases {
     /// A token for a new grant: this node's id and 64 random bits (thread-local CSPRNG),
     /// which no earlier grant of any lease had (a repeat is a 2^-64 chance per pair).
     fn fresh_token(&self) -> String {
-        format!("{}:{:016x}", self.node_id, uuid::Uuid::new_v4().as_u64_pair().0)
+        // A v4 UUID fixes its version bits in the first half and its variant bits in the
+        // second, at different places: their XOR has all 64 bits random.
+        let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
+        format!("{}:{:016x}", self.node_id, high ^ low)
     }
 
-    /// The token this node holds the lease `key` under ("" for none).
+    /// The token this node holds the lease `key` under, or held it under until the keeper
+    /// found it lost ("" for neither).
     pub fn token(&self, key: &[u8]) -> String {
-        self.held().get(key).map(|(token, _)| token.clone()).unwrap_or_default()
+        let held = self.held().get(key).map(|(token, _)| token.clone());
+        held.or_else(|| self.lost().get(key).cloned()).unwrap_or_default()
     }
 
     /// Takes or extends the lease of `context`; false when another node holds it.
@@ -161,7 +183,7 @@ impl Leases {
             Ok(self.acquire.key(&key).arg(&self.node_id).arg(self.ttl_ms()).arg(self.fresh_token()).invoke(conn)?)
         })?;
         let Some(token) = token else { return Ok(false) };
-        self.held().insert(key, (token, shard));
+        self.granted(key, token, shard);
         Ok(true)
     }
 
@@ -170,6 +192,11 @@ impl Leases {
         let mut held = self.held();
         if held.get(key).is_some_and(|(t, _)| t == token) {
             held.remove(key);
+        }
+        drop(held);
+        let mut lost = self.lost();
+        if lost.get(key).is_some_and(|t| t == token) {
+            lost.remove(key);
         }
     }
 
@@ -205,7 +232,7 @@ impl Leases {
             };
             let token = String::from_utf8(token.unwrap_or_default())
                 .map_err(|_| StoreError::Corrupt("a context lease's token is not text".into()))?;
-            leases.held().insert(key, (token, shard));
+            leases.granted(key, token, shard);
             let Some(meta) = meta else { return Ok(TurnLease::Taken(None)) };
             if meta == b"=" {
                 return Ok(TurnLease::Current);
@@ -219,7 +246,11 @@ impl Leases {
     /// `link`'s pipe without waiting: a delete that fails leaves the lease to expire.
     pub fn release(&self, link: &RedisLink, context: &ContextKey) {
         let key = self.keys.lease(context);
-        let Some((token, _)) = self.held().remove(&key) else { return };
+        let held = self.held().remove(&key);
+        let Some((token, _)) = held else {
+            self.lost().remove(&key); // The turn is over: nothing to refuse any more.
+            return;
+        };
         let mut call = self.release.prepare();
         call.key(&key).arg(&token);
         let lane = link.lane_of(&context.storage_key());
@@ -268,6 +299,7 @@ impl Leases {
                             "a context lease was lost (it expired before its renewal); the turn's writes are refused"
                         );
                         map.remove(key);
+                        self.lost().insert(key.clone(), token.clone());
                     }
                 }
             }

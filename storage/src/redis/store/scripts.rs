@@ -3,12 +3,14 @@
 //! come before its first write, so a refused write changes nothing.
 //!
 //! The commit of a step ([`COMMIT`]) does, in order:
-//! 1. checks the context's lease: held by another node, the write is refused
-//!    (`A2AD_LEASE`), so a node that lost its lease cannot write;
+//! 1. checks the context's lease: a write under a token is refused (`A2AD_LEASE`) unless
+//!    the lease holds that very token (so a node whose lease expired, or was taken since,
+//!    cannot write), and a write without one while any node holds the lease;
 //! 2. checks the task's generation (its last event seq): below the stored one, or events
 //!    at or below it, is a conflict (`A2AD_CONFLICT <stored>`), never an overwrite; the
 //!    very commit already stored (same generation, same record: the cluster client sends
-//!    a command again after a dropped connection) is answered as done, and writes nothing;
+//!    a command again after a dropped connection) is answered as done, and writes nothing,
+//!    before any refusal (the first attempt may have given the lease back);
 //! 3. writes the snapshot and its indexes;
 //! 4. appends the events to the task's stream, entry id `<seq>-0`, and trims the stream
 //!    to the last `retention` events;
@@ -121,18 +123,24 @@ end
 /// `WAIT` behind it counts the replicas that have the first write.
 const COMMIT_BODY: &str = r#"
 local lease = redis.call('GET', KEYS[8])
-if lease and lease ~= ARGV[1] then
-  return redis.error_reply('A2AD_LEASE held by another node')
-end
+-- A write under a token needs that very token in the lease: one that expired, or that
+-- another node took (and maybe gave back) since, is refused. A write without a token
+-- needs that no node holds the lease.
+local fenced = (lease or ARGV[1] ~= '') and lease ~= ARGV[1]
 local before, refused, replayed = check_task(1, ARGV, 2)
-if refused then
-  return refused
-end
 if replayed then
-  -- A write all the same (the value it had): a WAIT behind this call on its connection
-  -- then covers the first write too, which came before it in the replication stream.
+  -- This very commit, already stored (whatever the lease is now: a commit that ended its
+  -- turn gave the lease back). A write all the same (the value it had): a WAIT behind
+  -- this call on its connection then covers the first write too, which came before it
+  -- in the replication stream.
   redis.call('HSET', KEYS[1], 'g', ARGV[4])
   return before
+end
+if fenced then
+  return redis.error_reply('A2AD_LEASE not held under this token')
+end
+if refused then
+  return refused
 end
 -- A new task ('' before) was in no active set: no SREM for it.
 local i = put_task(1, ARGV, 2, before ~= '' and (before == 'TASK_STATE_SUBMITTED' or before == 'TASK_STATE_WORKING'))

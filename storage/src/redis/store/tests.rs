@@ -219,6 +219,47 @@ fn each_grant_of_a_lease_has_a_token_of_its_own_and_a_holder_keeps_its_token() {
 }
 
 #[test]
+fn a_holder_whose_lease_expired_or_passed_on_cannot_write() {
+    let Some(server) = redis() else { return };
+    let (node1, node2) = (lease_store(&server, 10_000), lease_store(&server, 10_000));
+    let owner = Owner::anonymous();
+    let context = crate::ContextKey::new(owner.clone(), "c1");
+    let expire = || redis::cmd("DEL").arg(node1.keys.lease(&context)).query::<()>(&mut raw(&server)).unwrap();
+    let refused = |seq: u64| {
+        let e = node1.put_task(&at(&owner, seq, TaskState::Working), &[event(seq)]).unwrap_err();
+        assert!(matches!(e, StoreError::LeaseLost { .. }), "{e:?}");
+    };
+    assert!(node1.acquire_lease(&context).unwrap());
+    node1.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap();
+    // Expired (as if node 1 had stalled past the TTL): no lease at all, and still refused.
+    expire();
+    refused(2);
+    // Taken by node 2, which ran its turn and gave the lease back.
+    assert!(node2.acquire_lease(&context).unwrap());
+    node2.put_task(&at(&owner, 2, TaskState::Working), &[event(2)]).unwrap();
+    node2.release_lease(&context);
+    assert_eq!(node2.lease_holder(&context).unwrap(), None);
+    refused(3);
+    assert_eq!(node1.get_task(Scope::Node, "t1").unwrap().unwrap().last_event_seq, 2, "node 2's write stands");
+}
+
+#[test]
+fn a_lease_the_keeper_finds_lost_keeps_refusing_its_turns_writes_until_the_turn_ends() {
+    let Some(server) = redis() else { return };
+    let node = lease_store(&server, 300); // renewed every 100 ms
+    let owner = Owner::anonymous();
+    let context = crate::ContextKey::new(owner.clone(), "c1");
+    assert!(node.acquire_lease(&context).unwrap());
+    redis::cmd("DEL").arg(node.keys.lease(&context)).query::<()>(&mut raw(&server)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400)); // a keeper round finds it lost
+    let e = node.put_task(&at(&owner, 1, TaskState::Working), &[event(1)]).unwrap_err();
+    assert!(matches!(e, StoreError::LeaseLost { .. }), "not taken for a write without a lease: {e:?}");
+    // The turn ends (its lease given back): the context's writes without a lease pass again.
+    node.release_lease(&context);
+    node.put_task(&at(&owner, 1, TaskState::Failed), &[event(1)]).unwrap();
+}
+
+#[test]
 fn a_lease_its_node_stops_renewing_expires_and_another_node_takes_it() {
     let Some(server) = redis() else { return };
     let node2 = lease_store(&server, 600);

@@ -218,12 +218,16 @@ fn each_grant_of_a_lease_has_a_token_of_its_own_and_a_holder_keeps_its_token() {
     assert_eq!(grants.len(), 3, "three grants, three fencing tokens: {grants:?}");
 }
 
+/// The anonymous owner and its context `c1`.
+fn owner_and_context() -> (Owner, crate::ContextKey) {
+    (Owner::anonymous(), crate::ContextKey::new(Owner::anonymous(), "c1"))
+}
+
 #[test]
 fn a_holder_whose_lease_expired_or_passed_on_cannot_write() {
     let Some(server) = redis() else { return };
     let (node1, node2) = (lease_store(&server, 10_000), lease_store(&server, 10_000));
-    let owner = Owner::anonymous();
-    let context = crate::ContextKey::new(owner.clone(), "c1");
+    let (owner, context) = owner_and_context();
     let expire = || redis::cmd("DEL").arg(node1.keys.lease(&context)).query::<()>(&mut raw(&server)).unwrap();
     let refused = |seq: u64| {
         let e = node1.put_task(&at(&owner, seq, TaskState::Working), &[event(seq)]).unwrap_err();
@@ -247,8 +251,7 @@ fn a_holder_whose_lease_expired_or_passed_on_cannot_write() {
 fn a_lease_the_keeper_finds_lost_keeps_refusing_its_turns_writes_until_the_turn_ends() {
     let Some(server) = redis() else { return };
     let node = lease_store(&server, 300); // renewed every 100 ms
-    let owner = Owner::anonymous();
-    let context = crate::ContextKey::new(owner.clone(), "c1");
+    let (owner, context) = owner_and_context();
     assert!(node.acquire_lease(&context).unwrap());
     redis::cmd("DEL").arg(node.keys.lease(&context)).query::<()>(&mut raw(&server)).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(400)); // a keeper round finds it lost

@@ -101,20 +101,24 @@ pub(super) struct Leases {
     node_id: String,
     ttl: Duration,
     keys: Keys,
-    /// Lease key → (token, the lease's shard), for every lease this node holds.
-    held: Mutex<HashMap<Vec<u8>, (String, Shard)>>,
-    /// Lease key → token, for the leases the keeper found lost (expired before their
-    /// renewal) while their turn may still run: its commits go on carrying the token, so
-    /// the commit script refuses them (`LeaseLost`); with no token they would pass as
-    /// writes without a lease whenever no other node held the lease. Dropped when the
-    /// turn ends ([`Leases::release`], [`Leases::forget`]) or the context is leased anew.
-    lost: Mutex<HashMap<Vec<u8>, String>>,
+    /// Lease key → the grant, for every lease this node holds, and those the keeper found
+    /// lost while their turn may still run (until it ends: [`Leases::release`],
+    /// [`Leases::forget`], or the context is leased anew).
+    held: Mutex<HashMap<Vec<u8>, Grant>>,
     /// The last health check (the keeper's round) reached Redis.
     reachable: AtomicBool,
     acquire: redis::Script,
     begin_turn: LuaScript,
     renew: redis::Script,
     release: LuaScript,
+}
+
+/// One grant of a lease to this node.
+struct Grant {
+    token: String,
+    shard: Shard,
+    /// The keeper found it expired before its renewal: no longer renewed or released.
+    lost: bool,
 }
 
 impl Leases {
@@ -125,7 +129,6 @@ impl Leases {
             ttl,
             keys,
             held: Mutex::default(),
-            lost: Mutex::default(),
             reachable: AtomicBool::new(true),
             acquire: redis::Script::new(&format!("{ACQUIRE_FN}{ACQUIRE_BODY}")),
             begin_turn: LuaScript::new(&format!("{ACQUIRE_FN}{BEGIN_TURN_BODY}")),
@@ -142,18 +145,13 @@ impl Leases {
         self.reachable.load(Ordering::Acquire)
     }
 
-    fn held(&self) -> MutexGuard<'_, HashMap<Vec<u8>, (String, Shard)>> {
+    fn held(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Grant>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn lost(&self) -> MutexGuard<'_, HashMap<Vec<u8>, String>> {
-        self.lost.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Records a grant of the lease `key`: held from now, and no longer lost.
+    /// Records a grant of the lease `key` (replacing a lost one).
     fn granted(&self, key: Vec<u8>, token: String, shard: Shard) {
-        self.lost().remove(&key);
-        self.held().insert(key, (token, shard));
+        self.held().insert(key, Grant { token, shard, lost: false });
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -172,8 +170,7 @@ impl Leases {
     /// The token this node holds the lease `key` under, or held it under until the keeper
     /// found it lost ("" for neither).
     pub fn token(&self, key: &[u8]) -> String {
-        let held = self.held().get(key).map(|(token, _)| token.clone());
-        held.or_else(|| self.lost().get(key).cloned()).unwrap_or_default()
+        self.held().get(key).map(|grant| grant.token.clone()).unwrap_or_default()
     }
 
     /// Takes or extends the lease of `context`; false when another node holds it.
@@ -190,13 +187,8 @@ impl Leases {
     /// Stops renewing the lease `key`, held under `token`, which a commit just deleted.
     pub fn forget(&self, key: &[u8], token: &str) {
         let mut held = self.held();
-        if held.get(key).is_some_and(|(t, _)| t == token) {
+        if held.get(key).is_some_and(|grant| grant.token == token) {
             held.remove(key);
-        }
-        drop(held);
-        let mut lost = self.lost();
-        if lost.get(key).is_some_and(|t| t == token) {
-            lost.remove(key);
         }
     }
 
@@ -246,10 +238,8 @@ impl Leases {
     /// `link`'s pipe without waiting: a delete that fails leaves the lease to expire.
     pub fn release(&self, link: &RedisLink, context: &ContextKey) {
         let key = self.keys.lease(context);
-        let held = self.held().remove(&key);
-        let Some((token, _)) = held else {
-            self.lost().remove(&key); // The turn is over: nothing to refuse any more.
-            return;
+        let Some(Grant { token, lost: false, .. }) = self.held().remove(&key) else {
+            return; // None held, or lost: another node's, or nobody's, to delete.
         };
         let mut call = self.release.prepare();
         call.key(&key).arg(&token);
@@ -272,7 +262,7 @@ impl Leases {
     /// ones, and records whether Redis answered.
     fn renew_all(&self) {
         let mut by_shard: std::collections::BTreeMap<Shard, Vec<(Vec<u8>, String)>> = Default::default();
-        for (key, (token, shard)) in self.held().iter() {
+        for (key, Grant { token, shard, .. }) in self.held().iter().filter(|(_, grant)| !grant.lost) {
             by_shard.entry(*shard).or_default().push((key.clone(), token.clone()));
         }
         if by_shard.is_empty() {
@@ -294,12 +284,14 @@ impl Leases {
             if let Ok(lost) = lost {
                 let mut map = self.held();
                 for ((key, token), _) in lost {
-                    if map.get(key).is_some_and(|(t, _)| t == token) {
+                    // Kept, lost: the turn's commits carry its token, and the commit
+                    // script refuses them (`LeaseLost`); with no token they would pass as
+                    // writes without a lease whenever no other node held the lease.
+                    if let Some(grant) = map.get_mut(key).filter(|grant| grant.token == *token) {
                         tracing::warn!(
                             "a context lease was lost (it expired before its renewal); the turn's writes are refused"
                         );
-                        map.remove(key);
-                        self.lost().insert(key.clone(), token.clone());
+                        grant.lost = true;
                     }
                 }
             }

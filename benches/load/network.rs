@@ -26,7 +26,7 @@
 
 use crate::client::{self, Target};
 use crate::cluster;
-use crate::node::Node;
+use crate::node::{cpu_seconds_of, Node};
 use crate::report::say;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -176,8 +176,9 @@ struct Row {
     measured: crate::Measured,
     /// Redis commands per request (None on sled).
     commands: Option<f64>,
-    /// Redis's own CPU per request, µs (`INFO cpu`; None on sled): Redis shares the
-    /// node's core, so its cost is the node's too.
+    /// Redis's own CPU per request, µs (its process's, children aside; None on sled):
+    /// with `--redis-beside-node`, Redis shares the node's core, and this is the node's
+    /// cost too.
     redis_cpu_us: Option<f64>,
 }
 
@@ -207,7 +208,7 @@ fn target(addr: SocketAddr, run: usize) -> Target {
 ///
 /// Each Redis row has a Redis of its own, started empty: on one Redis the rows ran on a
 /// store that grew row by row, and the later ones paid for the AOF rewrites of the earlier
-/// rows' data (a rewrite forks, and its child's CPU is not Redis's `INFO cpu`).
+/// rows' data (a rewrite forks, and its child's CPU is not the Redis process's).
 pub fn run_all(
     runtime: &tokio::runtime::Runtime,
     bin: &Path,
@@ -215,7 +216,7 @@ pub fn run_all(
     warmup: Duration,
     duration: Duration,
 ) {
-    if crate::redis_server_with(cluster::DURABLE).is_none() {
+    if cluster::redis_cluster::redis_server_binary().is_none() {
         return say!("network: skipped (no redis-server; set A2AD_REDIS_SERVER)");
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -238,7 +239,7 @@ pub fn run_all(
         ("Redis, proxy", Some(1000)),
     ];
     for (run, (label, one_way_us)) in runs.into_iter().enumerate() {
-        let Some((_redis, port)) = crate::redis_server_with(cluster::DURABLE) else {
+        let Some((redis, port)) = crate::redis_server_with(cluster::DURABLE) else {
             return say!("network: a redis-server did not start");
         };
         let redis_addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -250,7 +251,7 @@ pub fn run_all(
         let reach = proxy.as_ref().map_or(redis_addr, |p| p.addr);
         let load = (|node| load(node, run + 1), warmup + duration);
         let (ping, measured, (commands, redis_cpu)) =
-            on_redis(runtime, bin, dir.path(), (reach, redis_addr), run + 1, load);
+            on_redis(runtime, bin, dir.path(), (reach, redis_addr, redis.pid()), run + 1, load);
         let rtt = one_way.map(|d| d * 2);
         let row =
             Row { label: label.into(), rtt, ping, measured, commands: Some(commands), redis_cpu_us: Some(redis_cpu) };
@@ -259,10 +260,11 @@ pub fn run_all(
         drop(proxy);
     }
     let last_run = BODIES.len() - 1;
-    let Some((_primary, port)) = crate::redis_server_with(cluster::DURABLE) else {
+    let Some((primary, port)) = crate::redis_server_with(cluster::DURABLE) else {
         return say!("network: a redis-server did not start");
     };
-    match with_a_replica(runtime, bin, dir.path(), port, (|addr| load(addr, last_run), warmup + duration)) {
+    let primary = (port, primary.pid());
+    match with_a_replica(runtime, bin, dir.path(), primary, (|addr| load(addr, last_run), warmup + duration)) {
         Some(row) => {
             print_row(&row);
             rows.push(row);
@@ -272,14 +274,14 @@ pub fn run_all(
     say!("{}", table(&rows));
 }
 
-/// A node with `redis.replica-acks: 1` on the Redis at `port`, beside a replica of it on
+/// A node with `redis.replica-acks: 1` on the Redis at `port` (process `pid`), beside a replica of it on
 /// loopback: each step waits for the replica's `WAIT` (the last run's contexts: no other
 /// run shares them).
 fn with_a_replica<F: std::future::Future<Output = client::LoadResult>>(
     runtime: &tokio::runtime::Runtime,
     bin: &Path,
     dir: &Path,
-    port: u16,
+    (port, pid): (u16, u32),
     (load, ran_for): (impl FnOnce(SocketAddr) -> F, Duration),
 ) -> Option<Row> {
     let mut stats = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?.get_connection().ok()?;
@@ -298,49 +300,41 @@ fn with_a_replica<F: std::future::Future<Output = client::LoadResult>>(
     }
     let config = cluster::config(port).replacen("\nagents:", "\n  replica-acks: 1\nagents:", 1);
     let node = Node::start_in(bin, &dir.join("replicated"), &config, &["--grpc-listen", "127.0.0.1:0"]);
-    let before = (total_calls(&mut stats), redis_cpu_seconds(&mut stats));
+    let before = (total_calls(&mut stats), cpu_seconds_of(pid));
     let measured = crate::measure(runtime, &node, load(node.addr), ran_for);
-    let (commands, redis_cpu) = per_request(&mut stats, before, measured.requests);
+    let (commands, redis_cpu) = per_request(&mut stats, pid, before, measured.requests);
     drop(node);
     let label = "Redis + replica, replica-acks: 1".to_owned();
     Some(Row { label, rtt: None, ping: None, measured, commands: Some(commands), redis_cpu_us: Some(redis_cpu) })
 }
 
 /// One node (one worker) on Redis reached at `reach` (the proxy, or Redis itself), under
-/// `load` for `ran_for`: its figures, and the commands Redis (at `redis`) ran and the CPU
-/// it used per request.
+/// `load` for `ran_for`: its figures, and the commands Redis (at `redis`, process `pid`)
+/// ran and the CPU it used per request.
 fn on_redis<F: std::future::Future<Output = client::LoadResult>>(
     runtime: &tokio::runtime::Runtime,
     bin: &Path,
     dir: &Path,
-    (reach, redis): (SocketAddr, SocketAddr),
+    (reach, redis, pid): (SocketAddr, SocketAddr, u32),
     run: usize,
     (load, ran_for): (impl FnOnce(SocketAddr) -> F, Duration),
 ) -> (Option<Duration>, crate::Measured, (f64, f64)) {
     let ping = ping_rtt(reach);
     let mut stats = redis::Client::open(format!("redis://{redis}/")).and_then(|c| c.get_connection()).expect("redis");
     let node = cluster::shared_node(bin, dir, reach.port(), 20 + run, "1");
-    let before = (total_calls(&mut stats), redis_cpu_seconds(&mut stats));
+    let before = (total_calls(&mut stats), cpu_seconds_of(pid));
     let measured = crate::measure(runtime, &node, load(node.addr), ran_for);
-    let per_request = per_request(&mut stats, before, measured.requests);
+    let per_request = per_request(&mut stats, pid, before, measured.requests);
     drop(node);
     (ping, measured, per_request)
 }
 
-/// Commands and Redis CPU (µs) per request since `before` (calls, CPU seconds).
-fn per_request(stats: &mut redis::Connection, (calls, cpu): (u64, f64), requests: f64) -> (f64, f64) {
+/// Commands and the CPU (µs) of Redis's process `pid` per request since `before` (calls,
+/// CPU seconds).
+fn per_request(stats: &mut redis::Connection, pid: u32, (calls, cpu): (u64, f64), requests: f64) -> (f64, f64) {
     let calls = total_calls(stats).saturating_sub(calls) as f64;
-    let cpu = (redis_cpu_seconds(stats) - cpu).max(0.0);
+    let cpu = (cpu_seconds_of(pid) - cpu).max(0.0);
     (calls / requests.max(1.0), cpu * 1e6 / requests.max(1.0))
-}
-
-/// The CPU Redis's process has used, user and system, in seconds (`INFO cpu`).
-fn redis_cpu_seconds(stats: &mut redis::Connection) -> f64 {
-    let info: String = redis::cmd("INFO").arg("cpu").query(stats).unwrap_or_default();
-    info.lines()
-        .filter_map(|line| line.strip_prefix("used_cpu_sys:").or_else(|| line.strip_prefix("used_cpu_user:")))
-        .filter_map(|v| v.trim().parse::<f64>().ok())
-        .sum()
 }
 
 /// Every command Redis has run (`INFO commandstats`, summed over the commands).

@@ -162,9 +162,9 @@ impl RedisStore {
     /// Writes a session's metadata and appends `appended` (the messages that end at
     /// `session.message_count`) to its stored history, dropping stored messages older
     /// than the last `history_limit` once they are an eighth past it (`scripts.rs`). Not
-    /// the node's write of a session (that is a
-    /// step's, [`crate::Step::session`], or [`crate::TaskStore::settle_reply`]'s): what
-    /// `a2ad admin move-to-redis` and the tests write.
+    /// the node's write of a session (that is a step's, [`crate::Step::session`], or
+    /// [`crate::TaskStore::settle_reply`]'s): what `a2ad admin move-to-redis` and the
+    /// tests write.
     pub fn put_session(
         &self,
         session: &SessionRecord,

@@ -17,7 +17,9 @@
 mod common;
 
 use a2ad_protocol::{Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus};
-use a2ad_storage::{ContextKey, LoggedEvent, Owner, SessionRecord, SledStore, TaskRecord, TaskStore, TaskStoreExt};
+use a2ad_storage::{
+    ContextKey, LoggedEvent, Owner, SessionRecord, SessionWrite, SledStore, TaskRecord, TaskStore, TaskStoreExt,
+};
 use common::{cpu_nanos, process_write_bytes};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -41,8 +43,8 @@ fn main() {
         let (record, events, appended) = echo_turn(&session.key.context_id, turn);
         session.append(&appended, HISTORY_LIMIT);
         session.last_task_id = Some(record.task.id.clone());
-        store.put_task(&record, &events).expect("put the task");
-        store.put_session(session, &appended, HISTORY_LIMIT).expect("put the session");
+        let write = SessionWrite { session, appended: &appended, history_limit: HISTORY_LIMIT };
+        store.put_step_with_session(&record, &events, Vec::new(), write).expect("put the turn's step");
         if (turn + 1) % FLUSH_EVERY == 0 {
             store.flush().expect("flush");
         }

@@ -93,6 +93,36 @@ async fn max_tasks_keeps_the_newest_per_tenant() {
     assert_eq!(sample(&text, r#"a2ad_tasks{state="completed"}"#), 3.0, "the gauge follows removals: {text}");
 }
 
+/// A context whose older tasks retention removed keeps their messages in its session:
+/// on sled a turn's session chunk references its task's history, and a removal first
+/// copies the messages back into the chunk (issue 35). Read after an eviction, so the
+/// session comes from the store, not the live actor.
+#[actix_web::test]
+async fn a_context_keeps_the_messages_of_tasks_retention_removed() {
+    let app = spawn_app(|c| {
+        c.retention = retention("max-age: never\nmax-tasks: 1\nsweep-interval: 100ms\n");
+        c.idle_timeout = Duration::from_millis(150);
+    })
+    .await;
+    let mut seen = Vec::new();
+    for i in 0..4 {
+        let done = app.send_text(&format!("m{i}"), json!({"contextId": "ctx-kept"})).await;
+        seen.push(done["status"]["message"]["metadata"]["echo"]["sessionMessages"].as_u64().unwrap());
+        actix_web::rt::time::sleep(Duration::from_millis(3)).await; // Distinct status times.
+    }
+    let one_left = || async { app.ok("ListTasks", json!({})).await["totalSize"] == 1 };
+    assert!(eventually(1200, one_left).await, "retention removed the three older tasks");
+    let evicted = || async { app.probe.stats().await.unwrap().evicted_total >= 1 };
+    assert!(eventually(1200, evicted).await, "the context was evicted");
+    let again = app.send_text("m4", json!({"contextId": "ctx-kept"})).await;
+    let step = seen[3] - seen[2];
+    assert_eq!(
+        again["status"]["message"]["metadata"]["echo"]["sessionMessages"].as_u64(),
+        Some(seen[3] + step),
+        "every earlier turn is still in the session: {seen:?}"
+    );
+}
+
 #[actix_web::test]
 async fn an_unanswered_question_expires_as_canceled_then_an_answer_is_refused() {
     let app = spawn_app(|c| {

@@ -20,7 +20,7 @@
 
 use super::step::{SessionStep, Step};
 use crate::sled::wal::{AfterSync, Lsn, Wal};
-use crate::{ContextKey, PushQueue, SessionWrite, StoreError, TaskRecord, TaskStore, TaskStoreExt};
+use crate::{ContextKey, PushQueue, StoreError, TaskRecord, TaskStore, TaskStoreExt};
 use a2ad_protocol::TaskState;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -177,7 +177,7 @@ impl Applier {
                     Err(e) => return Err(e),
                 }
                 match session {
-                    Some(step) => self.apply_session(step.as_write()),
+                    Some(step) => self.inner.put_turn_session(step.as_write(), record),
                     None => Ok(()),
                 }
             }
@@ -190,10 +190,6 @@ impl Applier {
                 self.inner.settle_reply(task_id, session, appended, *history_limit).map(drop)
             }
         }
-    }
-
-    fn apply_session(&self, write: SessionWrite<'_>) -> Result<(), StoreError> {
-        self.inner.put_session(write.session, write.appended, write.history_limit)
     }
 
     fn apply_put(

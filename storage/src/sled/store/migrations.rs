@@ -17,7 +17,7 @@ use super::{counters, sessions};
 use crate::StoreError;
 
 /// The format this a2ad writes and reads: the number of migrations it knows.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+pub(crate) const FORMAT_VERSION: u32 = 5;
 
 /// The key of the version, in the default tree.
 const FORMAT_KEY: &[u8] = b"format";
@@ -40,11 +40,12 @@ pub(super) struct Trees<'a> {
 /// Every migration, oldest first; the last one's `to` is [`FORMAT_VERSION`]. Every store
 /// from before the version needs all of them; the one that may refuse a store goes first,
 /// so a refused store is left as it was.
-const MIGRATIONS: [Migration; 4] = [
+const MIGRATIONS: [Migration; 5] = [
     Migration { to: 1, what: "the event-id reservation tree removed", run: retire_reservations },
     Migration { to: 2, what: "session messages rewritten as one chunk per turn", run: message_keys_to_chunks },
     Migration { to: 3, what: "task counters built from the indexes", run: rebuild_counters },
     Migration { to: 4, what: "long values and log records may be stored packed (LZ4)", run: allow_packed_values },
+    Migration { to: 5, what: "session chunks may reference their task's messages", run: allow_task_references },
 ];
 
 /// Reads the store's version and migrates it to [`FORMAT_VERSION`] (see the module
@@ -148,6 +149,14 @@ fn rebuild_counters(trees: &Trees<'_>) -> Result<(), StoreError> {
 /// Nothing is rewritten, since this version reads both; the stamp is what matters: a2ad
 /// before it would misread a packed value, and refuses a store of version 4 instead.
 fn allow_packed_values(_: &Trees<'_>) -> Result<(), StoreError> {
+    Ok(())
+}
+
+/// Version 5: a session chunk written from now on may reference its task's messages
+/// instead of holding them (`sessions.rs`). Nothing is rewritten, since this version reads
+/// both; a2ad before it would take a reference for a damaged chunk, and refuses a store of
+/// version 5 instead.
+fn allow_task_references(_: &Trees<'_>) -> Result<(), StoreError> {
     Ok(())
 }
 

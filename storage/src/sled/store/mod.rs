@@ -358,7 +358,16 @@ impl SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        self.session_batch(session, appended, history_limit)?.apply(&self.sessions, self.atomicity)?;
+        self.session_batch(session, appended, history_limit, None)?.apply(&self.sessions, self.atomicity)?;
+        Ok(())
+    }
+
+    /// [`SledStore::put_session`] for the session write of a step that also writes
+    /// `task`, applied after it: the turn's chunk references the task's messages when it
+    /// can (`sessions.rs`) instead of holding a second copy.
+    pub(crate) fn put_turn_session(&self, write: crate::SessionWrite<'_>, task: &TaskRecord) -> Result<(), StoreError> {
+        let writes = self.session_batch(write.session, write.appended, write.history_limit, Some(task))?;
+        writes.apply(&self.sessions, self.atomicity)?;
         Ok(())
     }
 
@@ -369,7 +378,7 @@ impl SledStore {
         let json = serde_json::to_vec(step.record).map_err(corrupt)?;
         let previous = self.put_task_json(step.record, &json, step.events)?;
         if let Some(write) = step.session {
-            self.put_session(write.session, write.appended, write.history_limit)?;
+            self.put_turn_session(write, step.record)?;
         }
         Ok(previous)
     }

@@ -13,6 +13,9 @@ use a2ad_protocol::TaskState;
 pub(super) struct Removal<'a> {
     pub record: TaskRecord,
     pub batch: Writes,
+    /// For the `sessions` tree, applied first: the chunks that referenced the task now
+    /// hold its messages (`sessions.rs`, [`SledStore::unreference`]).
+    pub sessions: Writes,
     deltas: Vec<(Vec<u8>, i64)>,
     _counting: std::sync::MutexGuard<'a, ()>,
 }
@@ -20,6 +23,7 @@ pub(super) struct Removal<'a> {
 impl Removal<'_> {
     /// Applies the removal to `store`'s tasks tree; returns the removed record.
     pub fn apply(self, store: &SledStore) -> Result<TaskRecord, StoreError> {
+        self.sessions.apply(&store.sessions, store.atomicity)?;
         self.batch.apply(&store.tasks, store.atomicity)?;
         store.counters.hold(&store.tasks, &self.deltas)?;
         Ok(self.record)
@@ -48,7 +52,8 @@ impl SledStore {
     }
 
     /// The `tasks`-tree batch that removes a task with every index entry, its event log
-    /// and its counts, and the record it removes; `None` when there is no such task. Both
+    /// and its counts, the `sessions`-tree writes that keep its messages in its session,
+    /// and the record it removes; `None` when there is no such task. Both
     /// [`Self::remove_task`] and [`super::SledStore::settle_reply`] apply it, so whatever
     /// a removal must also update belongs here.
     pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<Removal<'_>>, StoreError> {
@@ -57,6 +62,8 @@ impl SledStore {
             return Ok(None);
         };
         let record = Self::decode_task(&bytes)?;
+        let mut sessions = Writes::default();
+        self.unreference(&record, &mut sessions)?;
         // The index keys and counters hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
         let millis = stamp.millis;
@@ -76,7 +83,7 @@ impl SledStore {
         let deltas = counters::removal(&record, stamp);
         self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
         batch.remove(task_key);
-        Ok(Some(Removal { record, batch, deltas, _counting: counting }))
+        Ok(Some(Removal { record, batch, sessions, deltas, _counting: counting }))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {

@@ -5,11 +5,30 @@
 //!   `a2ad admin`), and by a write that writes no chunk (no message, or a limit of 0). It may be older than the
 //!   newest chunk's metadata, which then wins (see [`SledStore::load_session`]).
 //! * `H` ‖ context ‖ first sequence (BE u64) ‖ message count (BE u32) → one turn's
-//!   appended messages, with the session's metadata as it stood after them:
-//!   `{"session":…,"messages":[…]}`, packed when long (`sled/packed.rs`). The key's
-//!   count says where the chunk ends, so the history limit drops whole chunks without
-//!   decoding them; a chunk that straddles the limit stays, and reads cut it. Chunks past
-//!   the limit are dropped every few turns, not every turn ([`PRUNE_EVERY`]).
+//!   appended messages, in one of two forms:
+//!   * the messages, with the session's metadata as it stood after them:
+//!     `{"session":…,"messages":[…]}`, packed when long (`sled/packed.rs`);
+//!   * a reference, [`TASK_REF`] ‖ position (BE u32) ‖ task id: the turn's messages are
+//!     the task's history from that position on, and the metadata after them is the `m`
+//!     record's with this task as the latest and the key's end as the message count
+//!     (the fields a turn changes; the agent and the working directory are bound by the
+//!     first turn, whose chunk also writes `m`). Written when the step that ends the turn
+//!     writes that task with those very messages at the end of its history
+//!     ([`turn_in_task`]), which is every turn that ends with a task.
+//!
+//!   The key's count says where the chunk ends, so the history limit drops whole chunks
+//!   without decoding them; a chunk that straddles the limit stays, and reads cut it.
+//!   Chunks past the limit are dropped every few turns, not every turn ([`PRUNE_EVERY`]).
+//!
+//! Why references (issue 35): a chunk was the second copy of a turn's messages, beside
+//! the task's history written in the same step, and sled's bytes follow its values'
+//! sizes (each insert, then the leaf's rewrites at splits). An echo turn's chunk of
+//! ~300 packed bytes cost ~2.7 KB written and the reference ~1 KB
+//! (`cargo bench -p a2ad-storage --bench apply`). What it costs: a session read (an
+//! evicted context coming back) reads the tasks its chunks name, each once; and removing
+//! a task (retention, a deletion, a settled reply) first rewrites the chunks that
+//! reference it as chunks holding its messages ([`SledStore::unreference`]), so a
+//! session never loses messages to a removal.
 //!
 //! Why chunks: with one key per message and the metadata in its own key, a turn cost five
 //! sled writes (the metadata, two messages, two removals past the limit), and sled's
@@ -24,9 +43,14 @@ use super::index::{self, Prefix};
 use super::writes::Writes;
 use super::{corrupt, SledStore};
 use crate::sled::packed;
-use crate::{ContextKey, SessionRecord, StoreError};
+use crate::{ContextKey, SessionRecord, StoreError, TaskRecord};
 use a2ad_protocol::Message;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// The first byte of a chunk that references its task's messages: a chunk is otherwise
+/// JSON (`{`) or packed JSON ([`packed::LZ4`]).
+const TASK_REF: u8 = 3;
 
 /// What a chunk holds, as written.
 #[derive(Serialize)]
@@ -85,12 +109,14 @@ impl SledStore {
     /// The writes of [`crate::SledStore::put_session`]: the turn's chunk (or the metadata,
     /// when nothing is appended), and, when [`prune_due`], the removal of the chunks wholly
     /// past the last `history_limit` messages (found by reading the context's oldest chunk
-    /// keys).
+    /// keys). `task` is the task the same step writes, if any: the chunk references its
+    /// messages when it can ([`turn_in_task`]).
     pub(super) fn session_batch(
         &self,
         session: &SessionRecord,
         appended: &[Message],
         history_limit: usize,
+        task: Option<&TaskRecord>,
     ) -> Result<Writes, StoreError> {
         let context = session.key.storage_key();
         let count = session.message_count;
@@ -104,10 +130,12 @@ impl SledStore {
             batch.insert(meta, serde_json::to_vec(session).map_err(corrupt)?);
         }
         if chunked {
-            let chunk = ChunkOut { session, messages: appended };
             let len = u32::try_from(appended.len()).map_err(|_| StoreError::Corrupt("a turn of 4G messages".into()))?;
-            let json = serde_json::to_vec(&chunk).map_err(corrupt)?;
-            batch.insert(chunk_key(&context, first_new, len), packed::pack(json));
+            let value = match task.and_then(|task| turn_in_task(session, appended, task)) {
+                Some((from, task_id)) => encode_ref(from, task_id),
+                None => packed::pack(serde_json::to_vec(&ChunkOut { session, messages: appended }).map_err(corrupt)?),
+            };
+            batch.insert(chunk_key(&context, first_new, len), value);
         }
         if keep_from == 0 || !prune_due(first_new, count, history_limit as u64) {
             // Every chunk holds at least one message, so none lies wholly before 0: a
@@ -143,26 +171,87 @@ impl SledStore {
             serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(format!("session record: {e}")))?;
         let mut newest_first: Vec<Vec<Message>> = Vec::new();
         let (mut held, mut newest) = (0, true);
+        let mut histories = TaskHistories::default();
         for entry in self.sessions.scan_prefix(chunk_prefix(&context)).rev() {
             if held >= history_limit && !newest {
                 break;
             }
-            let (_, value) = entry?;
-            let json = packed::unpack(&value, "session chunk")?;
-            let chunk: ChunkIn =
-                serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(format!("session chunk: {e}")))?;
-            if let Some(meta) = chunk.session.filter(|m| newest && m.message_count > session.message_count) {
+            let (key, value) = entry?;
+            let (meta, messages) = match value.first() {
+                Some(&TASK_REF) => self.referenced_turn(&session, &key, &value, &mut histories)?,
+                _ => {
+                    let json = packed::unpack(&value, "session chunk")?;
+                    let chunk: ChunkIn = serde_json::from_slice(&json)
+                        .map_err(|e| StoreError::Corrupt(format!("session chunk: {e}")))?;
+                    (chunk.session, chunk.messages)
+                }
+            };
+            if let Some(meta) = meta.filter(|m| newest && m.message_count > session.message_count) {
                 session = meta;
             }
             newest = false;
-            held += chunk.messages.len();
-            newest_first.push(chunk.messages);
+            held += messages.len();
+            newest_first.push(messages);
         }
         let mut history: crate::History = newest_first.into_iter().rev().flatten().collect();
         let excess = history.len().saturating_sub(history_limit);
         history.drain(..excess);
         session.history = std::sync::Arc::new(history);
         Ok(Some(session))
+    }
+
+    /// A referencing chunk's metadata (`meta`, the `m` record's, with the chunk's task
+    /// and count) and messages, read from its task's history. A task no longer stored took
+    /// its messages with it (none): a removal rewrites the chunks that reference its task
+    /// first ([`SledStore::unreference`]), so only damage leaves such a chunk.
+    fn referenced_turn(
+        &self,
+        meta: &SessionRecord,
+        key: &[u8],
+        value: &[u8],
+        histories: &mut TaskHistories,
+    ) -> Result<(Option<SessionRecord>, Vec<Message>), StoreError> {
+        let (first, count) = chunk_span(key)?;
+        let (from, task_id) = decode_ref(value)?;
+        let after = session_after(meta, task_id, first + count);
+        let Some(history) = histories.of(self, task_id, &meta.key)? else { return Ok((Some(after), Vec::new())) };
+        Ok((Some(after), referenced(history, from, count, task_id)?.to_vec()))
+    }
+
+    /// Adds to `batch` (for the `sessions` tree) the rewrite of every chunk that
+    /// references `record`, the task a removal is about to remove, into a chunk that
+    /// holds its messages: so removing a task (retention, a deletion, a settled reply)
+    /// never takes messages out of a session, as before chunks referenced tasks. Scans
+    /// the context's chunks (at most about the history limit's worth of turns).
+    pub(super) fn unreference(&self, record: &TaskRecord, batch: &mut Writes) -> Result<(), StoreError> {
+        if record.task.history.is_empty() {
+            return Ok(());
+        }
+        let context = ContextKey::new(record.owner.clone(), record.task.context_id.clone()).storage_key();
+        let mut referencing = Vec::new();
+        for entry in self.sessions.scan_prefix(chunk_prefix(&context)) {
+            let (key, value) = entry?;
+            if value.first() == Some(&TASK_REF) {
+                let (from, task_id) = decode_ref(&value)?;
+                if task_id == record.task.id {
+                    referencing.push((key, from));
+                }
+            }
+        }
+        let meta = match referencing.is_empty() {
+            true => None,
+            false => self.sessions.get(index::key(Prefix::SessionMeta, &context))?,
+        };
+        let Some(meta) = meta else { return Ok(()) };
+        let meta: SessionRecord = serde_json::from_slice(&meta).map_err(corrupt)?;
+        for (key, from) in referencing {
+            let (first, count) = chunk_span(&key)?;
+            let session = session_after(&meta, &record.task.id, first + count);
+            let messages = referenced(&record.task.history, from, count, &record.task.id)?;
+            let json = serde_json::to_vec(&ChunkOut { session: &session, messages }).map_err(corrupt)?;
+            batch.insert(key, packed::pack(json));
+        }
+        Ok(())
     }
 
     /// The removals of every chunk of a context (with its metadata: a forgotten session).
@@ -180,6 +269,71 @@ impl SledStore {
             messages += chunk_span(&entry?.0)?.1;
         }
         Ok(messages)
+    }
+}
+
+/// Where a turn's `appended` messages are in the history of `task`, the task its step
+/// writes: `(position, task id)` when the session names `task` as its latest and the
+/// history ends with exactly those messages, so a chunk may reference them.
+fn turn_in_task<'a>(session: &SessionRecord, appended: &[Message], task: &'a TaskRecord) -> Option<(u32, &'a str)> {
+    let id = task.task.id.as_str();
+    let same_context = session.key.owner == task.owner && session.key.context_id == task.task.context_id;
+    if !same_context || session.last_task_id.as_deref() != Some(id) {
+        return None;
+    }
+    let history = &task.task.history;
+    let from = history.len().checked_sub(appended.len())?;
+    (history[from..] == *appended).then_some((u32::try_from(from).ok()?, id))
+}
+
+/// The session's metadata after a referencing chunk: the `m` record's, with the chunk's
+/// task as the latest and the chunk's end as the message count.
+fn session_after(meta: &SessionRecord, task_id: &str, message_count: u64) -> SessionRecord {
+    SessionRecord { last_task_id: Some(task_id.to_owned()), message_count, history: Default::default(), ..meta.clone() }
+}
+
+/// The `count` messages from `from` of a task's history that a chunk references; fewer
+/// is damage, never other messages.
+fn referenced<'a>(history: &'a [Message], from: u32, count: u64, task_id: &str) -> Result<&'a [Message], StoreError> {
+    let (from, count) = (from as usize, count as usize);
+    history.get(from..from.saturating_add(count)).ok_or_else(|| {
+        StoreError::Corrupt(format!("session chunk: task {task_id} has no messages {from}..{}", from + count))
+    })
+}
+
+/// A referencing chunk's value: [`TASK_REF`] ‖ position (BE u32) ‖ task id.
+fn encode_ref(from: u32, task_id: &str) -> Vec<u8> {
+    let mut value = Vec::with_capacity(5 + task_id.len());
+    value.push(TASK_REF);
+    value.extend_from_slice(&from.to_be_bytes());
+    value.extend_from_slice(task_id.as_bytes());
+    value
+}
+
+/// The position and task id of a referencing chunk's value.
+fn decode_ref(value: &[u8]) -> Result<(u32, &str), StoreError> {
+    let corrupt = || StoreError::Corrupt("session chunk: a damaged task reference".into());
+    let from = value.get(1..5).ok_or_else(corrupt)?;
+    let task_id = std::str::from_utf8(&value[5..]).map_err(|_| corrupt())?;
+    Ok((u32::from_be_bytes(from.try_into().map_err(|_| corrupt())?), task_id))
+}
+
+/// The histories of the tasks one session read's chunks reference, each read once (a
+/// task that ran over several turns has a chunk for each).
+#[derive(Default)]
+struct TaskHistories(HashMap<String, Option<Vec<Message>>>);
+
+impl TaskHistories {
+    /// The history of `task_id`: none when it is no longer stored, or is not a task of
+    /// `context` (damage: another context's messages are never read as this one's).
+    fn of(&mut self, store: &SledStore, task_id: &str, context: &ContextKey) -> Result<Option<&[Message]>, StoreError> {
+        if !self.0.contains_key(task_id) {
+            let stored = store.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))?;
+            let record = stored.map(|bytes| SledStore::decode_task(&bytes)).transpose()?;
+            let record = record.filter(|r| r.owner == context.owner && r.task.context_id == context.context_id);
+            self.0.insert(task_id.to_owned(), record.map(|r| r.task.history));
+        }
+        Ok(self.0.get(task_id).and_then(|history| history.as_deref()))
     }
 }
 

@@ -3,7 +3,7 @@
 use super::super::SledStore;
 use super::{chunk_key, Prefix};
 use crate::sled::store::index;
-use crate::{ContextKey, Owner, SessionRecord, TaskStore};
+use crate::{ContextKey, Owner, SessionRecord, TaskStore, TaskStoreExt};
 use a2ad_protocol::Message;
 
 fn message(i: u64) -> Message {
@@ -119,4 +119,128 @@ fn past_the_limit_chunks_are_pruned_every_few_turns_within_an_eighth_of_it() {
     let loaded = store.get_session(&key, limit).unwrap().unwrap();
     assert_eq!(loaded.history.len(), limit, "reads cut to the limit");
     assert_eq!(loaded.history.front().unwrap().message_id, "m800");
+}
+
+/// Task `id` of context "ctx" with `history`, as the step that ends a turn writes it.
+fn task_with(id: &str, history: &[Message], generation: u64) -> crate::TaskRecord {
+    let mut task: a2ad_protocol::Task = serde_json::from_value(
+        serde_json::json!({"id": id, "contextId": "ctx", "status": {"state": "TASK_STATE_COMPLETED"}}),
+    )
+    .unwrap();
+    task.history = history.to_vec();
+    crate::TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq: generation }
+}
+
+/// One turn's step: the task, then the session's chunk for `appended` (as the log's
+/// applier and the store's own commit write them).
+fn end_turn(store: &SledStore, session: &mut SessionRecord, task: &crate::TaskRecord, appended: &[Message]) {
+    session.append(appended, 100);
+    session.last_task_id = Some(task.task.id.clone());
+    store.put_task(task, &[]).unwrap();
+    let write = crate::SessionWrite { session, appended, history_limit: 100 };
+    store.put_turn_session(write, task).unwrap();
+}
+
+fn chunk_value(store: &SledStore, key: &ContextKey, first: u64, count: u32) -> sled::IVec {
+    store.sessions.get(chunk_key(&key.storage_key(), first, count)).unwrap().expect("the chunk")
+}
+
+/// Issue 35: a turn that ends with its task stores no second copy of its messages, and
+/// a session read (an evicted context coming back) finds them in the tasks, across a task
+/// resumed over several turns.
+#[test]
+fn a_turn_that_ends_with_its_task_references_the_tasks_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..6).map(message).collect();
+    end_turn(&store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
+    end_turn(&store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
+    let resumed = task_with("a", &[m[0].clone(), m[1].clone(), m[4].clone(), m[5].clone()], 2);
+    end_turn(&store, &mut session, &resumed, &m[4..6]);
+
+    for (first, count) in [(0, 2), (2, 2), (4, 2)] {
+        assert_eq!(chunk_value(&store, &key, first, count)[0], super::TASK_REF, "chunk {first} is a reference");
+    }
+    assert_eq!(chunk_value(&store, &key, 4, 2).len(), 5 + 1, "tag, position, task id");
+    let loaded = store.get_session(&key, 100).unwrap().unwrap();
+    assert_eq!(ids(&loaded), ["m0", "m1", "m2", "m3", "m4", "m5"]);
+    assert_eq!((loaded.message_count, loaded.last_task_id.as_deref()), (6, Some("a")));
+    assert_eq!(ids(&store.get_session(&key, 3).unwrap().unwrap()), ["m3", "m4", "m5"], "the limit cuts as before");
+}
+
+/// Removing a task (retention, a deletion) first rewrites the chunks that reference it
+/// as chunks holding its messages: a session loses nothing to a removal, as before
+/// chunks referenced tasks. A chunk whose task is gone anyway (damage) reads as no
+/// messages, with the metadata intact.
+#[test]
+fn a_removed_task_leaves_its_messages_in_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..6).map(message).collect();
+    end_turn(&store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
+    end_turn(&store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
+    let resumed = task_with("a", &[m[0].clone(), m[1].clone(), m[4].clone(), m[5].clone()], 2);
+    end_turn(&store, &mut session, &resumed, &m[4..6]);
+    store.delete_task("a").unwrap();
+    for (first, count) in [(0, 2), (4, 2)] {
+        assert_ne!(chunk_value(&store, &key, first, count)[0], super::TASK_REF, "chunk {first} holds its messages");
+    }
+    assert_eq!(chunk_value(&store, &key, 2, 2)[0], super::TASK_REF, "task b's chunk still references it");
+    let loaded = store.get_session(&key, 100).unwrap().unwrap();
+    assert_eq!(ids(&loaded), ["m0", "m1", "m2", "m3", "m4", "m5"]);
+    assert_eq!((loaded.message_count, loaded.last_task_id.as_deref()), (6, Some("a")));
+
+    store.tasks.remove(index::key(Prefix::Task, b"b")).unwrap();
+    let loaded = store.get_session(&key, 100).unwrap().unwrap();
+    assert_eq!(ids(&loaded), ["m0", "m1", "m4", "m5"], "a lost task's turn reads as no messages");
+}
+
+/// A turn whose messages are not the end of its task's history (or whose session names
+/// another task as the latest) keeps them in its chunk, as before.
+#[test]
+fn a_turn_whose_messages_are_not_its_tasks_history_keeps_a_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..4).map(message).collect();
+    end_turn(&store, &mut session, &task_with("a", &m[0..1], 1), &m[0..2]);
+    let other = task_with("b", &m[2..4], 1);
+    session.append(&m[2..4], 100);
+    store.put_task(&other, &[]).unwrap();
+    let write = crate::SessionWrite { session: &session, appended: &m[2..4], history_limit: 100 };
+    store.put_turn_session(write, &other).unwrap();
+    assert_ne!(chunk_value(&store, &key, 0, 2)[0], super::TASK_REF, "m1 is not in task a's history");
+    assert_ne!(chunk_value(&store, &key, 2, 2)[0], super::TASK_REF, "the session's latest task is still a");
+    assert_eq!(ids(&store.get_session(&key, 100).unwrap().unwrap()), ["m0", "m1", "m2", "m3"]);
+}
+
+/// A damaged reference, or one past its task's history, is corrupt data, never other
+/// messages; a reference to another context's task reads as a removed task.
+#[test]
+fn a_damaged_or_foreign_reference_is_never_read_as_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..2).map(message).collect();
+    end_turn(&store, &mut session, &task_with("a", &m, 1), &m);
+    let chunk = chunk_key(&key.storage_key(), 0, 2);
+    for (value, why) in [(vec![super::TASK_REF, 0], "cut short"), (super::encode_ref(1, "a"), "past the history")] {
+        store.sessions.insert(&chunk, value).unwrap();
+        let err = store.get_session(&key, 100).unwrap_err();
+        assert!(
+            matches!(err, crate::StoreError::Corrupt(ref what) if what.starts_with("session chunk")),
+            "{why}: {err:?}"
+        );
+    }
+    let mut foreign = task_with("x", &m, 1);
+    foreign.owner = Owner::tenant_wide("other");
+    store.put_task(&foreign, &[]).unwrap();
+    store.sessions.insert(&chunk, super::encode_ref(0, "x")).unwrap();
+    assert!(store.get_session(&key, 100).unwrap().unwrap().history.is_empty());
 }

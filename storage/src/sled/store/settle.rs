@@ -26,7 +26,7 @@ impl SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        let session_writes = self.session_batch(session, appended, history_limit)?;
+        let session_writes = self.session_batch(session, appended, history_limit, None)?;
         let removal = self.removal_batch(task_id)?;
         if self.atomicity == Atomicity::Log {
             // One log record holds both (see `writes.rs`): no transaction needed.
@@ -36,9 +36,13 @@ impl SledStore {
         }
         let session_batch = session_writes.to_batch();
         let removal_batch = removal.as_ref().map(|removal| removal.batch.to_batch());
+        let unreferenced = removal.as_ref().map(|removal| removal.sessions.to_batch());
         let result = (&self.tasks, &self.sessions).transaction(|(tasks, sessions)| {
             if let Some(batch) = &removal_batch {
                 tasks.apply_batch(batch)?;
+            }
+            if let Some(batch) = &unreferenced {
+                sessions.apply_batch(batch)?;
             }
             sessions.apply_batch(&session_batch)?;
             Ok::<(), ConflictableTransactionError<()>>(())

@@ -21,9 +21,17 @@ pub(super) struct Removal<'a> {
 }
 
 impl Removal<'_> {
-    /// Applies the removal to `store`'s tasks tree; returns the removed record.
-    pub fn apply(self, store: &SledStore) -> Result<TaskRecord, StoreError> {
-        self.sessions.apply(&store.sessions, store.atomicity)?;
+    /// Applies the rewrites of the chunks that referenced the task, ahead of the rest
+    /// (which [`Removal::apply`] then does without them).
+    pub fn apply_sessions(&mut self, store: &SledStore) -> Result<(), StoreError> {
+        std::mem::take(&mut self.sessions).apply(&store.sessions, store.atomicity)?;
+        Ok(())
+    }
+
+    /// Applies the removal to `store`'s trees, the sessions first; returns the removed
+    /// record.
+    pub fn apply(mut self, store: &SledStore) -> Result<TaskRecord, StoreError> {
+        self.apply_sessions(store)?;
         self.batch.apply(&store.tasks, store.atomicity)?;
         store.counters.hold(&store.tasks, &self.deltas)?;
         Ok(self.record)

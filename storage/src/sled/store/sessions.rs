@@ -179,12 +179,7 @@ impl SledStore {
             let (key, value) = entry?;
             let (meta, messages) = match value.first() {
                 Some(&TASK_REF) => self.referenced_turn(&session, &key, &value, &mut histories)?,
-                _ => {
-                    let json = packed::unpack(&value, "session chunk")?;
-                    let chunk: ChunkIn = serde_json::from_slice(&json)
-                        .map_err(|e| StoreError::Corrupt(format!("session chunk: {e}")))?;
-                    (chunk.session, chunk.messages)
-                }
+                _ => decode_chunk(&value)?,
             };
             if let Some(meta) = meta.filter(|m| newest && m.message_count > session.message_count) {
                 session = meta;
@@ -201,9 +196,13 @@ impl SledStore {
     }
 
     /// A referencing chunk's metadata (`meta`, the `m` record's, with the chunk's task
-    /// and count) and messages, read from its task's history. A task no longer stored took
-    /// its messages with it (none): a removal rewrites the chunks that reference its task
-    /// first ([`SledStore::unreference`]), so only damage leaves such a chunk.
+    /// and count) and messages, read from its task's history.
+    ///
+    /// A task no longer stored: a removal rewrites the chunks that reference a task before
+    /// it removes it ([`SledStore::unreference`]), on the log's thread, while this read may
+    /// run on an actor's. So the chunk is read again: a removal that ran since this read
+    /// began has left it holding the messages. Still a reference, it is damage, and the
+    /// turn reads as no messages.
     fn referenced_turn(
         &self,
         meta: &SessionRecord,
@@ -214,8 +213,13 @@ impl SledStore {
         let (first, count) = chunk_span(key)?;
         let (from, task_id) = decode_ref(value)?;
         let after = session_after(meta, task_id, first + count);
-        let Some(history) = histories.of(self, task_id, &meta.key)? else { return Ok((Some(after), Vec::new())) };
-        Ok((Some(after), referenced(history, from, count, task_id)?.to_vec()))
+        if let Some(history) = histories.of(self, task_id, &meta.key)? {
+            return Ok((Some(after), referenced(history, from, count, task_id)?.to_vec()));
+        }
+        match self.sessions.get(key)? {
+            Some(again) if again.first() != Some(&TASK_REF) => decode_chunk(&again),
+            _ => Ok((Some(after), Vec::new())),
+        }
     }
 
     /// Adds to `batch` (for the `sessions` tree) the rewrite of every chunk that
@@ -231,11 +235,10 @@ impl SledStore {
         let mut referencing = Vec::new();
         for entry in self.sessions.scan_prefix(chunk_prefix(&context)) {
             let (key, value) = entry?;
-            if value.first() == Some(&TASK_REF) {
-                let (from, task_id) = decode_ref(&value)?;
-                if task_id == record.task.id {
-                    referencing.push((key, from));
-                }
+            let names_task =
+                value.first() == Some(&TASK_REF) && decode_ref(&value).is_ok_and(|r| r.1 == record.task.id);
+            if names_task {
+                referencing.push((key, decode_ref(&value)?.0));
             }
         }
         let meta = match referencing.is_empty() {
@@ -243,11 +246,25 @@ impl SledStore {
             false => self.sessions.get(index::key(Prefix::SessionMeta, &context))?,
         };
         let Some(meta) = meta else { return Ok(()) };
-        let meta: SessionRecord = serde_json::from_slice(&meta).map_err(corrupt)?;
+        // Damage here is left as it is, with a warning: a removal that failed on it would
+        // stay at the head of the log's queue and hold back every step behind it.
+        let meta: SessionRecord = match serde_json::from_slice(&meta) {
+            Ok(meta) => meta,
+            Err(e) => {
+                tracing::warn!(task = %record.task.id, "a damaged session record: {e}");
+                return Ok(());
+            }
+        };
         for (key, from) in referencing {
             let (first, count) = chunk_span(&key)?;
             let session = session_after(&meta, &record.task.id, first + count);
-            let messages = referenced(&record.task.history, from, count, &record.task.id)?;
+            let messages = match referenced(&record.task.history, from, count, &record.task.id) {
+                Ok(messages) => messages,
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    continue;
+                }
+            };
             let json = serde_json::to_vec(&ChunkOut { session: &session, messages }).map_err(corrupt)?;
             batch.insert(key, packed::pack(json));
         }
@@ -284,6 +301,14 @@ fn turn_in_task<'a>(session: &SessionRecord, appended: &[Message], task: &'a Tas
     let history = &task.task.history;
     let from = history.len().checked_sub(appended.len())?;
     (history[from..] == *appended).then_some((u32::try_from(from).ok()?, id))
+}
+
+/// A chunk that holds its messages: its metadata (none in a migrated chunk) and messages.
+fn decode_chunk(value: &[u8]) -> Result<(Option<SessionRecord>, Vec<Message>), StoreError> {
+    let json = packed::unpack(value, "session chunk")?;
+    let chunk: ChunkIn =
+        serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(format!("session chunk: {e}")))?;
+    Ok((chunk.session, chunk.messages))
 }
 
 /// The session's metadata after a referencing chunk: the `m` record's, with the chunk's

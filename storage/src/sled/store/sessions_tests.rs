@@ -244,3 +244,40 @@ fn a_damaged_or_foreign_reference_is_never_read_as_messages() {
     store.sessions.insert(&chunk, super::encode_ref(0, "x")).unwrap();
     assert!(store.get_session(&key, 100).unwrap().unwrap().history.is_empty());
 }
+
+/// A session read that found a reference, then its task gone (a removal ran on the log's
+/// thread in between), reads the chunk again and finds the messages the removal put back.
+#[test]
+fn a_read_that_races_a_removal_finds_the_messages_in_the_rewritten_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..2).map(message).collect();
+    end_turn(&store, &mut session, &task_with("a", &m, 1), &m);
+    let chunk = chunk_key(&key.storage_key(), 0, 2);
+    let read_before_the_removal = store.sessions.get(&chunk).unwrap().unwrap();
+    store.delete_task("a").unwrap();
+    let meta = SessionRecord { history: Default::default(), ..session.clone() };
+    let (after, messages) =
+        store.referenced_turn(&meta, &chunk, &read_before_the_removal, &mut Default::default()).unwrap();
+    assert_eq!(messages, m);
+    assert_eq!(after.map(|a| (a.message_count, a.last_task_id)), Some((2, Some("a".to_owned()))));
+}
+
+/// A damaged reference in the context never holds up a removal (which would stay at the
+/// head of the log's queue): it is left as it is, and the task goes.
+#[test]
+fn a_damaged_reference_does_not_stop_a_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..4).map(message).collect();
+    end_turn(&store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
+    end_turn(&store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
+    store.sessions.insert(chunk_key(&key.storage_key(), 0, 2), super::encode_ref(7, "a")).unwrap();
+    store.sessions.insert(chunk_key(&key.storage_key(), 9, 1), vec![super::TASK_REF, 0]).unwrap();
+    assert!(store.delete_task("a").unwrap().is_some(), "the task went");
+    assert_eq!(chunk_value(&store, &key, 0, 2).as_ref(), super::encode_ref(7, "a").as_slice(), "left as it was");
+}

@@ -29,9 +29,15 @@ impl SledStore {
         let session_writes = self.session_batch(session, appended, history_limit, None)?;
         let removal = self.removal_batch(task_id)?;
         if self.atomicity == Atomicity::Log {
-            // One log record holds both (see `writes.rs`): no transaction needed.
+            // One log record holds both (see `writes.rs`): no transaction needed. The chunks
+            // that referenced the task are rewritten before the turn's writes, which may
+            // prune one of them, as in the transaction below.
+            let Some(mut removal) = removal else {
+                session_writes.apply(&self.sessions, self.atomicity)?;
+                return Ok(None);
+            };
+            removal.apply_sessions(self)?;
             session_writes.apply(&self.sessions, self.atomicity)?;
-            let Some(removal) = removal else { return Ok(None) };
             return removal.apply(self).map(Some);
         }
         let session_batch = session_writes.to_batch();

@@ -145,6 +145,27 @@ fn chunk_value(store: &SledStore, key: &ContextKey, first: u64, count: u32) -> s
     store.sessions.get(chunk_key(&key.storage_key(), first, count)).unwrap().expect("the chunk")
 }
 
+/// One turn of context "ctx", task a with messages m0 and m1.
+fn one_turn(store: &SledStore) -> (ContextKey, SessionRecord, Vec<Message>) {
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..2).map(message).collect();
+    end_turn(store, &mut session, &task_with("a", &m, 1), &m);
+    (key, session, m)
+}
+
+/// Three turns of context "ctx": task a, task b, then task a resumed; messages m0..m5.
+fn three_turns_in_two_tasks(store: &SledStore) -> ContextKey {
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..6).map(message).collect();
+    end_turn(store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
+    end_turn(store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
+    let resumed = task_with("a", &[m[0].clone(), m[1].clone(), m[4].clone(), m[5].clone()], 2);
+    end_turn(store, &mut session, &resumed, &m[4..6]);
+    key
+}
+
 /// Issue 35: a turn that ends with its task stores no second copy of its messages, and
 /// a session read (an evicted context coming back) finds them in the tasks, across a task
 /// resumed over several turns.
@@ -152,13 +173,7 @@ fn chunk_value(store: &SledStore, key: &ContextKey, first: u64, count: u32) -> s
 fn a_turn_that_ends_with_its_task_references_the_tasks_messages() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
-    let key = ContextKey::new(Owner::anonymous(), "ctx");
-    let mut session = SessionRecord::new(key.clone(), "echo");
-    let m: Vec<Message> = (0..6).map(message).collect();
-    end_turn(&store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
-    end_turn(&store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
-    let resumed = task_with("a", &[m[0].clone(), m[1].clone(), m[4].clone(), m[5].clone()], 2);
-    end_turn(&store, &mut session, &resumed, &m[4..6]);
+    let key = three_turns_in_two_tasks(&store);
 
     for (first, count) in [(0, 2), (2, 2), (4, 2)] {
         assert_eq!(chunk_value(&store, &key, first, count)[0], super::TASK_REF, "chunk {first} is a reference");
@@ -178,13 +193,7 @@ fn a_turn_that_ends_with_its_task_references_the_tasks_messages() {
 fn a_removed_task_leaves_its_messages_in_the_session() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
-    let key = ContextKey::new(Owner::anonymous(), "ctx");
-    let mut session = SessionRecord::new(key.clone(), "echo");
-    let m: Vec<Message> = (0..6).map(message).collect();
-    end_turn(&store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
-    end_turn(&store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
-    let resumed = task_with("a", &[m[0].clone(), m[1].clone(), m[4].clone(), m[5].clone()], 2);
-    end_turn(&store, &mut session, &resumed, &m[4..6]);
+    let key = three_turns_in_two_tasks(&store);
     store.delete_task("a").unwrap();
     for (first, count) in [(0, 2), (4, 2)] {
         assert_ne!(chunk_value(&store, &key, first, count)[0], super::TASK_REF, "chunk {first} holds its messages");
@@ -225,10 +234,7 @@ fn a_turn_whose_messages_are_not_its_tasks_history_keeps_a_copy() {
 fn a_damaged_or_foreign_reference_is_never_read_as_messages() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
-    let key = ContextKey::new(Owner::anonymous(), "ctx");
-    let mut session = SessionRecord::new(key.clone(), "echo");
-    let m: Vec<Message> = (0..2).map(message).collect();
-    end_turn(&store, &mut session, &task_with("a", &m, 1), &m);
+    let (key, _, m) = one_turn(&store);
     let chunk = chunk_key(&key.storage_key(), 0, 2);
     for (value, why) in [(vec![super::TASK_REF, 0], "cut short"), (super::encode_ref(1, "a"), "past the history")] {
         store.sessions.insert(&chunk, value).unwrap();
@@ -251,10 +257,7 @@ fn a_damaged_or_foreign_reference_is_never_read_as_messages() {
 fn a_read_that_races_a_removal_finds_the_messages_in_the_rewritten_chunk() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
-    let key = ContextKey::new(Owner::anonymous(), "ctx");
-    let mut session = SessionRecord::new(key.clone(), "echo");
-    let m: Vec<Message> = (0..2).map(message).collect();
-    end_turn(&store, &mut session, &task_with("a", &m, 1), &m);
+    let (key, session, m) = one_turn(&store);
     let chunk = chunk_key(&key.storage_key(), 0, 2);
     let read_before_the_removal = store.sessions.get(&chunk).unwrap().unwrap();
     store.delete_task("a").unwrap();
@@ -271,11 +274,7 @@ fn a_read_that_races_a_removal_finds_the_messages_in_the_rewritten_chunk() {
 fn a_damaged_reference_does_not_stop_a_removal() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
-    let key = ContextKey::new(Owner::anonymous(), "ctx");
-    let mut session = SessionRecord::new(key.clone(), "echo");
-    let m: Vec<Message> = (0..4).map(message).collect();
-    end_turn(&store, &mut session, &task_with("a", &m[0..2], 1), &m[0..2]);
-    end_turn(&store, &mut session, &task_with("b", &m[2..4], 1), &m[2..4]);
+    let key = three_turns_in_two_tasks(&store);
     store.sessions.insert(chunk_key(&key.storage_key(), 0, 2), super::encode_ref(7, "a")).unwrap();
     store.sessions.insert(chunk_key(&key.storage_key(), 9, 1), vec![super::TASK_REF, 0]).unwrap();
     assert!(store.delete_task("a").unwrap().is_some(), "the task went");

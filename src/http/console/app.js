@@ -203,8 +203,12 @@ function route() {
   }
   clearInterval(current.timer);
   current = { page, refresh: null, onFeed: null };
-  const root = $('page');
-  root.replaceChildren();
+  // Each visit draws into a container of its own. A load the page before left running (a
+  // timer, a throttled reload, a fetch in flight) then draws into a detached container,
+  // never over the page now shown (the console test saw the push page come back over a
+  // task's page that way).
+  const root = el('div', {});
+  $('page').replaceChildren(root);
   pages[page](root, rest.map(decodeURIComponent)).catch((e) => root.append(el('p', { class: 'error' }, e.message)));
 }
 

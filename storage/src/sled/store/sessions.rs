@@ -14,7 +14,8 @@
 //!     (the fields a turn changes; the agent and the working directory are bound by the
 //!     first turn, whose chunk also writes `m`). Written when the step that ends the turn
 //!     writes that task with those very messages at the end of its history
-//!     ([`turn_in_task`]), which is every turn that ends with a task.
+//!     ([`turn_in_task`]): the usual turn that ends with a task, every echo turn among
+//!     them. Any other turn keeps a chunk of the first form.
 //!
 //!   The key's count says where the chunk ends, so the history limit drops whole chunks
 //!   without decoding them; a chunk that straddles the limit stays, and reads cut it.

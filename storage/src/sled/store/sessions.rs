@@ -44,7 +44,7 @@ use super::index::{self, Prefix};
 use super::writes::Writes;
 use super::{corrupt, SledStore};
 use crate::sled::packed;
-use crate::{ContextKey, SessionRecord, StoreError, TaskRecord};
+use crate::{ContextKey, Scope, SessionRecord, StoreError, TaskRecord, TaskStoreExt};
 use a2ad_protocol::Message;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -236,10 +236,9 @@ impl SledStore {
         let mut referencing = Vec::new();
         for entry in self.sessions.scan_prefix(chunk_prefix(&context)) {
             let (key, value) = entry?;
-            let names_task =
-                value.first() == Some(&TASK_REF) && decode_ref(&value).is_ok_and(|r| r.1 == record.task.id);
-            if names_task {
-                referencing.push((key, decode_ref(&value)?.0));
+            let reference = (value.first() == Some(&TASK_REF)).then(|| decode_ref(&value).ok()).flatten();
+            if let Some((from, _)) = reference.filter(|(_, task_id)| *task_id == record.task.id) {
+                referencing.push((key, from));
             }
         }
         let meta = match referencing.is_empty() {
@@ -351,12 +350,12 @@ struct TaskHistories(HashMap<String, Option<Vec<Message>>>);
 
 impl TaskHistories {
     /// The history of `task_id`: none when it is no longer stored, or is not a task of
-    /// `context` (damage: another context's messages are never read as this one's).
+    /// `context` (damage: another context's messages are never read as this one's). Read
+    /// in the context's owner's scope, the store's one check of who may read a task.
     fn of(&mut self, store: &SledStore, task_id: &str, context: &ContextKey) -> Result<Option<&[Message]>, StoreError> {
         if !self.0.contains_key(task_id) {
-            let stored = store.tasks.get(index::key(Prefix::Task, task_id.as_bytes()))?;
-            let record = stored.map(|bytes| SledStore::decode_task(&bytes)).transpose()?;
-            let record = record.filter(|r| r.owner == context.owner && r.task.context_id == context.context_id);
+            let record = store.get_task(Scope::Owner(&context.owner), task_id)?;
+            let record = record.filter(|r| r.task.context_id == context.context_id);
             self.0.insert(task_id.to_owned(), record.map(|r| r.task.history));
         }
         Ok(self.0.get(task_id).and_then(|history| history.as_deref()))

@@ -389,10 +389,13 @@ impl NodeCore {
             metrics.watch_push(board);
         }
         let forwarder = push.as_ref().map(PushStack::start_forwarder).transpose().map_err(store_error)?.flatten();
-        let supervisor = Supervisor::new(Arc::clone(&rt)).start();
+        let supervisor = Supervisor::new(Arc::clone(&rt));
+        let live_contexts = supervisor.live_contexts();
+        let supervisor = supervisor.start();
         let core = Arc::new(Core::new(CoreParts {
             rt,
             supervisor: supervisor.clone(),
+            live_contexts,
             push_policy: push.map(|p| p.policy),
             auth,
             visibility: config.tenancy.visibility,

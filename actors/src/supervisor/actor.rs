@@ -1,13 +1,12 @@
 //! The supervisor's state.
 
+use super::live::LiveContexts;
 use crate::context::ContextActor;
 use crate::messages::{SupervisorStats, TryEvict};
 use crate::Runtime;
 use a2ad_storage::ContextKey;
 use actix::prelude::*;
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Keeps the live context actors. There is one per node; every request for a context
 /// goes through it to find (or start) the context's actor.
@@ -17,14 +16,10 @@ pub struct Supervisor {
     /// parallel while each context stays single-threaded.
     pub(super) arbiters: Vec<Arbiter>,
     pub(super) next_arbiter: usize,
-    pub(super) contexts: HashMap<ContextKey, LiveContext>,
+    /// The live contexts, which callers read without a message here
+    /// ([`LiveContexts::find`]); only the supervisor adds to them and removes from them.
+    pub(super) live: Arc<LiveContexts>,
     pub(super) stats: SupervisorStats,
-    pub(super) stopping: bool,
-}
-
-pub(super) struct LiveContext {
-    pub addr: Addr<ContextActor>,
-    pub last_routed: Instant,
 }
 
 impl Supervisor {
@@ -35,10 +30,14 @@ impl Supervisor {
             arbiters: (0..threads).map(|_| Arbiter::new()).collect(),
             rt,
             next_arbiter: 0,
-            contexts: HashMap::new(),
+            live: Arc::default(),
             stats: SupervisorStats::default(),
-            stopping: false,
         }
+    }
+
+    /// The live contexts, for the callers that route requests ([`LiveContexts::find`]).
+    pub fn live_contexts(&self) -> Arc<LiveContexts> {
+        Arc::clone(&self.live)
     }
 
     /// Starts a context actor on the next arbiter.
@@ -54,26 +53,25 @@ impl Supervisor {
     /// forgets those that did (or that are already gone).
     fn sweep(&mut self, ctx: &mut Context<Self>) {
         let timeout = self.rt.settings.idle_timeout;
-        self.contexts.retain(|_, live| live.addr.connected());
-        let candidates: Vec<(ContextKey, Addr<ContextActor>)> = self
-            .contexts
-            .iter()
-            .filter(|(_, live)| live.last_routed.elapsed() >= timeout)
-            .map(|(key, live)| (key.clone(), live.addr.clone()))
-            .collect();
+        let candidates: Vec<(ContextKey, Addr<ContextActor>)> = {
+            let mut live = self.live.lock();
+            live.contexts.retain(|_, live| live.addr.connected());
+            self.stats.live_contexts = live.contexts.len();
+            let idle = live.contexts.iter().filter(|(_, live)| live.last_routed.elapsed() >= timeout);
+            idle.map(|(key, live)| (key.clone(), live.addr.clone())).collect()
+        };
         for (key, addr) in candidates {
             let ask = addr.send(TryEvict { min_idle: timeout });
             ctx.spawn(ask.into_actor(self).map(move |stopped, act, _| {
                 if matches!(stopped, Ok(true) | Err(_)) {
-                    let same = act.contexts.get(&key).is_some_and(|live| live.addr == addr);
-                    if same {
-                        act.contexts.remove(&key);
+                    let mut live = act.live.lock();
+                    if live.contexts.get(&key).is_some_and(|live| live.addr == addr) {
+                        live.contexts.remove(&key);
                         act.stats.evicted_total += 1;
                     }
                 }
             }));
         }
-        self.stats.live_contexts = self.contexts.len();
     }
 }
 
@@ -87,6 +85,7 @@ impl Actor for Supervisor {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
+        self.live.lock().stopping = true;
         for arbiter in &self.arbiters {
             arbiter.stop();
         }

@@ -1,6 +1,7 @@
 //! The messages the supervisor answers.
 
-use super::actor::{LiveContext, Supervisor};
+use super::actor::Supervisor;
+use super::live::LiveContext;
 use super::Route;
 use crate::context::ContextActor;
 use crate::messages::{Drain, ForgetSession, ForgetSessions, GetStats, Shutdown, StopAll};
@@ -14,22 +15,22 @@ impl Handler<Route> for Supervisor {
     type Result = Result<Addr<ContextActor>, A2aError>;
 
     fn handle(&mut self, msg: Route, _ctx: &mut Self::Context) -> Self::Result {
-        if self.stopping {
+        let live = Arc::clone(&self.live);
+        let mut live = live.lock();
+        if live.stopping {
             return Err(RuntimeError::ShuttingDown.into());
         }
-        if let Some(live) = self.contexts.get_mut(&msg.key) {
-            if live.addr.connected() {
-                live.last_routed = Instant::now();
-                return Ok(live.addr.clone());
-            }
+        // Started by another caller since this one looked.
+        if let Some(addr) = live.route_to_running(&msg.key) {
+            return Ok(addr);
         }
-        let live_now = self.contexts.len();
+        let live_now = live.contexts.len();
         if live_now >= self.rt.settings.max_contexts {
             return Err(RuntimeError::NodeFull(live_now).into());
         }
         let addr = self.spawn_context(msg.key.clone());
-        self.contexts.insert(msg.key, LiveContext { addr: addr.clone(), last_routed: Instant::now() });
-        self.stats.live_contexts = self.contexts.len();
+        live.contexts.insert(msg.key, LiveContext { addr: addr.clone(), last_routed: Instant::now() });
+        self.stats.live_contexts = live.contexts.len();
         Ok(addr)
     }
 }
@@ -38,7 +39,7 @@ impl Handler<GetStats> for Supervisor {
     type Result = MessageResult<GetStats>;
 
     fn handle(&mut self, _msg: GetStats, _ctx: &mut Self::Context) -> Self::Result {
-        self.stats.live_contexts = self.contexts.len();
+        self.stats.live_contexts = self.live.lock().contexts.len();
         MessageResult(self.stats)
     }
 }
@@ -47,7 +48,7 @@ impl Handler<Drain> for Supervisor {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, msg: Drain, _ctx: &mut Self::Context) -> Self::Result {
-        self.stopping = true;
+        self.live.lock().stopping = true;
         let limits = std::sync::Arc::clone(&self.rt.turn_limits);
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + msg.grace;
@@ -63,8 +64,11 @@ impl Handler<StopAll> for Supervisor {
 
     /// Refuses new routes, ends every running turn honestly and stops every context.
     fn handle(&mut self, _msg: StopAll, _ctx: &mut Self::Context) -> Self::Result {
-        self.stopping = true;
-        let addrs: Vec<Addr<ContextActor>> = self.contexts.drain().map(|(_, live)| live.addr).collect();
+        let addrs: Vec<Addr<ContextActor>> = {
+            let mut live = self.live.lock();
+            live.stopping = true;
+            live.contexts.drain().map(|(_, live)| live.addr).collect()
+        };
         self.stats.live_contexts = 0;
         Box::pin(async move {
             futures_util::future::join_all(addrs.iter().map(|addr| addr.send(Shutdown))).await;
@@ -82,10 +86,13 @@ impl Handler<ForgetSessions> for Supervisor {
     fn handle(&mut self, msg: ForgetSessions, _ctx: &mut Self::Context) -> Self::Result {
         let mut live = Vec::new();
         let mut idle = Vec::new();
-        for key in msg.keys {
-            match self.contexts.get(&key).filter(|l| l.addr.connected()) {
-                Some(context) => live.push(context.addr.clone()),
-                None => idle.push(key),
+        {
+            let contexts = &self.live.lock().contexts;
+            for key in msg.keys {
+                match contexts.get(&key).filter(|l| l.addr.connected()) {
+                    Some(context) => live.push(context.addr.clone()),
+                    None => idle.push(key),
+                }
             }
         }
         let store = Arc::clone(&self.rt.store);

@@ -2,8 +2,10 @@
 
 mod actor;
 mod handlers;
+mod live;
 
 pub use actor::Supervisor;
+pub use live::LiveContexts;
 
 use crate::context::ContextActor;
 use a2ad_protocol::A2aError;

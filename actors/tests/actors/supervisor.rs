@@ -3,6 +3,7 @@
 use crate::support::{done, send, settings, until, within, Node};
 use a2ad_actors::messages::{Drain, GetStats, StopAll};
 use a2ad_actors::supervisor::Route;
+use a2ad_actors::RuntimeError;
 use a2ad_actors::RuntimeSettings;
 use a2ad_protocol::{ErrorCode, TaskState};
 use a2ad_storage::{ContextKey, Owner};
@@ -48,6 +49,34 @@ async fn a_full_node_refuses_new_contexts_but_routes_live_ones() {
     assert_eq!(full.code, ErrorCode::ServerBusy);
     assert!(full.message.contains("capacity"), "{}", full.message);
     assert!(node.context("cap-0").await.is_ok(), "a live context is still routed");
+}
+
+/// A request finds a running context in the live contexts, without a message to the
+/// supervisor; a context nobody started, or one evicted, is not there (the caller then
+/// asks the supervisor); and from the drain on nothing is found.
+#[actix::test]
+async fn a_running_context_is_found_without_the_supervisor_until_evicted_or_draining() {
+    let quick = RuntimeSettings {
+        idle_timeout: Duration::from_millis(150),
+        sweep_interval: Duration::from_millis(20),
+        ..settings()
+    };
+    let node = Node::with(quick, None, false);
+    let key = |context: &str| ContextKey::new(Owner::anonymous(), context);
+    assert!(node.live.find(&key("live")).unwrap().is_none(), "nothing runs before a route");
+    let started = node.context("live").await.unwrap();
+    assert_eq!(node.live.find(&key("live")).unwrap(), Some(started));
+    assert!(node.live.find(&key("other")).unwrap().is_none());
+    // Waited on through the stats: a find stamps the context as routed to, which keeps
+    // it from being idle.
+    until("the idle context's eviction", || async { node.supervisor.send(GetStats).await.unwrap().evicted_total == 1 })
+        .await;
+    assert!(node.live.find(&key("live")).unwrap().is_none(), "an evicted context is not found");
+
+    node.context("again").await.unwrap();
+    within("the drain", node.supervisor.send(Drain { grace: Duration::from_secs(1) })).await.unwrap();
+    let refused = node.live.find(&key("again")).expect_err("no route once draining");
+    assert_eq!(refused.message, RuntimeError::ShuttingDown.to_string());
 }
 
 #[actix::test]

@@ -13,7 +13,7 @@ use a2ad_actors::limits::TurnLimits;
 use a2ad_actors::messages::{StartTurn, Subscribe, Subscription, TurnOutcome, TurnTicket};
 use a2ad_actors::push::PushHooks;
 use a2ad_actors::supervisor::Route;
-use a2ad_actors::supervisor::Supervisor;
+use a2ad_actors::supervisor::{LiveContexts, Supervisor};
 use a2ad_actors::{Runtime, RuntimeSettings};
 use a2ad_protocol::{ids, A2aError, Message, Role, StreamResponse, Task, TaskState};
 use a2ad_storage::{ContextKey, GroupCommit, LoggedEvent, MemoryStore, Owner, TaskStore};
@@ -140,6 +140,8 @@ pub struct Node {
     pub rt: Arc<Runtime>,
     pub store: Arc<MemoryStore>,
     pub supervisor: Addr<Supervisor>,
+    /// The supervisor's live contexts, as the node's requests find them.
+    pub live: Arc<LiveContexts>,
     pub turns: Turns,
 }
 
@@ -180,8 +182,9 @@ impl Node {
             data_dir: std::env::temp_dir().join("a2ad-actor-tests-no-files"),
             feed: Default::default(),
         });
-        let supervisor = Supervisor::new(Arc::clone(&rt)).start();
-        Node { rt, store, supervisor, turns }
+        let supervisor = Supervisor::new(Arc::clone(&rt));
+        let live = supervisor.live_contexts();
+        Node { rt, store, supervisor: supervisor.start(), live, turns }
     }
 
     /// The actor of context `context_id` (anonymous owner), started if need be.

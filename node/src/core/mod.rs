@@ -19,8 +19,7 @@ mod subscribe;
 pub mod version;
 
 use a2ad_actors::context::ContextActor;
-use a2ad_actors::supervisor::Route;
-use a2ad_actors::supervisor::Supervisor;
+use a2ad_actors::supervisor::{LiveContexts, Route, Supervisor};
 use a2ad_actors::{Runtime, RuntimeError};
 use a2ad_protocol::{A2aError, Task};
 use a2ad_storage::{ContextKey, Owner, Scope, TaskRecord};
@@ -36,6 +35,9 @@ pub use rate::RateLimiter;
 pub struct Core {
     rt: Arc<Runtime>,
     supervisor: Addr<Supervisor>,
+    /// The supervisor's live contexts: a request finds a running context's actor here,
+    /// without a round trip through the supervisor's thread.
+    live_contexts: Arc<LiveContexts>,
     /// The webhook URL policy, when push notifications are on.
     push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
     /// Who is calling. With nothing configured, everyone is the anonymous owner.
@@ -72,6 +74,8 @@ pub struct Core {
 pub struct CoreParts {
     pub rt: Arc<Runtime>,
     pub supervisor: Addr<Supervisor>,
+    /// [`Supervisor::live_contexts`] of that supervisor.
+    pub live_contexts: Arc<LiveContexts>,
     /// The webhook URL policy, when push notifications are on.
     pub push_policy: Option<Arc<crate::push::url_guard::UrlPolicy>>,
     /// Who is calling. With nothing configured, everyone is the anonymous owner.
@@ -98,6 +102,7 @@ impl Core {
         let CoreParts {
             rt,
             supervisor,
+            live_contexts,
             push_policy,
             auth,
             visibility,
@@ -111,6 +116,7 @@ impl Core {
         Core {
             rt,
             supervisor,
+            live_contexts,
             push_policy,
             auth,
             visibility,
@@ -246,7 +252,8 @@ impl Core {
         self.rate.as_ref().map_or(Ok(()), |rate| rate.admit(owner))
     }
 
-    /// Sends `msg` to the actor of `key`, starting it if needed. An actor evicted between
+    /// Sends `msg` to the actor of `key`, starting it if needed: a running actor is found
+    /// in the live contexts, and only a start asks the supervisor. An actor evicted between
     /// routing and delivery is routed again once.
     pub(crate) async fn call<M>(&self, key: &ContextKey, msg: M) -> Result<M::Result, A2aError>
     where
@@ -255,8 +262,13 @@ impl Core {
         ContextActor: Handler<M>,
     {
         for _ in 0..2 {
-            let route = Route { key: key.clone() };
-            let addr = self.supervisor.send(route).await.map_err(|_| A2aError::from(RuntimeError::ShuttingDown))??;
+            let addr = match self.live_contexts.find(key)? {
+                Some(running) => running,
+                None => {
+                    let route = self.supervisor.send(Route { key: key.clone() });
+                    route.await.map_err(|_| A2aError::from(RuntimeError::ShuttingDown))??
+                }
+            };
             match addr.send(msg.clone()).await {
                 Ok(result) => return Ok(result),
                 Err(MailboxError::Closed) => continue,

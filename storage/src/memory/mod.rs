@@ -14,7 +14,7 @@ use crate::{
     TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -42,11 +42,47 @@ struct State {
     sessions: HashMap<ContextKey, StoredSession>,
 }
 
-/// A session as stored: the metadata (its `history` left empty) and the messages, by
-/// their sequence number in the context.
+/// A session as stored: the metadata (its `history` left empty) and the messages kept,
+/// the oldest first: `messages[i]` is the context's message number `first_seq + i`. A
+/// ring, not a map by number: a turn pushes its few messages at the back and drops as
+/// many at the front, with no tree node to allocate or free per message.
 struct StoredSession {
     meta: SessionRecord,
-    messages: BTreeMap<u64, Message>,
+    first_seq: u64,
+    messages: VecDeque<Message>,
+}
+
+impl StoredSession {
+    /// Puts `appended` at numbers `first_new..`, replacing any kept from `first_new` on
+    /// (a rewrite of the same turn). A gap after the kept messages starts the ring over:
+    /// it holds one run of numbers, as a history read returns one.
+    fn put(&mut self, first_new: u64, appended: &[Message]) {
+        let end = self.first_seq + self.messages.len() as u64;
+        if first_new > end || first_new < self.first_seq {
+            self.messages.clear();
+            self.first_seq = first_new;
+        }
+        self.messages.truncate((first_new - self.first_seq) as usize);
+        self.messages.extend(appended.iter().cloned());
+    }
+
+    /// Takes `session`'s metadata into the stored one in place (`clone_from` reuses the
+    /// strings' buffers: a turn changes only the count and the last task). Each field by
+    /// name, so that a field added to [`SessionRecord`] is not forgotten here.
+    fn update_meta(&mut self, session: &SessionRecord) {
+        let SessionRecord { key: _, agent, last_task_id, message_count, cwd, history: _ } = session;
+        self.meta.agent.clone_from(agent);
+        self.meta.last_task_id.clone_from(last_task_id);
+        self.meta.message_count = *message_count;
+        self.meta.cwd.clone_from(cwd);
+    }
+
+    /// Drops the messages numbered below `keep_from`.
+    fn drop_before(&mut self, keep_from: u64) {
+        let excess = keep_from.saturating_sub(self.first_seq).min(self.messages.len() as u64);
+        self.messages.drain(..excess as usize);
+        self.first_seq += excess;
+    }
 }
 
 impl Default for MemoryStore {
@@ -117,19 +153,21 @@ fn matches(record: &TaskRecord, query: &TaskQuery) -> bool {
 
 impl State {
     fn put_session(&mut self, session: &SessionRecord, appended: &[Message], history_limit: usize) {
-        let stored = self
-            .sessions
-            .entry(session.key.clone())
-            .or_insert_with(|| StoredSession { meta: session.clone(), messages: BTreeMap::new() });
-        stored.meta = SessionRecord { history: Arc::default(), ..session.clone() };
         let count = session.message_count;
         let first_new = count.saturating_sub(appended.len() as u64);
-        let limit = history_limit as u64;
-        stored.messages.extend((first_new..).zip(appended.iter().cloned()));
-        // The same range the sled store drops: what this write pushed past the limit.
-        for seq in first_new.saturating_sub(limit)..count.saturating_sub(limit) {
-            stored.messages.remove(&seq);
-        }
+        let stored = match self.sessions.get_mut(&session.key) {
+            Some(stored) => {
+                stored.update_meta(session);
+                stored
+            }
+            None => {
+                let meta = SessionRecord { history: Arc::default(), ..session.clone() };
+                let fresh = StoredSession { meta, first_seq: first_new, messages: VecDeque::new() };
+                self.sessions.entry(session.key.clone()).or_insert(fresh)
+            }
+        };
+        stored.put(first_new, appended);
+        stored.drop_before(count.saturating_sub(history_limit as u64));
     }
 
     fn delete_task(&mut self, task_id: &str) -> Option<TaskRecord> {
@@ -249,9 +287,9 @@ impl TaskStore for MemoryStore {
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
         let state = self.state();
         let Some(stored) = state.sessions.get(key) else { return Ok(None) };
-        let mut history: Vec<Message> = stored.messages.values().rev().take(history_limit).cloned().collect();
-        history.reverse();
-        Ok(Some(SessionRecord { history: Arc::new(history.into()), ..stored.meta.clone() }))
+        let skip = stored.messages.len().saturating_sub(history_limit);
+        let history: crate::History = stored.messages.iter().skip(skip).cloned().collect();
+        Ok(Some(SessionRecord { history: Arc::new(history), ..stored.meta.clone() }))
     }
 
     /// Nothing to make durable.

@@ -282,3 +282,26 @@ fn a_visit_of_many_batches_sees_every_task_once_and_lets_the_visitor_write() {
     let expected: Vec<String> = (0..count).map(|i| format!("t{i:05}")).collect();
     assert_eq!(seen, expected);
 }
+
+/// The ring of a stored session: a write of the same numbers again replaces them, and a
+/// write past a gap starts the ring over (it holds one run of numbers, as a read returns).
+#[test]
+fn a_session_rewritten_or_written_past_a_gap_holds_one_run_of_messages() {
+    let store = MemoryStore::new();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let msg = |text: &str| Message::agent_text(format!("m-{text}"), "ctx", None, text);
+    let texts = |store: &MemoryStore| -> Vec<String> {
+        let session = store.get_session(&key, 10).unwrap().expect("a session");
+        session.history.iter().map(|m| m.text()).collect()
+    };
+    let at = |count: u64| SessionRecord { message_count: count, ..SessionRecord::new(key.clone(), "echo") };
+    store.put_session(&at(2), &[msg("a"), msg("b")], 10).unwrap();
+    store.put_session(&at(3), &[msg("c")], 10).unwrap();
+    store.put_session(&at(3), &[msg("B"), msg("C")], 10).unwrap();
+    assert_eq!(texts(&store), ["a", "B", "C"], "the same numbers written again replace the kept ones");
+    store.put_session(&at(9), &[msg("h"), msg("i")], 10).unwrap();
+    assert_eq!(texts(&store), ["h", "i"], "past a gap the ring starts over");
+    store.put_session(&at(12), &[msg("j"), msg("k"), msg("l")], 4).unwrap();
+    assert_eq!(texts(&store), ["i", "j", "k", "l"], "the limit keeps the newest");
+    assert_eq!(store.counts().unwrap().session_messages, 4);
+}

@@ -1,0 +1,66 @@
+//! The live context actors, shared by the supervisor and the callers that route to them.
+//!
+//! Why shared: every request used to ask the supervisor (one actor, on its own thread)
+//! for its context's address: a message to that thread and its answer back, two wake-ups
+//! of another thread, for what is almost always a lookup of an actor that is already
+//! running. A caller now finds a running actor here under a short lock, as the supervisor
+//! would have (the same `stopping` check, the same `last_routed` stamp), and sends the
+//! supervisor a [`super::Route`] only to start an actor. So starting, the node's
+//! `max-contexts` bound and eviction stay the supervisor's alone, and a context still has
+//! one actor at a time. On the core load this took a request from 51 to 44-46 µs of
+//! server CPU (BENCHMARKS.md, issue 35).
+
+use crate::context::ContextActor;
+use crate::RuntimeError;
+use a2ad_protocol::A2aError;
+use a2ad_storage::ContextKey;
+use actix::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+/// The live contexts and whether the node has stopped routing to them.
+#[derive(Default)]
+pub struct LiveContexts {
+    inner: Mutex<Live>,
+}
+
+/// What the lock guards.
+#[derive(Default)]
+pub(super) struct Live {
+    pub contexts: HashMap<ContextKey, LiveContext>,
+    /// Set at drain and at stop: no request reaches a context from then on.
+    pub stopping: bool,
+}
+
+pub(super) struct LiveContext {
+    pub addr: Addr<ContextActor>,
+    pub last_routed: Instant,
+}
+
+impl LiveContexts {
+    /// The running actor of `key`, stamped as routed to now; `None` if there is none
+    /// (the caller asks the supervisor to start one). An error once the node stops routing.
+    pub fn find(&self, key: &ContextKey) -> Result<Option<Addr<ContextActor>>, A2aError> {
+        let mut live = self.lock();
+        if live.stopping {
+            return Err(RuntimeError::ShuttingDown.into());
+        }
+        Ok(live.route_to_running(key))
+    }
+
+    /// A poisoned lock still holds a consistent map: no code under it panics midway
+    /// through a change.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Live> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Live {
+    /// The running actor of `key`, stamped as routed to now.
+    pub fn route_to_running(&mut self, key: &ContextKey) -> Option<Addr<ContextActor>> {
+        let live = self.contexts.get_mut(key).filter(|live| live.addr.connected())?;
+        live.last_routed = Instant::now();
+        Some(live.addr.clone())
+    }
+}

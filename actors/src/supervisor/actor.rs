@@ -8,8 +8,9 @@ use a2ad_storage::ContextKey;
 use actix::prelude::*;
 use std::sync::Arc;
 
-/// Keeps the live context actors. There is one per node; every request for a context
-/// goes through it to find (or start) the context's actor.
+/// Keeps the live context actors. There is one per node. A request finds a running
+/// context's actor in [`LiveContexts`] without a message here; it asks the supervisor to
+/// start the others, and the supervisor alone adds, evicts and bounds them.
 pub struct Supervisor {
     pub(super) rt: Arc<Runtime>,
     /// Context actors run on these threads, round-robin, so that contexts run in

@@ -7,8 +7,9 @@
 //! would have (the same `stopping` check, the same `last_routed` stamp), and sends the
 //! supervisor a [`super::Route`] only to start an actor. So starting, the node's
 //! `max-contexts` bound and eviction stay the supervisor's alone, and a context still has
-//! one actor at a time. On the core load this took a request from 51 to 44-46 µs of
-//! server CPU (BENCHMARKS.md, issue 35).
+//! one actor at a time. On the core load this took the memory node from 49 to 40-43 µs
+//! of server CPU a request, and gRPC from ~6k to ~8.6k requests a second (the benchmarks
+//! journal, 2026-12-06 11:20).
 
 use crate::context::ContextActor;
 use crate::RuntimeError;

@@ -14,7 +14,7 @@ use crate::{
     TaskEntry, TaskPage, TaskQuery, TaskRecord, TaskStore, DEFAULT_EVENT_RETENTION,
 };
 use a2ad_protocol::{Message, TaskState};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -36,10 +36,30 @@ pub struct MemoryStore {
 #[derive(Default)]
 struct State {
     /// By task id: the order in which the sled store's recovery index yields them.
-    tasks: BTreeMap<String, TaskRecord>,
-    /// Each task's event log, by sequence number.
-    events: HashMap<String, BTreeMap<u64, Arc<str>>>,
+    tasks: BTreeMap<String, StoredTask>,
     sessions: HashMap<ContextKey, StoredSession>,
+}
+
+/// A task and its event log, under one key: a step finds both with one lookup.
+struct StoredTask {
+    record: TaskRecord,
+    /// The events kept, by ascending sequence number.
+    events: VecDeque<(u64, Arc<str>)>,
+}
+
+impl StoredTask {
+    /// Puts `seq` into the log (replacing an event of the same number), and removes the
+    /// event `retention` numbers older, as the sled store does.
+    fn log(&mut self, seq: u64, json: &Arc<str>, retention: u64) {
+        match self.events.binary_search_by_key(&seq, |(s, _)| *s) {
+            Ok(at) => self.events[at].1 = Arc::clone(json),
+            Err(at) => self.events.insert(at, (seq, Arc::clone(json))),
+        }
+        let expired = seq.checked_sub(retention).map(|old| self.events.binary_search_by_key(&old, |(s, _)| *s));
+        if let Some(Ok(at)) = expired {
+            self.events.remove(at);
+        }
+    }
 }
 
 /// A session as stored: the metadata (its `history` left empty) and the messages kept,
@@ -171,9 +191,7 @@ impl State {
     }
 
     fn delete_task(&mut self, task_id: &str) -> Option<TaskRecord> {
-        let record = self.tasks.remove(task_id)?;
-        self.events.remove(task_id);
-        Some(record)
+        self.tasks.remove(task_id).map(|stored| stored.record)
     }
 }
 
@@ -187,24 +205,30 @@ impl MemoryStore {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         let state = self.state();
-        if scope != Scope::Node && !state.tasks.get(task_id).is_some_and(|r| scope.admits(&r.owner)) {
+        let Some(stored) = state.tasks.get(task_id) else { return Ok(Vec::new()) };
+        if scope != Scope::Node && !scope.admits(&stored.record.owner) {
             return Ok(Vec::new());
         }
-        let Some(log) = state.events.get(task_id) else { return Ok(Vec::new()) };
-        let events = log.range(after.saturating_add(1)..).take(limit);
+        let from = stored.events.partition_point(|(seq, _)| *seq <= after);
+        let events = stored.events.range(from..).take(limit);
         Ok(events.map(|(seq, json)| LoggedEvent { seq: *seq, json: Arc::clone(json) }).collect())
     }
 
     /// The task and its events, in the maps.
     fn put_record(&self, record: &TaskRecord, events: &[LoggedEvent]) -> Result<Option<TaskState>, StoreError> {
         let mut state = self.state();
-        let old = state.tasks.insert(record.task.id.clone(), record.clone()).map(|old| old.state());
-        let log = state.events.entry(record.task.id.clone()).or_default();
-        for event in events {
-            log.insert(event.seq, Arc::clone(&event.json));
-            if let Some(expired) = event.seq.checked_sub(self.event_retention) {
-                log.remove(&expired);
+        let (stored, old) = match state.tasks.entry(record.task.id.clone()) {
+            btree_map::Entry::Occupied(entry) => {
+                let stored = entry.into_mut();
+                let old = std::mem::replace(&mut stored.record, record.clone());
+                (stored, Some(old.state()))
             }
+            btree_map::Entry::Vacant(entry) => {
+                (entry.insert(StoredTask { record: record.clone(), events: VecDeque::new() }), None)
+            }
+        };
+        for event in events {
+            stored.log(event.seq, &event.json, self.event_retention);
         }
         Ok(old)
     }
@@ -260,12 +284,14 @@ impl TaskStore for MemoryStore {
     }
 
     fn read_task(&self, scope: Scope<'_>, task_id: &str) -> crate::StoreFuture<Option<TaskRecord>> {
-        crate::ready(Ok(self.state().tasks.get(task_id).filter(|r| scope.admits(&r.owner)).cloned()))
+        let state = self.state();
+        crate::ready(Ok(state.tasks.get(task_id).map(|t| &t.record).filter(|r| scope.admits(&r.owner)).cloned()))
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         let state = self.state();
-        let mut matching: Vec<&TaskRecord> = state.tasks.values().filter(|r| matches(r, query)).collect();
+        let mut matching: Vec<&TaskRecord> =
+            state.tasks.values().map(|t| &t.record).filter(|r| matches(r, query)).collect();
         matching.sort_by(|a, b| position(b).cmp(&position(a)));
         let total = matching.len();
         let start = query.cursor.as_ref().map(|c| (c.ts.max(0), c.id.as_str()));
@@ -281,7 +307,8 @@ impl TaskStore for MemoryStore {
     }
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
-        Ok(self.state().tasks.values().filter(|r| states.contains(&r.state())).cloned().collect())
+        let state = self.state();
+        Ok(state.tasks.values().map(|t| &t.record).filter(|r| states.contains(&r.state())).cloned().collect())
     }
 
     fn get_session(&self, key: &ContextKey, history_limit: usize) -> Result<Option<SessionRecord>, StoreError> {
@@ -317,7 +344,12 @@ impl TaskStore for MemoryStore {
                     status_millis: position(r).0,
                     state: r.state(),
                 };
-                state.tasks.range::<str, _>((from, Bound::Unbounded)).take(VISIT_BATCH).map(|(_, r)| entry(r)).collect()
+                state
+                    .tasks
+                    .range::<str, _>((from, Bound::Unbounded))
+                    .take(VISIT_BATCH)
+                    .map(|(_, t)| entry(&t.record))
+                    .collect()
             };
             let last_batch = batch.len() < VISIT_BATCH;
             after = batch.last().map(|e| e.task_id.clone());
@@ -336,14 +368,15 @@ impl TaskStore for MemoryStore {
 
     fn forget_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
         let mut state = self.state();
-        let tasks_left = state.tasks.values().any(|r| r.owner == key.owner && r.task.context_id == key.context_id);
+        let mut records = state.tasks.values().map(|t| &t.record);
+        let tasks_left = records.any(|r| r.owner == key.owner && r.task.context_id == key.context_id);
         Ok(!tasks_left && state.sessions.remove(key).is_some())
     }
 
     fn counts(&self) -> Result<StoreCounts, StoreError> {
         let state = self.state();
         Ok(StoreCounts {
-            events: state.events.values().map(|log| log.len() as u64).sum(),
+            events: state.tasks.values().map(|t| t.events.len() as u64).sum(),
             sessions: state.sessions.len() as u64,
             session_messages: state.sessions.values().map(|s| s.messages.len() as u64).sum(),
         })

@@ -165,6 +165,25 @@ fn the_event_log_keeps_the_last_events_and_deletes_with_its_task() {
     });
 }
 
+/// The memory store's log is a sorted ring: an event written again under its number
+/// replaces the kept one, and one written out of order lands in its place (Redis refuses
+/// both, so only this store is asked).
+#[test]
+fn an_event_written_again_or_out_of_order_keeps_the_log_in_order() {
+    let store = MemoryStore::new().with_event_retention(3);
+    let working = record(&Owner::anonymous(), "t1", "c", TaskState::Working, 1000);
+    let seqs_after = |after| -> Vec<u64> {
+        store.events_after(crate::Scope::Node, "t1", after, usize::MAX).unwrap().iter().map(|e| e.seq).collect()
+    };
+    store.put_task(&working, &[event(2), event(4)]).unwrap();
+    store.put_task(&working, &[event(3), event(4)]).unwrap();
+    assert_eq!(seqs_after(0), [2, 3, 4]);
+    store.put_task(&working, &[event(5)]).unwrap();
+    assert_eq!(seqs_after(0), [3, 4, 5], "the third back is gone");
+    assert_eq!(seqs_after(3), [4, 5]);
+    assert_eq!(store.counts().unwrap().events, 3);
+}
+
 /// A store's counts without its session messages: the sled store keeps whole turns, so
 /// the turn that straddles the history limit is still counted whole there (its reads cut
 /// it, as every store's do).

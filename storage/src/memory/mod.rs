@@ -74,8 +74,9 @@ struct StoredSession {
 
 impl StoredSession {
     /// Puts `appended` at numbers `first_new..`, replacing any kept from `first_new` on
-    /// (a rewrite of the same turn). A gap after the kept messages starts the ring over:
-    /// it holds one run of numbers, as a history read returns one.
+    /// (a rewrite of the same turn). A write outside the kept run (past a gap after it, or
+    /// starting before it) starts the ring over: it holds one run of numbers, as a history
+    /// read returns one. The node's writes always continue the run.
     fn put(&mut self, first_new: u64, appended: &[Message]) {
         let end = self.first_seq + self.messages.len() as u64;
         if first_new > end || first_new < self.first_seq {

@@ -74,12 +74,16 @@ struct StoredSession {
 
 impl StoredSession {
     /// Puts `appended` at numbers `first_new..`, replacing any kept from `first_new` on
-    /// (a rewrite of the same turn). A write outside the kept run (past a gap after it, or
-    /// starting before it) starts the ring over: it holds one run of numbers, as a history
-    /// read returns one. The node's writes always continue the run.
+    /// (a rewrite of the same turn; one that starts before the kept run replaces all of
+    /// it). A write past a gap keeps the run and follows it, renumbered to end where the
+    /// write starts: the node leaves such a gap when a turn's step failed after its actor
+    /// counted the turn's messages, and a read then returns the messages kept before the
+    /// gap and after it, as a map by number did.
     fn put(&mut self, first_new: u64, appended: &[Message]) {
-        let end = self.first_seq + self.messages.len() as u64;
-        if first_new > end || first_new < self.first_seq {
+        let kept = self.messages.len() as u64;
+        if first_new > self.first_seq + kept {
+            self.first_seq = first_new - kept;
+        } else if first_new < self.first_seq {
             self.messages.clear();
             self.first_seq = first_new;
         }

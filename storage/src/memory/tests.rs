@@ -302,8 +302,9 @@ fn a_visit_of_many_batches_sees_every_task_once_and_lets_the_visitor_write() {
     assert_eq!(seen, expected);
 }
 
-/// The ring of a stored session: a write of the same numbers again replaces them, and a
-/// write past a gap starts the ring over (it holds one run of numbers, as a read returns).
+/// The ring of a stored session: a write of the same numbers again replaces them, a
+/// write past a gap (a failed step's messages, counted but never stored) follows the kept
+/// ones, and the limit keeps the newest.
 #[test]
 fn a_session_rewritten_or_written_past_a_gap_holds_one_run_of_messages() {
     let store = MemoryStore::new();
@@ -319,8 +320,10 @@ fn a_session_rewritten_or_written_past_a_gap_holds_one_run_of_messages() {
     store.put_session(&at(3), &[msg("B"), msg("C")], 10).unwrap();
     assert_eq!(texts(&store), ["a", "B", "C"], "the same numbers written again replace the kept ones");
     store.put_session(&at(9), &[msg("h"), msg("i")], 10).unwrap();
-    assert_eq!(texts(&store), ["h", "i"], "past a gap the ring starts over");
+    assert_eq!(texts(&store), ["a", "B", "C", "h", "i"], "past a gap the kept messages stay");
     store.put_session(&at(12), &[msg("j"), msg("k"), msg("l")], 4).unwrap();
     assert_eq!(texts(&store), ["i", "j", "k", "l"], "the limit keeps the newest");
     assert_eq!(store.counts().unwrap().session_messages, 4);
+    store.put_session(&at(2), &[msg("x"), msg("y")], 10).unwrap();
+    assert_eq!(texts(&store), ["x", "y"], "a write before the kept run replaces all of it");
 }

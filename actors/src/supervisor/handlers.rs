@@ -15,13 +15,11 @@ impl Handler<Route> for Supervisor {
     type Result = Result<Addr<ContextActor>, A2aError>;
 
     fn handle(&mut self, msg: Route, _ctx: &mut Self::Context) -> Self::Result {
+        // A handle of its own, so that the lock is held across `spawn_context` (`&mut self`).
         let live = Arc::clone(&self.live);
         let mut live = live.lock();
-        if live.stopping {
-            return Err(RuntimeError::ShuttingDown.into());
-        }
         // Started by another caller since this one looked.
-        if let Some(addr) = live.route_to_running(&msg.key) {
+        if let Some(addr) = live.route_to_running(&msg.key)? {
             return Ok(addr);
         }
         let live_now = live.contexts.len();

@@ -43,11 +43,7 @@ impl LiveContexts {
     /// The running actor of `key`, stamped as routed to now; `None` if there is none
     /// (the caller asks the supervisor to start one). An error once the node stops routing.
     pub fn find(&self, key: &ContextKey) -> Result<Option<Addr<ContextActor>>, A2aError> {
-        let mut live = self.lock();
-        if live.stopping {
-            return Err(RuntimeError::ShuttingDown.into());
-        }
-        Ok(live.route_to_running(key))
+        self.lock().route_to_running(key)
     }
 
     /// A poisoned lock still holds a consistent map: no code under it panics midway
@@ -58,10 +54,15 @@ impl LiveContexts {
 }
 
 impl Live {
-    /// The running actor of `key`, stamped as routed to now.
-    pub fn route_to_running(&mut self, key: &ContextKey) -> Option<Addr<ContextActor>> {
-        let live = self.contexts.get_mut(key).filter(|live| live.addr.connected())?;
+    /// The running actor of `key`, stamped as routed to now; an error once the node stops
+    /// routing. The one check of both ways to a context: [`LiveContexts::find`] and the
+    /// supervisor's [`super::Route`].
+    pub fn route_to_running(&mut self, key: &ContextKey) -> Result<Option<Addr<ContextActor>>, A2aError> {
+        if self.stopping {
+            return Err(RuntimeError::ShuttingDown.into());
+        }
+        let Some(live) = self.contexts.get_mut(key).filter(|live| live.addr.connected()) else { return Ok(None) };
         live.last_routed = Instant::now();
-        Some(live.addr.clone())
+        Ok(Some(live.addr.clone()))
     }
 }

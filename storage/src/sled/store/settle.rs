@@ -27,18 +27,16 @@ impl SledStore {
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let session_writes = self.session_batch(session, appended, history_limit, None)?;
-        let removal = self.removal_batch(task_id)?;
+        let mut removal = self.removal_batch(task_id)?;
         if self.atomicity == Atomicity::Log {
             // One log record holds both (see `writes.rs`): no transaction needed. The chunks
             // that referenced the task are rewritten before the turn's writes, which may
             // prune one of them, as in the transaction below.
-            let Some(mut removal) = removal else {
-                session_writes.apply(&self.sessions, self.atomicity)?;
-                return Ok(None);
-            };
-            removal.apply_sessions(self)?;
+            if let Some(removal) = removal.as_mut() {
+                removal.apply_sessions(self)?;
+            }
             session_writes.apply(&self.sessions, self.atomicity)?;
-            return removal.apply(self).map(Some);
+            return removal.map(|removal| removal.apply(self)).transpose();
         }
         let session_batch = session_writes.to_batch();
         let removal_batch = removal.as_ref().map(|removal| removal.batch.to_batch());

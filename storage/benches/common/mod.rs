@@ -14,3 +14,11 @@ pub fn cpu_nanos() -> u64 {
         .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
 }
+
+/// `VmRSS` of `/proc/self/status`, in bytes (0 where unavailable).
+#[allow(dead_code)] // Not every bench reads it.
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status.lines().find_map(|line| line.strip_prefix("VmRSS:")).and_then(|v| v.trim().strip_suffix("kB"));
+    kib.and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0) * 1024
+}

@@ -19,8 +19,9 @@
 //! At open, the records after the checkpoint are applied again ([`WalStore::open`]).
 //! Every operation is idempotent (a put writes the same record and event keys again, a
 //! removal of a removed task does nothing), so a record the store already held, in whole
-//! or in part, is harmless; the store then mends what is not idempotent
-//! ([`crate::SledStore::after_replay`]: sled rebuilds its task counters). A step whose apply
+//! or in part, is harmless (the sled store's task indexes and counters are built from its
+//! task values at open, before the replay, and each replayed step moves them as it would
+//! have). A step whose apply
 //! fails fails its commit with [`StoreError::Unavailable`], stays queued, and is applied
 //! again by the next commit (and replayed after a restart); a write the log could not make
 //! durable is answered `STORE_UNAVAILABLE` and is retried by the log until the disk heals.
@@ -107,7 +108,6 @@ impl WalStore {
             report.replayed += 1;
         }
         if report.replayed > 0 {
-            store.applier.inner.after_replay()?;
             store.checkpoint()?;
         }
         store.wal.set_after_sync(Arc::clone(&store.applier) as Arc<dyn crate::sled::wal::AfterSync>);

@@ -13,11 +13,11 @@
 //! crash cuts short runs again, whole, at the next open.
 
 use super::index::{self, Prefix};
-use super::{counters, sessions};
+use super::sessions;
 use crate::StoreError;
 
 /// The format this a2ad writes and reads: the number of migrations it knows.
-pub(crate) const FORMAT_VERSION: u32 = 5;
+pub(crate) const FORMAT_VERSION: u32 = 6;
 
 /// The key of the version, in the default tree.
 const FORMAT_KEY: &[u8] = b"format";
@@ -40,12 +40,13 @@ pub(super) struct Trees<'a> {
 /// Every migration, oldest first; the last one's `to` is [`FORMAT_VERSION`]. Every store
 /// from before the version needs all of them; the one that may refuse a store goes first,
 /// so a refused store is left as it was.
-const MIGRATIONS: [Migration; 5] = [
+const MIGRATIONS: [Migration; 6] = [
     Migration { to: 1, what: "the event-id reservation tree removed", run: retire_reservations },
     Migration { to: 2, what: "session messages rewritten as one chunk per turn", run: message_keys_to_chunks },
-    Migration { to: 3, what: "task counters built from the indexes", run: rebuild_counters },
+    Migration { to: 3, what: "the counters-v1 marker removed", run: remove_counters_marker },
     Migration { to: 4, what: "long values and log records may be stored packed (LZ4)", run: allow_packed_values },
     Migration { to: 5, what: "session chunks may reference their task's messages", run: allow_task_references },
+    Migration { to: 6, what: "task indexes and counters moved out of sled, into memory", run: drop_stored_indexes },
 ];
 
 /// Reads the store's version and migrates it to [`FORMAT_VERSION`] (see the module
@@ -134,13 +135,11 @@ fn message_keys_to_chunks(trees: &Trees<'_>) -> Result<(), StoreError> {
     }
 }
 
-/// 2 → 3, for stores written before task counters (2026-12-03), which have none: every
-/// counter is built from the by-time and by-context indexes (`counters.rs`). Such a
-/// store said so by lacking the `v` ‖ `counters-v1` marker, which the version replaces:
-/// the marker is removed. Stores that had counters get them rebuilt once, to the same
-/// values.
-fn rebuild_counters(trees: &Trees<'_>) -> Result<(), StoreError> {
-    counters::rebuild_from_indexes(trees.tasks)?;
+/// 2 → 3: stores from before the format version said that they had task counters with a
+/// `v` ‖ `counters-v1` marker, which the version replaces. The counters themselves were
+/// built here from the stored indexes until version 6 dropped both (see
+/// [`drop_stored_indexes`]), so only the marker goes.
+fn remove_counters_marker(trees: &Trees<'_>) -> Result<(), StoreError> {
     trees.tasks.remove(index::key(Prefix::Meta, b"counters-v1"))?;
     Ok(())
 }
@@ -157,6 +156,29 @@ fn allow_packed_values(_: &Trees<'_>) -> Result<(), StoreError> {
 /// both; a2ad before it would take a reference for a damaged chunk, and refuses a store of
 /// version 5 instead.
 fn allow_task_references(_: &Trees<'_>) -> Result<(), StoreError> {
+    Ok(())
+}
+
+/// 5 → 6: the by-time index (`s`), the by-context index (`c`), the active tasks (`a`) and
+/// the task counters (`n`) are no longer sled keys: they are built in memory from the task
+/// values at open (`task_index.rs`), because each key a step inserted cost more than its
+/// bytes. Their keys are removed, 1,000 a batch; a2ad before version 6 would find no
+/// index, and refuses the store instead.
+fn drop_stored_indexes(trees: &Trees<'_>) -> Result<(), StoreError> {
+    for prefix in [Prefix::ByTime, Prefix::ByContext, Prefix::Active, Prefix::Counter] {
+        loop {
+            let mut batch = sled::Batch::default();
+            let mut in_batch = 0;
+            for key in trees.tasks.scan_prefix([prefix as u8]).keys().take(1000) {
+                batch.remove(key?);
+                in_batch += 1;
+            }
+            if in_batch == 0 {
+                break;
+            }
+            trees.tasks.apply_batch(batch)?;
+        }
+    }
     Ok(())
 }
 

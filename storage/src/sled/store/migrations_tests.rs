@@ -1,6 +1,6 @@
 //! The format version: stamped on a new store, reached by migrating an older one, and a
 //! newer one refused. (The migrations' effects on the data are tested with their
-//! subjects: `sessions_tests.rs`, `counter_tests.rs`.)
+//! subjects: `sessions_tests.rs`, `task_index_tests.rs`.)
 
 use super::{version, FORMAT_KEY, FORMAT_VERSION};
 use crate::sled::store::tests::record;

@@ -7,19 +7,16 @@
 //! `tasks`, with one key space per prefix byte:
 //! * `t` ‖ task id → stamp ‖ [`TaskRecord`] as JSON ‖ the events of the step that wrote
 //!   it (`task_value.rs`), where the 9-byte stamp is the status time (ms, BE) and the
-//!   state number, so that an update finds the index keys it replaces without decoding
+//!   state number, so that an update finds the index entries it replaces without decoding
 //!   the old record.
-//! * `s` ‖ owner ‖ status ms ‖ task id → state: `ListTasks` order is a reverse scan of an
-//!   owner's prefix (from the page token's position on), and the state in the value
-//!   answers status filters without reading tasks.
-//! * `c` ‖ owner ‖ context id ‖ status ms ‖ task id → state: the same, per context.
-//! * `a` ‖ task id → (): tasks in SUBMITTED or WORKING, for start-up recovery.
 //! * `e` ‖ task id ‖ sequence (BE) → one event (`StreamResponse` JSON) of the task's event
 //!   log, but for the newest step's, which its record carries (`events.rs`); only the last
 //!   `event_retention` are kept.
-//! * `n` ‖ owner ‖ … → task counts per owner, per owner and state, per owner and context,
-//!   so `totalSize` is a read, not a scan (`counters.rs`): written in the same batches as
-//!   the indexes, or, behind the log, held in memory and written back at each flush.
+//!
+//! The task indexes (by owner and status time, by owner and context, the active tasks) and
+//! the counters behind `totalSize` are not in sled: they are held in memory, built from
+//! the `t` values at open (`task_index.rs`), since each sled key a step inserts costs more
+//! than the key's bytes.
 //!
 //! `sessions` (`sessions.rs`):
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.
@@ -30,16 +27,16 @@
 //! before it, or of an older version, migrates it (`migrations.rs`, the one place that
 //! knows older layouts).
 //!
-//! Retention removes a task with all of these keys at once ([`TaskStore::delete_task`]),
+//! Retention removes a task with its keys at once ([`TaskStore::delete_task`]),
 //! and a context's session once the context has no task left. A Message-only reply
 //! writes its session and removes its task in one sled transaction across both trees
 //! ([`TaskStore::settle_reply`]), the one write that spans them.
 //!
 //! A task is written only by its context's actor (and by recovery before serving), so
-//! reading the old stamp and then applying the batch cannot race with another writer.
+//! reading the old stamp, applying the batch and then moving the task's index entries
+//! cannot race with another writer of that task.
 
 mod compact;
-mod counters;
 mod durable;
 mod events;
 mod index;
@@ -47,6 +44,7 @@ mod migrations;
 mod removal;
 mod sessions;
 mod settle;
+mod task_index;
 mod task_value;
 mod writes;
 
@@ -69,9 +67,8 @@ pub struct SledStore {
     tasks: sled::Tree,
     sessions: sled::Tree,
     event_retention: u64,
-    /// The task counters: their locks, and behind the log their held values
-    /// (`counters.rs`).
-    counters: counters::Counters,
+    /// The task indexes and counters, in memory (`task_index.rs`).
+    index: task_index::TaskIndex,
     /// Key by key behind the write-ahead log, else atomic batches (`writes.rs`).
     atomicity: Atomicity,
 }
@@ -161,7 +158,7 @@ impl SledStore {
             db,
             dir: std::path::PathBuf::new(),
             event_retention: crate::DEFAULT_EVENT_RETENTION as u64,
-            counters: counters::Counters::new(false),
+            index: task_index::TaskIndex::default(),
             atomicity: Atomicity::Batch,
         })
     }
@@ -184,13 +181,14 @@ impl SledStore {
         let tasks = db.open_tree("tasks")?;
         let sessions = db.open_tree("sessions")?;
         migrations::run(&migrations::Trees { db: &db, tasks: &tasks, sessions: &sessions }, !db.was_recovered())?;
+        let index = task_index::TaskIndex::build(&tasks)?;
         Ok(SledStore {
             tasks,
             sessions,
             db,
             dir: dir.to_path_buf(),
             event_retention: crate::DEFAULT_EVENT_RETENTION as u64,
-            counters: counters::Counters::new(atomicity == Atomicity::Log),
+            index,
             atomicity,
         })
     }
@@ -311,37 +309,14 @@ impl SledStore {
             }
         }
         let old = stored.as_deref().and_then(Stamp::decode);
-        // A new task or a state change moves counters: the owner's lock orders this
-        // read-modify-write with its other contexts' (same-state writes take none).
-        let counting = old.is_none_or(|old| old.state != stamp.state).then(|| self.counters.lock(&record.owner));
         // The record goes last: key by key (behind the log), a step a crash cut short
-        // still has the old record, whose stamp names the index keys its replay replaces
-        // and whose carried events its replay moves again.
+        // still has the old record, whose carried events its replay moves again.
         let mut batch = Writes::default();
-        if old != Some(stamp) {
-            if let Some(old) = old {
-                batch.remove(index::time_key(record, old.millis));
-                batch.remove(index::context_key(record, old.millis));
-            }
-            let state = [stamp.state];
-            batch.insert(index::time_key(record, stamp.millis), &state);
-            batch.insert(index::context_key(record, stamp.millis), &state);
-            if record.state().is_active() {
-                batch.insert(index::key(Prefix::Active, id), &[]);
-            } else if old.is_some() {
-                // A new task has no entry to remove (a blocking send's task is new and
-                // terminal in its one write).
-                batch.remove(index::key(Prefix::Active, id));
-            }
-        }
         let previous = stored_value.as_ref().map(|v| v.events()).unwrap_or_default();
         let carried = self.event_writes(&record.task.id, &previous, events, &mut batch);
-        let deltas = counting.as_ref().map(|_| counters::on_write(record, old, stamp)).unwrap_or_default();
-        self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
         batch.insert(index::key(Prefix::Task, id), task_value::encode(stamp, record_json, &carried));
         batch.apply(&self.tasks, self.atomicity)?;
-        self.counters.hold(&self.tasks, &deltas)?;
-        drop(counting);
+        self.index.put(&task_index::Indexed::of(record, stamp), old);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
 }
@@ -383,16 +358,6 @@ impl SledStore {
         Ok(previous)
     }
 
-    /// Called once the write-ahead log replayed its tail into this store at open, before
-    /// anyone reads it: the keys of a step are applied one by one behind the log, and
-    /// the counters are not idempotent there, so they are rebuilt.
-    pub(crate) fn after_replay(&self) -> Result<(), StoreError> {
-        match self.atomicity {
-            Atomicity::Log => self.counters.rebuild(&self.tasks),
-            Atomicity::Batch => Ok(()),
-        }
-    }
-
     /// The generation (`last_event_seq`) and state of a task, with no owner check: what
     /// the log's writer compares a new version with. Read off the stamp and the end of
     /// the stored JSON, without decoding the record.
@@ -426,15 +391,8 @@ impl TaskStore for SledStore {
     }
 
     fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let prefix = match &query.context_id {
-            Some(ctx) => index::context_prefix(&query.owner, ctx),
-            None => index::time_prefix(&query.owner),
-        };
-        let page = index::page(&self.tasks, &prefix, query)?;
-        let total = match counters::counter_for(query) {
-            Some(counter) => self.counters.read(&self.tasks, &counter)?,
-            None => index::count(&self.tasks, &prefix, query)?,
-        };
+        let page = self.index.page(query);
+        let total = self.index.total(query);
         let mut records = Vec::with_capacity(page.ids.len());
         for id in &page.ids {
             // A task removed between the index scan and this read is simply skipped.
@@ -447,9 +405,7 @@ impl TaskStore for SledStore {
 
     fn tasks_in_states(&self, states: &[TaskState]) -> Result<Vec<TaskRecord>, StoreError> {
         let mut out = Vec::new();
-        for entry in self.tasks.scan_prefix([Prefix::Active as u8]) {
-            let (key, _) = entry?;
-            let id = String::from_utf8_lossy(&key[1..]).into_owned();
+        for id in self.index.active_ids() {
             if let Some(record) = self.get_task(Scope::Node, &id)? {
                 if states.contains(&record.state()) {
                     out.push(record);
@@ -466,9 +422,7 @@ impl TaskStore for SledStore {
     /// `db.flush()` writes sled's buffers out but only `sync_file_range`s them (sled
     /// 0.34.7 `sync_all`s only in its periodic flusher), so the files are `fsync`ed here:
     /// the log file `db`, `conf`, every blob, and the directories that name them.
-    /// Behind the log, the held counters are written first (`counters.rs`).
     fn flush(&self) -> Result<(), StoreError> {
-        self.counters.write_back(&self.tasks)?;
         self.db.flush()?;
         durable::sync_sled_files(&self.dir)
     }
@@ -478,7 +432,7 @@ impl TaskStore for SledStore {
     }
 
     fn visit_tasks(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
-        self.visit_index(visit)
+        self.index.visit(visit)
     }
 
     fn delete_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -519,8 +473,8 @@ pub(crate) fn open_retrying(dir: &Path) -> SledStore {
 }
 
 #[cfg(test)]
-mod counter_tests;
-#[cfg(test)]
 mod events_tests;
+#[cfg(test)]
+mod task_index_tests;
 #[cfg(test)]
 pub(crate) mod tests;

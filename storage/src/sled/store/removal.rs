@@ -1,26 +1,25 @@
-//! Removing tasks and sessions, and walking every task's index entry: what retention and
+//! Removing tasks and sessions, and counting what the store holds: what retention and
 //! `a2ad admin stats` need from the sled store.
 
 use super::index::{self, Prefix, Stamp};
+use super::task_index::Indexed;
 use super::writes::Writes;
-use super::{counters, SledStore};
-use crate::{ContextKey, Owner, StoreCounts, StoreError, TaskEntry, TaskRecord};
-use a2ad_protocol::TaskState;
+use super::SledStore;
+use crate::{ContextKey, StoreCounts, StoreError, TaskRecord};
 
-/// A prepared task removal: apply `batch` while holding it (it holds the owner's counter
-/// lock), then drop it; behind the log, [`Removal::apply`] does both and moves the held
-/// counters.
-pub(super) struct Removal<'a> {
+/// A prepared task removal: apply `batch` (and `sessions` first), then
+/// [`Removal::unindex`] it; [`Removal::apply`] does all three.
+pub(super) struct Removal {
     pub record: TaskRecord,
     pub batch: Writes,
     /// For the `sessions` tree, applied first: the chunks that referenced the task now
     /// hold its messages (`sessions.rs`, [`SledStore::unreference`]).
     pub sessions: Writes,
-    deltas: Vec<(Vec<u8>, i64)>,
-    _counting: std::sync::MutexGuard<'a, ()>,
+    /// The stamp the record was stored under, which its index entries hold.
+    stamp: Stamp,
 }
 
-impl Removal<'_> {
+impl Removal {
     /// Applies the rewrites of the chunks that referenced the task, ahead of the rest
     /// (which [`Removal::apply`] then does without them).
     pub fn apply_sessions(&mut self, store: &SledStore) -> Result<(), StoreError> {
@@ -32,26 +31,19 @@ impl Removal<'_> {
     /// record.
     pub fn apply(mut self, store: &SledStore) -> Result<TaskRecord, StoreError> {
         self.apply_sessions(store)?;
-        self.batch.apply(&store.tasks, store.atomicity)?;
-        store.counters.hold(&store.tasks, &self.deltas)?;
-        Ok(self.record)
+        std::mem::take(&mut self.batch).apply(&store.tasks, store.atomicity)?;
+        Ok(self.unindex(store))
+    }
+
+    /// Takes the removed task out of the store's indexes and counters, once its keys are
+    /// gone; returns its record.
+    pub fn unindex(self, store: &SledStore) -> TaskRecord {
+        store.index.remove(&Indexed::of(&self.record, self.stamp));
+        self.record
     }
 }
 
 impl SledStore {
-    pub(super) fn visit_index(&self, visit: &mut dyn FnMut(TaskEntry)) -> Result<(), StoreError> {
-        for entry in self.tasks.scan_prefix([Prefix::ByTime as u8]) {
-            let (key, value) = entry?;
-            let (owner, status_millis, task_id) = decode_time_key(&key[1..])?;
-            let state = value
-                .first()
-                .and_then(|n| TaskState::from_number(i64::from(*n)))
-                .ok_or_else(|| StoreError::Corrupt("index entry without a state".into()))?;
-            visit(TaskEntry { owner, task_id, status_millis, state });
-        }
-        Ok(())
-    }
-
     pub(super) fn remove_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let Some(removal) = self.removal_batch(task_id)? else {
             return Ok(None);
@@ -59,12 +51,12 @@ impl SledStore {
         removal.apply(self).map(Some)
     }
 
-    /// The `tasks`-tree batch that removes a task with every index entry, its event log
-    /// and its counts, the `sessions`-tree writes that keep its messages in its session,
-    /// and the record it removes; `None` when there is no such task. Both
+    /// The `tasks`-tree batch that removes a task with its event log, the `sessions`-tree
+    /// writes that keep its messages in its session, and the record it removes; `None`
+    /// when there is no such task. Both
     /// [`Self::remove_task`] and [`super::SledStore::settle_reply`] apply it, so whatever
     /// a removal must also update belongs here.
-    pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<Removal<'_>>, StoreError> {
+    pub(super) fn removal_batch(&self, task_id: &str) -> Result<Option<Removal>, StoreError> {
         let task_key = index::key(Prefix::Task, task_id.as_bytes());
         let Some(bytes) = self.tasks.get(&task_key)? else {
             return Ok(None);
@@ -72,31 +64,21 @@ impl SledStore {
         let record = Self::decode_task(&bytes)?;
         let mut sessions = Writes::default();
         self.unreference(&record, &mut sessions)?;
-        // The index keys and counters hold the stamp the record was stored under.
+        // The index entries hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
-        let millis = stamp.millis;
         // The record goes last, as in `put_task`: a removal a crash cut short is found
         // again by its replay, which removes the rest.
         let mut batch = Writes::default();
-        batch.remove(index::time_key(&record, millis));
-        batch.remove(index::context_key(&record, millis));
-        batch.remove(index::key(Prefix::Active, task_id.as_bytes()));
         for entry in self.tasks.scan_prefix(index::event_prefix(task_id)) {
             let (key, _) = entry?;
             batch.remove(key);
         }
-        // The counters are read and rewritten in the batch: the owner's lock is held until
-        // the caller has applied it, so that concurrent writers of that owner lose no count.
-        let counting = self.counters.lock(&record.owner);
-        let deltas = counters::removal(&record, stamp);
-        self.counters.add_to_batch(&self.tasks, &mut batch, &deltas)?;
         batch.remove(task_key);
-        Ok(Some(Removal { record, batch, sessions, deltas, _counting: counting }))
+        Ok(Some(Removal { record, batch, sessions, stamp }))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
-        let tasks_left = self.tasks.scan_prefix(index::context_prefix(&key.owner, &key.context_id)).next().is_some();
-        if tasks_left {
+        if self.index.has_tasks_in(&key.owner, &key.context_id) {
             return Ok(false);
         }
         let context = key.storage_key();
@@ -124,17 +106,4 @@ impl SledStore {
             session_messages: self.count_session_messages()?,
         })
     }
-}
-
-/// owner ‖ status ms ‖ task id, as the by-time index writes it.
-fn decode_time_key(rest: &[u8]) -> Result<(Owner, i64, String), StoreError> {
-    let corrupt = || StoreError::Corrupt("by-time index key".into());
-    let (owner, rest) = index::decode_owner(rest)?;
-    if rest.len() < 8 {
-        return Err(corrupt());
-    }
-    let (millis, id) = rest.split_at(8);
-    let millis = u64::from_be_bytes(millis.try_into().map_err(|_| corrupt())?);
-    let id = String::from_utf8(id.to_vec()).map_err(|_| corrupt())?;
-    Ok((owner, i64::try_from(millis).unwrap_or(i64::MAX), id))
 }

@@ -52,7 +52,7 @@ impl SledStore {
             Ok::<(), ConflictableTransactionError<()>>(())
         });
         match result {
-            Ok(()) => Ok(removal.map(|removal| removal.record)),
+            Ok(()) => Ok(removal.map(|removal| removal.unindex(self))),
             Err(TransactionError::Storage(e)) => Err(StoreError::Engine(e)),
             Err(TransactionError::Abort(())) => Err(StoreError::Corrupt("the reply's transaction was aborted".into())),
         }

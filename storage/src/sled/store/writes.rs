@@ -12,11 +12,9 @@
 //! sled writes its buffers when they fill, at any key, so a step applied before its
 //! record was durable could leave a prefix that no replay knows of (the crash harness
 //! caught exactly that once). A crash that cuts a durable step's keys short is mended by
-//! replaying the record, and
-//! every key of a step is a blind write of what the record says (the counters, the one
-//! read-modify-write, are rebuilt from the indexes after a replay:
-//! [`crate::SledStore::after_replay`]). So there the keys are applied one by one, in the
-//! order given, and sled's buffers fill before they are written. Without the log (admin
+//! replaying the record, and every key of a step is a blind write of what the record says
+//! (the task indexes and counters, which are not, live in memory: `task_index.rs`). So
+//! there the keys are applied one by one, in the order given, and sled's buffers fill before they are written. Without the log (admin
 //! commands on a stopped node, tests) a batch stays one atomic `sled::Batch`.
 
 use sled::IVec;

@@ -1,8 +1,9 @@
-//! The task counters behind `totalSize`: kept in step by writes and removals, equal to
-//! what a scan counts, rebuilt for a data dir that has none.
+//! The task indexes and counters in memory (`task_index.rs`): kept in step by writes and
+//! removals, equal to what a scan counts, built again from the task values at open, and
+//! the old stored indexes removed by the migration to format 6.
 
 use super::tests::record;
-use super::{counters, index, SledStore};
+use super::SledStore;
 use crate::TaskStoreExt;
 use crate::{Owner, TaskQuery, TaskStore};
 use a2ad_protocol::TaskState;
@@ -19,13 +20,21 @@ fn query(owner: &Owner, context: Option<&str>, state: Option<TaskState>) -> Task
     }
 }
 
-/// The total as the store answers it (from a counter) and as a scan of the index finds it.
+/// The total as the store answers it (from a counter where one answers) and as a walk of
+/// every page finds it.
 fn totals(store: &SledStore, query: &TaskQuery) -> (usize, usize) {
-    let prefix = match &query.context_id {
-        Some(context) => index::context_prefix(&query.owner, context),
-        None => index::time_prefix(&query.owner),
-    };
-    (store.list_tasks(query).unwrap().total, index::count(&store.tasks, &prefix, query).unwrap())
+    let total = store.list_tasks(query).unwrap().total;
+    let mut paged = query.clone();
+    paged.page_size = 7;
+    let mut seen = 0;
+    loop {
+        let page = store.list_tasks(&paged).unwrap();
+        seen += page.records.len();
+        match page.next_cursor {
+            Some(cursor) => paged.cursor = Some(cursor),
+            None => return (total, seen),
+        }
+    }
 }
 
 fn assert_total(store: &SledStore, query: &TaskQuery, expected: usize) {
@@ -58,6 +67,7 @@ fn counts_follow_puts_overwrites_state_changes_and_deletes() {
     assert_total(&store, &query(&al, None, None), 3);
     assert_total(&store, &query(&al, Some("c1"), None), 2);
     assert_total(&store, &query(&al, Some("c1"), Some(TaskState::Completed)), 1);
+    assert_eq!(store.tasks_in_states(&[TaskState::Working]).unwrap().len(), 2, "t2 and bo's t4");
 
     store.delete_task("t1").unwrap();
     store.delete_task("t1").unwrap(); // Twice: counted once.
@@ -69,46 +79,50 @@ fn counts_follow_puts_overwrites_state_changes_and_deletes() {
         store.delete_task(id).unwrap();
     }
     assert_total(&store, &query(&al, None, None), 0);
-    let counters_left = store.tasks.scan_prefix([b'n']).count();
-    assert_eq!(counters_left, 3, "counters at 0 are removed; only bo's three are left");
+    assert_total(&store, &query(&al, Some("c1"), None), 0);
+    let mut visited = Vec::new();
+    store.visit_tasks(&mut |entry| visited.push((entry.owner, entry.task_id, entry.state))).unwrap();
+    assert_eq!(visited, [(bo, "t4".to_owned(), TaskState::Working)]);
 }
 
+/// Nothing of the index is on disk: reopened, the store finds it all again in its task
+/// values, and a store of format 5 loses the index keys it kept in sled.
 #[test]
-fn missing_counters_are_rebuilt_from_the_indexes_at_open() {
+fn the_index_is_built_again_at_open_and_old_stored_indexes_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     let al = Owner { tenant: "acme".into(), principal: "al".into() };
     {
         let store = SledStore::open(dir.path()).unwrap();
         for i in 0..5 {
-            let state = if i % 2 == 0 { TaskState::Completed } else { TaskState::Failed };
+            let state = if i % 2 == 0 { TaskState::Completed } else { TaskState::Working };
             store.put_task(&record(&al, &format!("t{i}"), &format!("c{}", i % 2), state, 1000 + i), &[]).unwrap();
         }
-        // What a data dir from before counters looks like: indexes, no counter, no marker.
-        let mut batch = sled::Batch::default();
-        for key in store.tasks.iter().keys() {
-            let key = key.unwrap();
-            if matches!(key[0], b'n' | b'v') {
-                batch.remove(key);
-            }
+        // What a store of format 5 also held: index, active and counter keys.
+        for stale in [&b"s-stale"[..], b"c-stale", b"a-stale", b"n-stale"] {
+            store.tasks.insert(stale, &[1]).unwrap();
         }
-        store.tasks.apply_batch(batch).unwrap();
-        store.db.remove("format").unwrap();
-        assert_eq!(store.list_tasks(&query(&al, None, None)).unwrap().total, 0, "no counter yet");
+        store.db.insert("format", &5u32.to_be_bytes()).unwrap();
         store.flush().unwrap();
     }
     let store = super::open_retrying(dir.path());
     assert_total(&store, &query(&al, None, None), 5);
     assert_total(&store, &query(&al, None, Some(TaskState::Completed)), 3);
-    assert_total(&store, &query(&al, None, Some(TaskState::Failed)), 2);
+    assert_total(&store, &query(&al, None, Some(TaskState::Working)), 2);
     assert_total(&store, &query(&al, Some("c0"), None), 3);
     assert_total(&store, &query(&al, Some("c1"), None), 2);
+    let mut active: Vec<String> =
+        store.tasks_in_states(&[TaskState::Working]).unwrap().into_iter().map(|r| r.task.id).collect();
+    active.sort();
+    assert_eq!(active, ["t1", "t3"]);
+    let keys: Vec<u8> = store.tasks.iter().keys().map(|key| key.unwrap()[0]).collect();
+    assert!(keys.iter().all(|first| *first == b't'), "only task values are left: {keys:?}");
     assert_eq!(super::migrations::tests::stored_version(&store), super::migrations::FORMAT_VERSION);
 }
 
 #[test]
 fn concurrent_writers_of_one_owner_lose_no_count() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SledStore::open(dir.path()).unwrap());
+    let store = Arc::new(SledStore::open_behind_log(dir.path()).unwrap());
     let owner = Owner { tenant: "acme".into(), principal: "al".into() };
     let writers: Vec<_> = (0..4)
         .map(|w| {
@@ -164,28 +178,25 @@ fn pages_seek_to_the_cursor_and_filters_that_no_counter_answers_still_count() {
     assert_eq!((page.records.len(), page.total, page.next_cursor), (3, 3, None), "t03, t06, t09");
 }
 
+/// A value that cannot be read is left out of the index, and a later write of that task
+/// counts it once.
 #[test]
-fn behind_the_log_counters_are_held_until_the_flush_writes_them_back() {
+fn an_unreadable_value_is_left_out_and_counted_once_when_written_again() {
     let dir = tempfile::tempdir().unwrap();
-    let al = Owner { tenant: "acme".into(), principal: "al".into() };
-    let stored =
-        |store: &SledStore, counter: &[u8]| counters::Counters::new(false).read(&store.tasks, counter).unwrap();
+    let owner = Owner::anonymous();
     {
-        let store = SledStore::open_behind_log(dir.path()).unwrap();
-        store.put_task(&record(&al, "t1", "c1", TaskState::Working, 1000), &[]).unwrap();
-        store.put_task(&record(&al, "t2", "c1", TaskState::Working, 1001), &[]).unwrap();
-        store.put_task(&record(&al, "t1", "c1", TaskState::Completed, 1002), &[]).unwrap();
-        store.delete_task("t2").unwrap();
-        assert_total(&store, &query(&al, None, None), 1);
-        assert_total(&store, &query(&al, None, Some(TaskState::Completed)), 1);
-        assert_total(&store, &query(&al, None, Some(TaskState::Working)), 0);
-        let owner = counters::counter_key(&al, counters::Counter::Owner);
-        assert_eq!(stored(&store, &owner), 0, "held, not written per request");
+        let store = SledStore::open(dir.path()).unwrap();
+        store.put_task(&record(&owner, "good", "c", TaskState::Completed, 1000), &[]).unwrap();
+        let stamp = super::Stamp::of(&record(&owner, "bad", "c", TaskState::Working, 1001));
+        let mut value = stamp.encode().to_vec();
+        value.extend_from_slice(b"{\"owner\":");
+        store.tasks.insert(super::index::key(super::Prefix::Task, b"bad"), value).unwrap();
         store.flush().unwrap();
-        assert_eq!(stored(&store, &owner), 1, "written back by the flush");
     }
     let store = super::open_retrying(dir.path());
-    assert_total(&store, &query(&al, None, None), 1);
-    assert_total(&store, &query(&al, None, Some(TaskState::Completed)), 1);
-    assert_total(&store, &query(&al, Some("c1"), None), 1);
+    assert_total(&store, &query(&owner, None, None), 1);
+    store.put_task(&record(&owner, "bad", "c", TaskState::Working, 1001), &[]).unwrap();
+    assert_total(&store, &query(&owner, None, None), 2);
+    assert_total(&store, &query(&owner, None, Some(TaskState::Working)), 1);
+    assert_total(&store, &query(&owner, Some("c"), None), 2);
 }

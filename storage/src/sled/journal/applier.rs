@@ -20,7 +20,7 @@
 
 use super::step::{SessionStep, Step};
 use crate::sled::wal::{AfterSync, Lsn, Wal};
-use crate::{ContextKey, PushQueue, StoreError, TaskRecord, TaskStore, TaskStoreExt};
+use crate::{ContextKey, PushQueue, SledStore, StoreError, TaskRecord, TaskStore, TaskStoreExt};
 use a2ad_protocol::TaskState;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -170,14 +170,15 @@ impl Applier {
     pub fn apply(&self, step: &Step) -> Result<(), StoreError> {
         match step {
             Step::PutTask { record, record_json, events, jobs, session } => {
-                match self.apply_put(record, record_json, events, jobs) {
+                let held = session.as_ref().and_then(|step| SledStore::held_turn(&step.as_write(), record));
+                match self.apply_put(record, record_json, events, jobs, held) {
                     // The store holds a newer write of the task already (flushed after
-                    // this record): nothing to redo.
+                    // this record), which holds this turn too: nothing to redo.
                     Err(StoreError::Conflict { .. }) | Ok(()) => {}
                     Err(e) => return Err(e),
                 }
                 match session {
-                    Some(step) => self.inner.put_turn_session(step.as_write(), record),
+                    Some(step) => self.inner.put_turn_session(step.as_write(), held),
                     None => Ok(()),
                 }
             }
@@ -198,8 +199,9 @@ impl Applier {
         record_json: &[u8],
         events: &[crate::LoggedEvent],
         jobs: &[crate::PushJob],
+        held: Option<crate::sled::store::HeldTurn>,
     ) -> Result<(), StoreError> {
-        self.inner.put_task_json(record, record_json, events)?;
+        self.inner.put_task_json(record, record_json, events, held)?;
         if let (Some(queue), false) = (&self.queue, jobs.is_empty()) {
             crate::JobQueue::enqueue(queue, jobs)?;
         }

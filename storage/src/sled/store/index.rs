@@ -20,6 +20,9 @@ pub(super) enum Prefix {
     SessionMessage = b'h',
     /// One turn's messages a key (`sessions.rs`).
     SessionChunk = b'H',
+    /// Where a context's session was last pruned: its held turns before it are dropped
+    /// when the store opens (`sessions.rs`).
+    PrunedTo = b'P',
     /// Task counters: stores before format 6 only (removed as the indexes are).
     Counter = b'n',
     /// Facts about the store itself: only the `counters-v1` marker of stores from before

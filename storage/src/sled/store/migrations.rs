@@ -17,7 +17,7 @@ use super::sessions;
 use crate::StoreError;
 
 /// The format this a2ad writes and reads: the number of migrations it knows.
-pub(crate) const FORMAT_VERSION: u32 = 6;
+pub(crate) const FORMAT_VERSION: u32 = 7;
 
 /// The key of the version, in the default tree.
 const FORMAT_KEY: &[u8] = b"format";
@@ -40,13 +40,14 @@ pub(super) struct Trees<'a> {
 /// Every migration, oldest first; the last one's `to` is [`FORMAT_VERSION`]. Every store
 /// from before the version needs all of them; the one that may refuse a store goes first,
 /// so a refused store is left as it was.
-const MIGRATIONS: [Migration; 6] = [
+const MIGRATIONS: [Migration; 7] = [
     Migration { to: 1, what: "the event-id reservation tree removed", run: retire_reservations },
     Migration { to: 2, what: "session messages rewritten as one chunk per turn", run: message_keys_to_chunks },
     Migration { to: 3, what: "the counters-v1 marker removed", run: remove_counters_marker },
     Migration { to: 4, what: "long values and log records may be stored packed (LZ4)", run: allow_packed_values },
     Migration { to: 5, what: "session chunks may reference their task's messages", run: allow_task_references },
     Migration { to: 6, what: "task indexes and counters moved out of sled, into memory", run: drop_stored_indexes },
+    Migration { to: 7, what: "session chunks that referenced their task hold its messages", run: resolve_references },
 ];
 
 /// Reads the store's version and migrates it to [`FORMAT_VERSION`] (see the module
@@ -162,8 +163,8 @@ fn allow_task_references(_: &Trees<'_>) -> Result<(), StoreError> {
 /// 5 → 6: the by-time index (`s`), the by-context index (`c`), the active tasks (`a`) and
 /// the task counters (`n`) are no longer sled keys: they are built in memory from the task
 /// values at open (`task_index.rs`), because each key a step inserted cost more than its
-/// bytes. Their keys are removed, 1,000 a batch; a2ad before version 6 would find no
-/// index, and refuses the store instead.
+/// bytes (issue 35). Their keys are removed, 1,000 a batch; a2ad before version 6 would
+/// find no index, and refuses the store instead.
 fn drop_stored_indexes(trees: &Trees<'_>) -> Result<(), StoreError> {
     for prefix in [Prefix::ByTime, Prefix::ByContext, Prefix::Active, Prefix::Counter] {
         loop {
@@ -180,6 +181,15 @@ fn drop_stored_indexes(trees: &Trees<'_>) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// 6 → 7: a session turn that its task holds has no chunk, only a line in the task's value
+/// (`sessions.rs`, for the same reason as version 6). The chunks that referenced their task
+/// (`TASK_REF` in `sessions.rs`) are rewritten holding its messages, as chunks of turns no task
+/// holds are. a2ad before version 7 would read a task value that lists turns as damaged,
+/// and refuses the store instead.
+fn resolve_references(trees: &Trees<'_>) -> Result<(), StoreError> {
+    sessions::resolve_task_references(trees.tasks, trees.sessions)
 }
 
 #[cfg(test)]

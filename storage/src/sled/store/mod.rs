@@ -21,7 +21,9 @@
 //! `sessions` (`sessions.rs`):
 //! * `m` ‖ owner ‖ context id → [`SessionRecord`] metadata as JSON.
 //! * `H` ‖ owner ‖ context id ‖ first sequence ‖ count → one turn's messages, with the
-//!   metadata after them; the chunks holding the last `history_limit` are kept.
+//!   metadata after them; the chunks holding the last `history_limit` are kept. A turn
+//!   whose messages end its task's history has no chunk: the task's value lists it.
+//! * `P` ‖ owner ‖ context id → where the session was last pruned.
 //!
 //! The default tree holds `format` → the store's format version; opening a store from
 //! before it, or of an older version, migrates it (`migrations.rs`, the one place that
@@ -57,6 +59,7 @@ use crate::{
 use a2ad_protocol::{Message, TaskState};
 use index::{Prefix, Stamp};
 use std::path::Path;
+pub(crate) use task_value::HeldTurn;
 use writes::{Atomicity, Writes};
 
 /// The sled-backed [`TaskStore`].
@@ -181,7 +184,7 @@ impl SledStore {
         let tasks = db.open_tree("tasks")?;
         let sessions = db.open_tree("sessions")?;
         migrations::run(&migrations::Trees { db: &db, tasks: &tasks, sessions: &sessions }, !db.was_recovered())?;
-        let index = task_index::TaskIndex::build(&tasks)?;
+        let index = task_index::TaskIndex::build(&tasks, &sessions)?;
         Ok(SledStore {
             tasks,
             sessions,
@@ -264,7 +267,7 @@ fn unknown_owner_value() -> &'static [u8] {
     VALUE.get_or_init(|| {
         let filler = r#"{"kind":"text","text":"an echo turn's message, part and artifact"},"#.repeat(30);
         let record = [&UNKNOWN_OWNER[..UNKNOWN_OWNER.len() - 1], br#","task":["#, filler.as_bytes(), b"{}]}"].concat();
-        task_value::encode(Stamp { millis: 0, state: 0 }, &record, &[])
+        task_value::encode(Stamp { millis: 0, state: 0 }, &record, &[], &[])
     })
 }
 
@@ -295,6 +298,7 @@ impl SledStore {
         record: &TaskRecord,
         record_json: &[u8],
         events: &[LoggedEvent],
+        turn: Option<HeldTurn>,
     ) -> Result<Option<TaskState>, StoreError> {
         let id = record.task.id.as_bytes();
         let stamp = Stamp::of(record);
@@ -314,9 +318,19 @@ impl SledStore {
         let mut batch = Writes::default();
         let previous = stored_value.as_ref().map(|v| v.events()).unwrap_or_default();
         let carried = self.event_writes(&record.task.id, &previous, events, &mut batch);
-        batch.insert(index::key(Prefix::Task, id), task_value::encode(stamp, record_json, &carried));
+        let mut turns = stored_value.as_ref().map(|v| v.turns().to_vec()).unwrap_or_default();
+        if let Some(turn) = turn {
+            // A replayed step holds its turn once.
+            turns.retain(|held| held.first < turn.first);
+            turns.push(turn);
+        }
+        batch.insert(index::key(Prefix::Task, id), task_value::encode(stamp, record_json, &carried, &turns));
         batch.apply(&self.tasks, self.atomicity)?;
-        self.index.put(&task_index::Indexed::of(record, stamp), old);
+        let indexed = task_index::Indexed::of(record, stamp);
+        self.index.put(&indexed, old);
+        if let Some(turn) = turn {
+            self.index.hold_turn(&indexed, turn);
+        }
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
 }
@@ -333,15 +347,19 @@ impl SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<(), StoreError> {
-        self.session_batch(session, appended, history_limit, None)?.apply(&self.sessions, self.atomicity)?;
+        self.session_batch(session, appended, history_limit, false)?.apply(&self.sessions, self.atomicity)?;
         Ok(())
     }
 
-    /// [`SledStore::put_session`] for the session write of a step that also writes
-    /// `task`, applied after it: the turn's chunk references the task's messages when it
-    /// can (`sessions.rs`) instead of holding a second copy.
-    pub(crate) fn put_turn_session(&self, write: crate::SessionWrite<'_>, task: &TaskRecord) -> Result<(), StoreError> {
-        let writes = self.session_batch(write.session, write.appended, write.history_limit, Some(task))?;
+    /// [`SledStore::put_session`] for the session write of a step that also writes a
+    /// task, applied after it. `held` is the turn that task holds, if it does
+    /// ([`SledStore::held_turn`]): then the session writes no chunk for it.
+    pub(crate) fn put_turn_session(
+        &self,
+        write: crate::SessionWrite<'_>,
+        held: Option<HeldTurn>,
+    ) -> Result<(), StoreError> {
+        let writes = self.session_batch(write.session, write.appended, write.history_limit, held.is_some())?;
         writes.apply(&self.sessions, self.atomicity)?;
         Ok(())
     }
@@ -351,9 +369,10 @@ impl SledStore {
     fn write(&self, step: crate::Step<'_>) -> Result<crate::Replaced, StoreError> {
         crate::refuse_jobs_without_queue(false, &step.jobs)?;
         let json = serde_json::to_vec(step.record).map_err(corrupt)?;
-        let previous = self.put_task_json(step.record, &json, step.events)?;
+        let held = step.session.as_ref().and_then(|write| Self::held_turn(write, step.record));
+        let previous = self.put_task_json(step.record, &json, step.events, held)?;
         if let Some(write) = step.session {
-            self.put_turn_session(write, step.record)?;
+            self.put_turn_session(write, held)?;
         }
         Ok(previous)
     }

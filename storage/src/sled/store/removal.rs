@@ -3,6 +3,7 @@
 
 use super::index::{self, Prefix, Stamp};
 use super::task_index::Indexed;
+use super::task_value::{self, HeldTurn};
 use super::writes::Writes;
 use super::SledStore;
 use crate::{ContextKey, StoreCounts, StoreError, TaskRecord};
@@ -17,6 +18,8 @@ pub(super) struct Removal {
     pub sessions: Writes,
     /// The stamp the record was stored under, which its index entries hold.
     stamp: Stamp,
+    /// The session turns its value held.
+    turns: Vec<HeldTurn>,
 }
 
 impl Removal {
@@ -38,7 +41,7 @@ impl Removal {
     /// Takes the removed task out of the store's indexes and counters, once its keys are
     /// gone; returns its record.
     pub fn unindex(self, store: &SledStore) -> TaskRecord {
-        store.index.remove(&Indexed::of(&self.record, self.stamp));
+        store.index.remove(&Indexed::of(&self.record, self.stamp), &self.turns);
         self.record
     }
 }
@@ -62,10 +65,11 @@ impl SledStore {
             return Ok(None);
         };
         let record = Self::decode_task(&bytes)?;
-        let mut sessions = Writes::default();
-        self.unreference(&record, &mut sessions)?;
         // The index entries hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
+        let turns = task_value::parse(&bytes).map(|value| value.turns().to_vec()).unwrap_or_default();
+        let mut sessions = Writes::default();
+        self.unreference(&Indexed::of(&record, stamp), &record, &turns, &mut sessions)?;
         // The record goes last, as in `put_task`: a removal a crash cut short is found
         // again by its replay, which removes the rest.
         let mut batch = Writes::default();
@@ -74,7 +78,7 @@ impl SledStore {
             batch.remove(key);
         }
         batch.remove(task_key);
-        Ok(Some(Removal { record, batch, sessions, stamp }))
+        Ok(Some(Removal { record, batch, sessions, stamp, turns }))
     }
 
     pub(super) fn remove_session_if_unused(&self, key: &ContextKey) -> Result<bool, StoreError> {
@@ -86,8 +90,12 @@ impl SledStore {
         let had_session = self.sessions.contains_key(&meta)?;
         let mut batch = Writes::default();
         self.remove_chunks(&context, &mut batch)?;
+        batch.remove(index::key(Prefix::PrunedTo, &context));
         batch.remove(meta);
         batch.apply(&self.sessions, self.atomicity)?;
+        // None are left with no task; but a turn the index holds that no task lists any
+        // more must not outlive the session.
+        self.index.drop_turns_before(&context, u64::MAX);
         Ok(had_session)
     }
 

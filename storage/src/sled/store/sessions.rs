@@ -1,35 +1,42 @@
-//! A context's session in the `sessions` tree: one chunk key per turn.
+//! A context's session in the `sessions` tree, one chunk key per turn, but for the turns
+//! that their tasks hold.
 //!
 //! * `m` ‖ context → the [`SessionRecord`] metadata as JSON: written when the session's
 //!   first messages are (it marks that the session exists, for retention and
-//!   `a2ad admin`), and by a write that writes no chunk (no message, or a limit of 0). It may be older than the
-//!   newest chunk's metadata, which then wins (see [`SledStore::load_session`]).
+//!   `a2ad admin`), and by a write that writes no chunk (no message, or a limit of 0). It
+//!   may be older than the newest turn's metadata, which then wins (see
+//!   [`SledStore::load_session`]).
 //! * `H` ‖ context ‖ first sequence (BE u64) ‖ message count (BE u32) → one turn's
-//!   appended messages, in one of two forms:
-//!   * the messages, with the session's metadata as it stood after them:
-//!     `{"session":…,"messages":[…]}`, packed when long (`sled/packed.rs`);
-//!   * a reference, [`TASK_REF`] ‖ position (BE u32) ‖ task id: the turn's messages are
-//!     the task's history from that position on, and the metadata after them is the `m`
-//!     record's with this task as the latest and the key's end as the message count
-//!     (the fields a turn changes; the agent and the working directory are bound by the
-//!     first turn, whose chunk also writes `m`). Written when the step that ends the turn
-//!     writes that task with those very messages at the end of its history
-//!     ([`turn_in_task`]): the usual turn that ends with a task, every echo turn among
-//!     them. Any other turn keeps a chunk of the first form.
+//!   appended messages, with the session's metadata as it stood after them:
+//!   `{"session":…,"messages":[…]}`, packed when long (`sled/packed.rs`).
+//! * A **held turn** has no key here: the step that ends it writes a task whose history
+//!   ends with exactly the turn's messages, and the session names that task as its latest
+//!   ([`turn_in_task`]): the usual turn that ends with a task, every echo turn among them.
+//!   The task's value lists the turn ([`HeldTurn`]: its first message number, its count,
+//!   where its messages start in the history), and the store's in-memory index keeps every
+//!   context's held turns (`task_index.rs`), built from the task values at open. The
+//!   metadata after a held turn is the `m` record's with that task as the latest and the
+//!   turn's end as the message count (the fields a turn changes; the agent and the working
+//!   directory are bound by the first turn, which also writes `m`).
 //!
-//!   The key's count says where the chunk ends, so the history limit drops whole chunks
-//!   without decoding them; a chunk that straddles the limit stays, and reads cut it.
-//!   Chunks past the limit are dropped every few turns, not every turn ([`PRUNE_EVERY`]).
+//! * `P` ‖ context → the first message number of the kept history (BE u64) when the
+//!   session was last pruned.
 //!
-//! Why references (issue 35): a chunk was the second copy of a turn's messages, beside
-//! the task's history written in the same step, and sled's bytes follow its values'
-//! sizes (each insert, then the leaf's rewrites at splits). An echo turn's chunk of
-//! ~300 packed bytes cost ~2.7 KB written and the reference ~1 KB
-//! (`cargo bench -p a2ad-storage --bench apply`). What it costs: a session read (an
-//! evicted context coming back) reads the tasks its chunks name, each once; and removing
-//! a task (retention, a deletion, a settled reply) first rewrites the chunks that
-//! reference it as chunks holding its messages ([`SledStore::unreference`]), so a
-//! session never loses messages to a removal.
+//! The history limit drops whole chunks by their keys' counts, and the held turns wholly
+//! before it from the index; a chunk that straddles the limit stays, and reads cut it.
+//! Both are dropped every few turns, not every turn ([`PRUNE_EVERY`]), which `P` records:
+//! a task value still lists a turn that pruning dropped, and the index built at open leaves
+//! out the turns before `P`. A read stops at the first turn wholly before the limit.
+//!
+//! Why held turns (issue 35): a chunk was a second copy of a turn's messages, beside the
+//! task's history written in the same step. From 2026-12-06 08:50 a chunk could reference
+//! the task instead of copying it, but a sled key costs 8–20 µs and ~1 KB written whatever
+//! its value (sled splits a leaf every 8 right-edge inserts and rewrites its parent): that
+//! one key was ~12 % of the durable node's CPU. Now a held turn costs 16 bytes in the task
+//! value that the step writes anyway. What it costs: a session read (an evicted context
+//! coming back) reads the tasks its turns name, each once; and removing a task (retention,
+//! a deletion, a settled reply) first writes each turn it still holds as a chunk with its
+//! messages ([`SledStore::unreference`]), so a session never loses messages to a removal.
 //!
 //! Why chunks: with one key per message and the metadata in its own key, a turn cost five
 //! sled writes (the metadata, two messages, two removals past the limit), and sled's
@@ -38,19 +45,24 @@
 //! and, at the limit, about one removal.
 //!
 //! Stores written before 2026-12-03 kept one key per message; opening one rewrites those
-//! as one-message chunks without metadata (`migrations.rs`).
+//! as one-message chunks without metadata (`migrations.rs`). Stores of formats 5 and 6
+//! may hold chunks that reference their task ([`TASK_REF`]); the migration to format 7
+//! writes the messages into them ([`resolve_task_references`]).
 
 use super::index::{self, Prefix};
+use super::task_index::{Indexed, TurnIn};
+use super::task_value::HeldTurn;
 use super::writes::Writes;
 use super::{corrupt, SledStore};
 use crate::sled::packed;
-use crate::{ContextKey, Scope, SessionRecord, StoreError, TaskRecord, TaskStoreExt};
+use crate::{ContextKey, Scope, SessionRecord, SessionWrite, StoreError, TaskRecord, TaskStoreExt};
 use a2ad_protocol::Message;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// The first byte of a chunk that references its task's messages: a chunk is otherwise
-/// JSON (`{`) or packed JSON ([`packed::LZ4`]).
+/// The first byte of a chunk that references its task's messages, in stores of format 5 or 6
+/// (a chunk is otherwise JSON, `{`, or packed JSON, [`packed::LZ4`]): ‖ position (BE u32)
+/// ‖ task id. The migration to format 6 resolves them ([`resolve_task_references`]).
 const TASK_REF: u8 = 3;
 
 /// What a chunk holds, as written.
@@ -107,17 +119,34 @@ fn prune_due(first_new: u64, count: u64, history_limit: u64) -> bool {
 }
 
 impl SledStore {
+    /// The turn that `task`, written by the same step as `write`, holds: when the turn
+    /// appends messages within the history limit and they are the end of that task's
+    /// history ([`turn_in_task`]). The step's task value then lists it, and the session
+    /// writes no chunk for it.
+    pub(crate) fn held_turn(write: &SessionWrite<'_>, task: &TaskRecord) -> Option<HeldTurn> {
+        let (session, appended) = (write.session, write.appended);
+        let count = u32::try_from(appended.len()).ok()?;
+        let first = session.message_count.checked_sub(u64::from(count))?;
+        let keep_from = session.message_count.saturating_sub(write.history_limit as u64);
+        if count == 0 || session.message_count <= keep_from {
+            return None;
+        }
+        let from = turn_in_task(session, appended, task)?;
+        Some(HeldTurn { first, count, from })
+    }
+
     /// The writes of [`crate::SledStore::put_session`]: the turn's chunk (or the metadata,
     /// when nothing is appended), and, when [`prune_due`], the removal of the chunks wholly
     /// past the last `history_limit` messages (found by reading the context's oldest chunk
-    /// keys). `task` is the task the same step writes, if any: the chunk references its
-    /// messages when it can ([`turn_in_task`]).
+    /// keys). `held`: the step's task holds the turn ([`SledStore::held_turn`]), so there
+    /// is no chunk to write. A due pruning drops the context's held turns past the limit
+    /// from the index at once: reads cut them anyway.
     pub(super) fn session_batch(
         &self,
         session: &SessionRecord,
         appended: &[Message],
         history_limit: usize,
-        task: Option<&TaskRecord>,
+        held: bool,
     ) -> Result<Writes, StoreError> {
         let context = session.key.storage_key();
         let count = session.message_count;
@@ -130,12 +159,9 @@ impl SledStore {
             let meta = index::key(Prefix::SessionMeta, &context);
             batch.insert(meta, serde_json::to_vec(session).map_err(corrupt)?);
         }
-        if chunked {
+        if chunked && !held {
             let len = u32::try_from(appended.len()).map_err(|_| StoreError::Corrupt("a turn of 4G messages".into()))?;
-            let value = match task.and_then(|task| turn_in_task(session, appended, task)) {
-                Some((from, task_id)) => encode_ref(from, task_id),
-                None => packed::pack(serde_json::to_vec(&ChunkOut { session, messages: appended }).map_err(corrupt)?),
-            };
+            let value = packed::pack(serde_json::to_vec(&ChunkOut { session, messages: appended }).map_err(corrupt)?);
             batch.insert(chunk_key(&context, first_new, len), value);
         }
         if keep_from == 0 || !prune_due(first_new, count, history_limit as u64) {
@@ -146,6 +172,8 @@ impl SledStore {
             // CPU under the core load, whose 64 contexts are all past the limit).
             return Ok(batch);
         }
+        self.index.drop_turns_before(&context, keep_from);
+        batch.insert(index::key(Prefix::PrunedTo, &context), &keep_from.to_be_bytes());
         for entry in self.sessions.scan_prefix(chunk_prefix(&context)) {
             let (key, _) = entry?;
             let (first, len) = chunk_span(&key)?;
@@ -157,8 +185,10 @@ impl SledStore {
         Ok(batch)
     }
 
-    /// The session of `key` with its last `history_limit` messages: the metadata is the
-    /// newest of the `m` record and the newest chunk's (by message count).
+    /// The session of `key` with its last `history_limit` messages: its chunks and its
+    /// held turns, newest first, down to the limit (a turn wholly before it is not read,
+    /// even when a gap in the message numbers left fewer messages); the metadata is the
+    /// newest of the `m` record and the newest turn's (by message count).
     pub(super) fn load_session(
         &self,
         key: &ContextKey,
@@ -168,25 +198,31 @@ impl SledStore {
         let Some(bytes) = self.sessions.get(index::key(Prefix::SessionMeta, &context))? else {
             return Ok(None);
         };
-        let mut session: SessionRecord =
+        let meta: SessionRecord =
             serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt(format!("session record: {e}")))?;
+        let mut turns = NewestFirst {
+            chunks: self.sessions.scan_prefix(chunk_prefix(&context)).rev(),
+            next_chunk: None,
+            held: self.index.turns_of(&context),
+        };
+        let mut session = meta.clone();
         let mut newest_first: Vec<Vec<Message>> = Vec::new();
-        let (mut held, mut newest) = (0, true);
+        let mut keep_from = None;
         let mut histories = TaskHistories::default();
-        for entry in self.sessions.scan_prefix(chunk_prefix(&context)).rev() {
-            if held >= history_limit && !newest {
+        while let Some(turn) = turns.next()? {
+            if keep_from.is_some_and(|keep_from| turn.end() <= keep_from) {
                 break;
             }
-            let (key, value) = entry?;
-            let (meta, messages) = match value.first() {
-                Some(&TASK_REF) => self.referenced_turn(&session, &key, &value, &mut histories)?,
-                _ => decode_chunk(&value)?,
+            let (after, messages) = match turn {
+                Turn::Chunk { value, .. } => decode_chunk(&value)?,
+                Turn::Held(first, turn) => self.read_held_turn(&meta, &context, first, &turn, &mut histories)?,
             };
-            if let Some(meta) = meta.filter(|m| newest && m.message_count > session.message_count) {
-                session = meta;
+            if let Some(after) =
+                after.filter(|after| keep_from.is_none() && after.message_count > session.message_count)
+            {
+                session = after;
             }
-            newest = false;
-            held += messages.len();
+            keep_from.get_or_insert(session.message_count.saturating_sub(history_limit as u64));
             newest_first.push(messages);
         }
         let mut history: crate::History = newest_first.into_iter().rev().flatten().collect();
@@ -196,56 +232,50 @@ impl SledStore {
         Ok(Some(session))
     }
 
-    /// A referencing chunk's metadata (`meta`, the `m` record's, with the chunk's task
-    /// and count) and messages, read from its task's history.
+    /// A held turn's metadata (`meta`, the `m` record's, with the turn's task and end)
+    /// and messages, read from its task's history.
     ///
-    /// A task no longer stored: a removal rewrites the chunks that reference a task before
+    /// A task no longer stored: a removal writes the turns a task holds as chunks before
     /// it removes it ([`SledStore::unreference`]), on the log's thread, while this read may
-    /// run on an actor's. So the chunk is read again: a removal that ran since this read
-    /// began has left it holding the messages. Still a reference, it is damage, and the
+    /// run on an actor's. So the turn's chunk is read: a removal that ran since this read
+    /// took the held turns has written it. Without one, the task is lost (damage), and the
     /// turn reads as no messages.
-    fn referenced_turn(
+    fn read_held_turn(
         &self,
         meta: &SessionRecord,
-        key: &[u8],
-        value: &[u8],
+        context: &[u8],
+        first: u64,
+        turn: &TurnIn,
         histories: &mut TaskHistories,
     ) -> Result<(Option<SessionRecord>, Vec<Message>), StoreError> {
-        let (first, count) = chunk_span(key)?;
-        let (from, task_id) = decode_ref(value)?;
-        let after = session_after(meta, task_id, first + count);
-        if let Some(history) = histories.of(self, task_id, &meta.key)? {
-            return Ok((Some(after), referenced(history, from, count, task_id)?.to_vec()));
+        let count = u64::from(turn.count);
+        let after = session_after(meta, &turn.task_id, first + count);
+        if let Some(history) = histories.of(self, &turn.task_id, &meta.key)? {
+            return Ok((Some(after), referenced(history, turn.from, count, &turn.task_id)?.to_vec()));
         }
-        match self.sessions.get(key)? {
-            Some(again) if again.first() != Some(&TASK_REF) => decode_chunk(&again),
-            _ => Ok((Some(after), Vec::new())),
+        match self.sessions.get(chunk_key(context, first, turn.count))? {
+            Some(chunk) => decode_chunk(&chunk),
+            None => Ok((Some(after), Vec::new())),
         }
     }
 
-    /// Adds to `batch` (for the `sessions` tree) the rewrite of every chunk that
-    /// references `record`, the task a removal is about to remove, into a chunk that
-    /// holds its messages: so removing a task (retention, a deletion, a settled reply)
-    /// never takes messages out of a session, as before chunks referenced tasks. Scans
-    /// the context's chunks (at most about the history limit's worth of turns).
-    pub(super) fn unreference(&self, record: &TaskRecord, batch: &mut Writes) -> Result<(), StoreError> {
-        if record.task.history.is_empty() {
+    /// Adds to `batch` (for the `sessions` tree) a chunk holding the messages of each turn
+    /// that `record`, the task a removal is about to remove, still holds (`turns` are those
+    /// its value lists; the pruned ones are past the history limit): so removing a task
+    /// (retention, a deletion, a settled reply) never takes messages out of a session.
+    pub(super) fn unreference(
+        &self,
+        task: &Indexed<'_>,
+        record: &TaskRecord,
+        turns: &[HeldTurn],
+        batch: &mut Writes,
+    ) -> Result<(), StoreError> {
+        let held = self.index.still_held(task, turns);
+        if held.is_empty() {
             return Ok(());
         }
         let context = ContextKey::new(record.owner.clone(), record.task.context_id.clone()).storage_key();
-        let mut referencing = Vec::new();
-        for entry in self.sessions.scan_prefix(chunk_prefix(&context)) {
-            let (key, value) = entry?;
-            let reference = (value.first() == Some(&TASK_REF)).then(|| decode_ref(&value).ok()).flatten();
-            if let Some((from, _)) = reference.filter(|(_, task_id)| *task_id == record.task.id) {
-                referencing.push((key, from));
-            }
-        }
-        let meta = match referencing.is_empty() {
-            true => None,
-            false => self.sessions.get(index::key(Prefix::SessionMeta, &context))?,
-        };
-        let Some(meta) = meta else { return Ok(()) };
+        let Some(meta) = self.sessions.get(index::key(Prefix::SessionMeta, &context))? else { return Ok(()) };
         // Damage here is left as it is, with a warning: a removal that failed on it would
         // stay at the head of the log's queue and hold back every step behind it.
         let meta: SessionRecord = match serde_json::from_slice(&meta) {
@@ -255,18 +285,15 @@ impl SledStore {
                 return Ok(());
             }
         };
-        for (key, from) in referencing {
-            let (first, count) = chunk_span(&key)?;
-            let session = session_after(&meta, &record.task.id, first + count);
-            let messages = match referenced(&record.task.history, from, count, &record.task.id) {
-                Ok(messages) => messages,
-                Err(e) => {
-                    tracing::warn!("{e}");
-                    continue;
+        for turn in held {
+            let session = session_after(&meta, &record.task.id, turn.first + u64::from(turn.count));
+            match referenced(&record.task.history, turn.from, u64::from(turn.count), &record.task.id) {
+                Ok(messages) => {
+                    let json = serde_json::to_vec(&ChunkOut { session: &session, messages }).map_err(corrupt)?;
+                    batch.insert(chunk_key(&context, turn.first, turn.count), packed::pack(json));
                 }
-            };
-            let json = serde_json::to_vec(&ChunkOut { session: &session, messages }).map_err(corrupt)?;
-            batch.insert(key, packed::pack(json));
+                Err(e) => tracing::warn!("{e}"),
+            }
         }
         Ok(())
     }
@@ -279,9 +306,9 @@ impl SledStore {
         Ok(())
     }
 
-    /// How many messages the stored chunks hold (read off their keys).
+    /// How many messages the stored chunks (read off their keys) and the held turns hold.
     pub(super) fn count_session_messages(&self) -> Result<u64, StoreError> {
-        let mut messages = 0;
+        let mut messages = self.index.held_messages();
         for entry in self.sessions.scan_prefix([Prefix::SessionChunk as u8]) {
             messages += chunk_span(&entry?.0)?.1;
         }
@@ -289,10 +316,113 @@ impl SledStore {
     }
 }
 
+/// One turn of a session read: a chunk's value, or a held turn.
+enum Turn {
+    Chunk { end: u64, value: sled::IVec },
+    Held(u64, TurnIn),
+}
+
+impl Turn {
+    /// The number after its last message.
+    fn end(&self) -> u64 {
+        match self {
+            Turn::Chunk { end, .. } => *end,
+            Turn::Held(first, turn) => first + u64::from(turn.count),
+        }
+    }
+}
+
+/// A context's chunks and held turns merged, newest first. A turn both held and written
+/// as a chunk (a removal ran between the two reads) is the chunk.
+struct NewestFirst<I> {
+    chunks: I,
+    /// The newest chunk not yet taken: its first message number, its end and its value.
+    next_chunk: Option<(u64, u64, sled::IVec)>,
+    /// Oldest first, taken from the end.
+    held: Vec<(u64, TurnIn)>,
+}
+
+impl<I: Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>> NewestFirst<I> {
+    fn next(&mut self) -> Result<Option<Turn>, StoreError> {
+        if self.next_chunk.is_none() {
+            if let Some(entry) = self.chunks.next() {
+                let (key, value) = entry?;
+                let (first, count) = chunk_span(&key)?;
+                self.next_chunk = Some((first, first + count, value));
+            }
+        }
+        let chunk_first = self.next_chunk.as_ref().map(|(first, _, _)| *first);
+        let newest_held = self.held.last().map(|(first, _)| *first);
+        let take_chunk = match (chunk_first, newest_held) {
+            (None, None) => return Ok(None),
+            (Some(chunk), Some(held)) => chunk >= held,
+            (chunk, _) => chunk.is_some(),
+        };
+        if !take_chunk {
+            return Ok(self.held.pop().map(|(first, turn)| Turn::Held(first, turn)));
+        }
+        if chunk_first == newest_held {
+            self.held.pop();
+        }
+        Ok(self.next_chunk.take().map(|(_, end, value)| Turn::Chunk { end, value }))
+    }
+}
+
+/// 6 → 7 (`migrations.rs`): each chunk that references its task's messages ([`TASK_REF`])
+/// is rewritten holding them, with the metadata a read derived for it; one whose task is
+/// gone, damaged or of another context read as no messages, and is removed. 1,000 a batch.
+pub(super) fn resolve_task_references(tasks: &sled::Tree, sessions: &sled::Tree) -> Result<(), StoreError> {
+    let mut from: Vec<u8> = vec![Prefix::SessionChunk as u8];
+    loop {
+        let mut batch = sled::Batch::default();
+        let mut last = None;
+        for entry in sessions.range(from.clone()..).take(1000) {
+            let (key, value) = entry?;
+            if key.first() != Some(&(Prefix::SessionChunk as u8)) {
+                break;
+            }
+            if value.first() == Some(&TASK_REF) {
+                match resolved(tasks, sessions, &key, &value)? {
+                    Some(chunk) => batch.insert(key.clone(), chunk),
+                    None => batch.remove(key.clone()),
+                }
+            }
+            last = Some(key);
+        }
+        let Some(last) = last else { return Ok(()) };
+        sessions.apply_batch(batch)?;
+        from = last.to_vec();
+        from.push(0);
+    }
+}
+
+/// A referencing chunk as a chunk holding its messages; `None` when it cannot be.
+fn resolved(
+    tasks: &sled::Tree,
+    sessions: &sled::Tree,
+    key: &[u8],
+    value: &[u8],
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let (first, count) = chunk_span(key)?;
+    let context = &key[1..key.len() - 12];
+    let Ok((from, task_id)) = decode_ref(value) else { return Ok(None) };
+    let Some(task) = tasks.get(index::key(Prefix::Task, task_id.as_bytes()))? else { return Ok(None) };
+    let Some(meta) = sessions.get(index::key(Prefix::SessionMeta, context))? else { return Ok(None) };
+    let (Ok(record), Ok(meta)) = (SledStore::decode_task(&task), serde_json::from_slice::<SessionRecord>(&meta)) else {
+        return Ok(None);
+    };
+    if record.context_key().storage_key() != context {
+        return Ok(None);
+    }
+    let Ok(messages) = referenced(&record.task.history, from, count, task_id) else { return Ok(None) };
+    let session = session_after(&meta, task_id, first + count);
+    Ok(Some(packed::pack(serde_json::to_vec(&ChunkOut { session: &session, messages }).map_err(corrupt)?)))
+}
+
 /// Where a turn's `appended` messages are in the history of `task`, the task its step
-/// writes: `(position, task id)` when the session names `task` as its latest and the
-/// history ends with exactly those messages, so a chunk may reference them.
-fn turn_in_task<'a>(session: &SessionRecord, appended: &[Message], task: &'a TaskRecord) -> Option<(u32, &'a str)> {
+/// writes: their position, when the session names `task` as its latest and the history
+/// ends with exactly those messages, so the task holds the turn.
+fn turn_in_task(session: &SessionRecord, appended: &[Message], task: &TaskRecord) -> Option<u32> {
     let id = task.task.id.as_str();
     let same_context = session.key.owner == task.owner && session.key.context_id == task.task.context_id;
     if !same_context || session.last_task_id.as_deref() != Some(id) {
@@ -300,7 +430,7 @@ fn turn_in_task<'a>(session: &SessionRecord, appended: &[Message], task: &'a Tas
     }
     let history = &task.task.history;
     let from = history.len().checked_sub(appended.len())?;
-    (history[from..] == *appended).then_some((u32::try_from(from).ok()?, id))
+    (history[from..] == *appended).then_some(u32::try_from(from).ok()?)
 }
 
 /// A chunk that holds its messages: its metadata (none in a migrated chunk) and messages.
@@ -311,28 +441,19 @@ fn decode_chunk(value: &[u8]) -> Result<(Option<SessionRecord>, Vec<Message>), S
     Ok((chunk.session, chunk.messages))
 }
 
-/// The session's metadata after a referencing chunk: the `m` record's, with the chunk's
-/// task as the latest and the chunk's end as the message count.
+/// The session's metadata after a held turn: the `m` record's, with the turn's task as the
+/// latest and the turn's end as the message count.
 fn session_after(meta: &SessionRecord, task_id: &str, message_count: u64) -> SessionRecord {
     SessionRecord { last_task_id: Some(task_id.to_owned()), message_count, history: Default::default(), ..meta.clone() }
 }
 
-/// The `count` messages from `from` of a task's history that a chunk references; fewer
-/// is damage, never other messages.
+/// The `count` messages from `from` of a task's history that a turn names; fewer is
+/// damage, never other messages.
 fn referenced<'a>(history: &'a [Message], from: u32, count: u64, task_id: &str) -> Result<&'a [Message], StoreError> {
     let (from, count) = (from as usize, count as usize);
     history.get(from..from.saturating_add(count)).ok_or_else(|| {
         StoreError::Corrupt(format!("session chunk: task {task_id} has no messages {from}..{}", from + count))
     })
-}
-
-/// A referencing chunk's value: [`TASK_REF`] ‖ position (BE u32) ‖ task id.
-fn encode_ref(from: u32, task_id: &str) -> Vec<u8> {
-    let mut value = Vec::with_capacity(5 + task_id.len());
-    value.push(TASK_REF);
-    value.extend_from_slice(&from.to_be_bytes());
-    value.extend_from_slice(task_id.as_bytes());
-    value
 }
 
 /// The position and task id of a referencing chunk's value.
@@ -343,8 +464,8 @@ fn decode_ref(value: &[u8]) -> Result<(u32, &str), StoreError> {
     Ok((u32::from_be_bytes(from.try_into().map_err(|_| corrupt())?), task_id))
 }
 
-/// The histories of the tasks one session read's chunks reference, each read once (a
-/// task that ran over several turns has a chunk for each).
+/// The histories of the tasks one session read's held turns name, each read once (a task
+/// that ran over several turns holds each).
 #[derive(Default)]
 struct TaskHistories(HashMap<String, Option<Vec<Message>>>);
 

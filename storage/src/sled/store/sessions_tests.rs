@@ -1,5 +1,7 @@
 //! The session chunks: the metadata that wins, the history limit, replay, migration.
 
+use super::super::task_index::Indexed;
+use super::super::task_value::HeldTurn;
 use super::super::SledStore;
 use super::{chunk_key, Prefix};
 use crate::sled::store::index;
@@ -131,18 +133,23 @@ fn task_with(id: &str, history: &[Message], generation: u64) -> crate::TaskRecor
     crate::TaskRecord { owner: Owner::anonymous(), agent: "echo".into(), task, last_event_seq: generation }
 }
 
-/// One turn's step: the task, then the session's chunk for `appended` (as the log's
-/// applier and the store's own commit write them).
+/// One turn's step: the task, then the session's write for `appended`, as the store's own
+/// commit (and the log's applier) writes them.
 fn end_turn(store: &SledStore, session: &mut SessionRecord, task: &crate::TaskRecord, appended: &[Message]) {
     session.append(appended, 100);
     session.last_task_id = Some(task.task.id.clone());
-    store.put_task(task, &[]).unwrap();
     let write = crate::SessionWrite { session, appended, history_limit: 100 };
-    store.put_turn_session(write, task).unwrap();
+    store.put_step_with_session(task, &[], Vec::new(), write).unwrap();
 }
 
-fn chunk_value(store: &SledStore, key: &ContextKey, first: u64, count: u32) -> sled::IVec {
-    store.sessions.get(chunk_key(&key.storage_key(), first, count)).unwrap().expect("the chunk")
+fn chunk(store: &SledStore, key: &ContextKey, first: u64, count: u32) -> Option<sled::IVec> {
+    store.sessions.get(chunk_key(&key.storage_key(), first, count)).unwrap()
+}
+
+/// The turns the store's index holds for `key`: (first, count, task id).
+fn held(store: &SledStore, key: &ContextKey) -> Vec<(u64, u32, String)> {
+    let turns = store.index.turns_of(&key.storage_key());
+    turns.into_iter().map(|(first, turn)| (first, turn.count, turn.task_id.to_string())).collect()
 }
 
 /// One turn of context "ctx", task a with messages m0 and m1.
@@ -166,29 +173,37 @@ fn three_turns_in_two_tasks(store: &SledStore) -> ContextKey {
     key
 }
 
-/// Issue 35: a turn that ends with its task stores no second copy of its messages, and
-/// a session read (an evicted context coming back) finds them in the tasks, across a task
-/// resumed over several turns.
-#[test]
-fn a_turn_that_ends_with_its_task_references_the_tasks_messages() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SledStore::open(dir.path()).unwrap();
-    let key = three_turns_in_two_tasks(&store);
+fn held_by_two_tasks() -> Vec<(u64, u32, String)> {
+    vec![(0, 2, "a".to_owned()), (2, 2, "b".to_owned()), (4, 2, "a".to_owned())]
+}
 
-    for (first, count) in [(0, 2), (2, 2), (4, 2)] {
-        assert_eq!(chunk_value(&store, &key, first, count)[0], super::TASK_REF, "chunk {first} is a reference");
-    }
-    assert_eq!(chunk_value(&store, &key, 4, 2).len(), 5 + 1, "tag, position, task id");
+/// Issue 35: a turn that ends with its task writes no chunk at all; its task's value lists
+/// it, and a session read (an evicted context coming back) finds the messages in the
+/// tasks, across a task resumed over several turns, before and after the store reopens.
+#[test]
+fn a_turn_that_ends_with_its_task_is_held_by_the_task_and_writes_no_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = {
+        let store = SledStore::open(dir.path()).unwrap();
+        let key = three_turns_in_two_tasks(&store);
+        for (first, count) in [(0, 2), (2, 2), (4, 2)] {
+            assert!(chunk(&store, &key, first, count).is_none(), "turn {first} has no chunk");
+        }
+        assert_eq!(held(&store, &key), held_by_two_tasks());
+        store.flush().unwrap();
+        key
+    };
+    let store = super::super::open_retrying(dir.path());
+    assert_eq!(held(&store, &key), held_by_two_tasks(), "built again from the task values");
     let loaded = store.get_session(&key, 100).unwrap().unwrap();
     assert_eq!(ids(&loaded), ["m0", "m1", "m2", "m3", "m4", "m5"]);
     assert_eq!((loaded.message_count, loaded.last_task_id.as_deref()), (6, Some("a")));
     assert_eq!(ids(&store.get_session(&key, 3).unwrap().unwrap()), ["m3", "m4", "m5"], "the limit cuts as before");
 }
 
-/// Removing a task (retention, a deletion) first rewrites the chunks that reference it
-/// as chunks holding its messages: a session loses nothing to a removal, as before
-/// chunks referenced tasks. A chunk whose task is gone anyway (damage) reads as no
-/// messages, with the metadata intact.
+/// Removing a task (retention, a deletion) first writes the turns it holds as chunks
+/// holding their messages: a session loses nothing to a removal. A held turn whose task
+/// is gone anyway (damage) reads as no messages, with the metadata intact.
 #[test]
 fn a_removed_task_leaves_its_messages_in_the_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,9 +211,9 @@ fn a_removed_task_leaves_its_messages_in_the_session() {
     let key = three_turns_in_two_tasks(&store);
     store.delete_task("a").unwrap();
     for (first, count) in [(0, 2), (4, 2)] {
-        assert_ne!(chunk_value(&store, &key, first, count)[0], super::TASK_REF, "chunk {first} holds its messages");
+        assert!(chunk(&store, &key, first, count).is_some(), "turn {first} is a chunk now");
     }
-    assert_eq!(chunk_value(&store, &key, 2, 2)[0], super::TASK_REF, "task b's chunk still references it");
+    assert_eq!(held(&store, &key), [(2, 2, "b".to_owned())], "task b still holds its turn");
     let loaded = store.get_session(&key, 100).unwrap().unwrap();
     assert_eq!(ids(&loaded), ["m0", "m1", "m2", "m3", "m4", "m5"]);
     assert_eq!((loaded.message_count, loaded.last_task_id.as_deref()), (6, Some("a")));
@@ -220,63 +235,150 @@ fn a_turn_whose_messages_are_not_its_tasks_history_keeps_a_copy() {
     end_turn(&store, &mut session, &task_with("a", &m[0..1], 1), &m[0..2]);
     let other = task_with("b", &m[2..4], 1);
     session.append(&m[2..4], 100);
-    store.put_task(&other, &[]).unwrap();
     let write = crate::SessionWrite { session: &session, appended: &m[2..4], history_limit: 100 };
-    store.put_turn_session(write, &other).unwrap();
-    assert_ne!(chunk_value(&store, &key, 0, 2)[0], super::TASK_REF, "m1 is not in task a's history");
-    assert_ne!(chunk_value(&store, &key, 2, 2)[0], super::TASK_REF, "the session's latest task is still a");
+    store.put_step_with_session(&other, &[], Vec::new(), write).unwrap();
+    assert!(chunk(&store, &key, 0, 2).is_some(), "m1 is not in task a's history");
+    assert!(chunk(&store, &key, 2, 2).is_some(), "the session's latest task is still a");
+    assert!(held(&store, &key).is_empty());
     assert_eq!(ids(&store.get_session(&key, 100).unwrap().unwrap()), ["m0", "m1", "m2", "m3"]);
 }
 
-/// A damaged reference, or one past its task's history, is corrupt data, never other
-/// messages; a reference to another context's task reads as a removed task.
+/// A held turn past its task's history is corrupt data, never other messages; a turn
+/// held by another context's task reads as a removed task.
 #[test]
-fn a_damaged_or_foreign_reference_is_never_read_as_messages() {
+fn a_damaged_or_foreign_held_turn_is_never_read_as_messages() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
     let (key, _, m) = one_turn(&store);
-    let chunk = chunk_key(&key.storage_key(), 0, 2);
-    for (value, why) in [(vec![super::TASK_REF, 0], "cut short"), (super::encode_ref(1, "a"), "past the history")] {
-        store.sessions.insert(&chunk, value).unwrap();
-        let err = store.get_session(&key, 100).unwrap_err();
-        assert!(
-            matches!(err, crate::StoreError::Corrupt(ref what) if what.starts_with("session chunk")),
-            "{why}: {err:?}"
-        );
-    }
+    let task = |id: &'static str| Indexed { owner: &key.owner, context_id: "ctx", task_id: id, stamp: stamp() };
+    store.index.hold_turn(&task("a"), HeldTurn { first: 0, count: 2, from: 1 });
+    let err = store.get_session(&key, 100).unwrap_err();
+    assert!(matches!(err, crate::StoreError::Corrupt(ref what) if what.starts_with("session chunk")), "{err:?}");
+
     let mut foreign = task_with("x", &m, 1);
     foreign.owner = Owner::tenant_wide("other");
     store.put_task(&foreign, &[]).unwrap();
-    store.sessions.insert(&chunk, super::encode_ref(0, "x")).unwrap();
+    store.index.hold_turn(&task("x"), HeldTurn { first: 0, count: 2, from: 0 });
     assert!(store.get_session(&key, 100).unwrap().unwrap().history.is_empty());
 }
 
-/// A session read that found a reference, then its task gone (a removal ran on the log's
-/// thread in between), reads the chunk again and finds the messages the removal put back.
+fn stamp() -> super::super::Stamp {
+    super::super::Stamp { millis: 1, state: 3 }
+}
+
+/// A session read that took the held turns, then found their task gone (a removal ran on
+/// the log's thread in between), reads the chunk the removal wrote first.
 #[test]
-fn a_read_that_races_a_removal_finds_the_messages_in_the_rewritten_chunk() {
+fn a_read_that_races_a_removal_finds_the_messages_in_the_chunk_it_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
     let (key, session, m) = one_turn(&store);
-    let chunk = chunk_key(&key.storage_key(), 0, 2);
-    let read_before_the_removal = store.sessions.get(&chunk).unwrap().unwrap();
+    let taken_before_the_removal = store.index.turns_of(&key.storage_key());
     store.delete_task("a").unwrap();
     let meta = SessionRecord { history: Default::default(), ..session.clone() };
+    let (first, turn) = &taken_before_the_removal[0];
     let (after, messages) =
-        store.referenced_turn(&meta, &chunk, &read_before_the_removal, &mut Default::default()).unwrap();
+        store.read_held_turn(&meta, &key.storage_key(), *first, turn, &mut Default::default()).unwrap();
     assert_eq!(messages, m);
     assert_eq!(after.map(|a| (a.message_count, a.last_task_id)), Some((2, Some("a".to_owned()))));
 }
 
-/// A damaged reference in the context never holds up a removal (which would stay at the
-/// head of the log's queue): it is left as it is, and the task goes.
+/// A damaged session record never holds up a removal (which would stay at the head of
+/// the log's queue): the task goes, and its turns with it.
 #[test]
-fn a_damaged_reference_does_not_stop_a_removal() {
+fn a_damaged_session_record_does_not_stop_a_removal() {
     let dir = tempfile::tempdir().unwrap();
     let store = SledStore::open(dir.path()).unwrap();
     let key = three_turns_in_two_tasks(&store);
-    store.sessions.insert(chunk_key(&key.storage_key(), 0, 2), super::encode_ref(7, "a")).unwrap();
-    store.sessions.insert(chunk_key(&key.storage_key(), 9, 1), vec![super::TASK_REF, 0]).unwrap();
+    store.sessions.insert(index::key(Prefix::SessionMeta, &key.storage_key()), b"{".to_vec()).unwrap();
     assert!(store.delete_task("a").unwrap().is_some(), "the task went");
-    assert_eq!(chunk_value(&store, &key, 0, 2).as_ref(), super::encode_ref(7, "a").as_slice(), "left as it was");
+    assert_eq!(held(&store, &key), [(2, 2, "b".to_owned())]);
+}
+
+/// A store of format 5 kept a chunk per turn, referencing its task: the migration writes
+/// their messages into them, and drops those that could not be read (they read as none).
+#[test]
+fn format_5_references_are_resolved_into_chunks_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let m: Vec<Message> = (0..4).map(message).collect();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let mut session = SessionRecord::new(key.clone(), "echo");
+        session.append(&m[0..2], 100);
+        session.last_task_id = Some("a".into());
+        store.put_session(&session, &[], 100).unwrap();
+        store.put_task(&task_with("a", &m[0..2], 1), &[]).unwrap();
+        let context = key.storage_key();
+        let reference = |from: u32, task: &str| [&[super::TASK_REF][..], &from.to_be_bytes(), task.as_bytes()].concat();
+        store.sessions.insert(chunk_key(&context, 0, 2), reference(0, "a")).unwrap();
+        store.sessions.insert(chunk_key(&context, 2, 2), reference(0, "gone")).unwrap();
+        store.db.insert("format", &5u32.to_be_bytes()).unwrap();
+        store.flush().unwrap();
+    }
+    let store = super::super::open_retrying(dir.path());
+    assert_ne!(chunk(&store, &key, 0, 2).unwrap()[0], super::TASK_REF, "it holds its messages");
+    assert!(chunk(&store, &key, 2, 2).is_none(), "its task was gone: it read as no messages");
+    let loaded = store.get_session(&key, 100).unwrap().unwrap();
+    assert_eq!(ids(&loaded), ["m0", "m1"]);
+    assert_eq!((loaded.message_count, loaded.last_task_id.as_deref()), (2, Some("a")));
+}
+
+/// A pruning drops held turns from the index, and `P` keeps them out of the index built at
+/// the next open, though the task values still list them: a removal after a restart writes
+/// no chunk for a turn past the limit.
+#[test]
+fn pruned_held_turns_stay_dropped_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let mut session = SessionRecord::new(key.clone(), "echo");
+        for turn in 0..40u64 {
+            let m = [message(turn * 2), message(turn * 2 + 1)];
+            session.append(&m, 16);
+            session.last_task_id = Some(format!("t{turn}"));
+            let write = crate::SessionWrite { session: &session, appended: &m, history_limit: 16 };
+            store.put_step_with_session(&task_with(&format!("t{turn}"), &m, 1), &[], Vec::new(), write).unwrap();
+        }
+        assert!(held(&store, &key).len() <= 9, "{:?}", held(&store, &key));
+        store.flush().unwrap();
+    }
+    let store = super::super::open_retrying(dir.path());
+    let turns = held(&store, &key);
+    assert!(turns.len() <= 9 && turns.iter().all(|(first, ..)| *first >= 62), "{turns:?}");
+    store.delete_task("t0").unwrap();
+    assert!(chunk(&store, &key, 0, 2).is_none(), "a turn past the limit is not written back");
+    let loaded = store.get_session(&key, 16).unwrap().unwrap();
+    assert_eq!(loaded.history.front().unwrap().message_id, "m64");
+}
+
+/// A read stops at the limit even when a gap (a failed step's messages, counted but never
+/// stored) leaves fewer messages after it: what it returns does not depend on when the
+/// store last pruned, or reopened.
+#[test]
+fn a_read_stops_at_the_limit_across_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
+    let key = ContextKey::new(Owner::anonymous(), "ctx");
+    let mut session = SessionRecord::new(key.clone(), "echo");
+    let m: Vec<Message> = (0..10).map(message).collect();
+    for (turn, range) in [(0, 0..2), (1, 2..4), (2, 4..6)] {
+        let appended = &m[range];
+        session.append(appended, 100);
+        session.last_task_id = Some(format!("t{turn}"));
+        let write = crate::SessionWrite { session: &session, appended, history_limit: 100 };
+        store.put_step_with_session(&task_with(&format!("t{turn}"), appended, 1), &[], Vec::new(), write).unwrap();
+    }
+    session.append(&m[6..8], 100); // A step that failed: counted, never stored.
+    session.append(&m[8..10], 100);
+    session.last_task_id = Some("t4".into());
+    let write = crate::SessionWrite { session: &session, appended: &m[8..10], history_limit: 100 };
+    store.put_step_with_session(&task_with("t4", &m[8..10], 1), &[], Vec::new(), write).unwrap();
+    assert_eq!(
+        ids(&store.get_session(&key, 4).unwrap().unwrap()),
+        ["m8", "m9"],
+        "m6 and m7 are lost, m4 and m5 too old"
+    );
+    assert_eq!(ids(&store.get_session(&key, 6).unwrap().unwrap()), ["m4", "m5", "m8", "m9"]);
 }

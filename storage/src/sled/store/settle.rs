@@ -26,12 +26,12 @@ impl SledStore {
         appended: &[Message],
         history_limit: usize,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        let session_writes = self.session_batch(session, appended, history_limit, None)?;
+        let session_writes = self.session_batch(session, appended, history_limit, false)?;
         let mut removal = self.removal_batch(task_id)?;
         if self.atomicity == Atomicity::Log {
-            // One log record holds both (see `writes.rs`): no transaction needed. The chunks
-            // that referenced the task are rewritten before the turn's writes, which may
-            // prune one of them, as in the transaction below.
+            // One log record holds both (see `writes.rs`): no transaction needed. The turns
+            // the task held are written as chunks before the turn's writes, which may prune
+            // one of them, as in the transaction below.
             if let Some(removal) = removal.as_mut() {
                 removal.apply_sessions(self)?;
             }

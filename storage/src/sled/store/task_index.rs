@@ -11,21 +11,25 @@
 //! state), and its record names its owner, id and context. So [`TaskIndex::build`] makes
 //! the whole index from one scan of the `t` keys, and each write and removal of a task
 //! keeps it in step under one lock. A crash loses nothing: the next open builds it again
-//! from the values, which the write-ahead log's replay has made whole first. The same goes
+//! from the values, and the write-ahead log's replay, which runs after, moves it as the
+//! live writes did. The same goes
 //! for the counters behind `totalSize` (per owner, per owner and state, per owner and
-//! context), which used to be sled keys written back at each flush.
+//! context), which used to be sled keys written back at each flush, and for the session
+//! turns that task values hold ([`HeldTurn`], `sessions.rs`), which used to be a sled key
+//! each.
 //!
-//! The price: memory, about 250 bytes a task, and start-up time, one read of every task
-//! value (docs/operating.md has the figures).
+//! The price: memory and start-up time in proportion to the tasks stored, one read of
+//! every task value at open (docs/operating.md, "Start-up time and memory", has the
+//! figures).
 
-use super::index::{decode_owner, Prefix, Stamp};
-use super::task_value;
+use super::index::{self, decode_owner, Prefix, Stamp};
+use super::task_value::{self, HeldTurn};
 use crate::model::push_segment;
 use crate::{Cursor, Owner, StoreError, TaskEntry, TaskQuery, TaskRecord};
 use a2ad_protocol::TaskState;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// What the index knows of one task.
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +61,18 @@ struct Entries {
     active: HashSet<Box<str>>,
     /// [`counter_key`] → tasks; a counter at 0 is removed.
     counts: HashMap<Box<[u8]>, u64>,
+    /// Context (its storage key) → the session turns that its tasks hold, by the number of
+    /// each turn's first message. A context's turns wholly before its kept history are
+    /// dropped when its session is pruned, and at open (`sessions.rs`).
+    turns: HashMap<Box<[u8]>, BTreeMap<u64, TurnIn>>,
+}
+
+/// A session turn that a task holds, as the index keeps it (see [`HeldTurn`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TurnIn {
+    pub count: u32,
+    pub from: u32,
+    pub task_id: Arc<str>,
 }
 
 /// One page of ids, newest first, and where the next page starts.
@@ -69,17 +85,20 @@ pub(super) struct Page {
 const VISIT_BATCH: usize = 1024;
 
 impl TaskIndex {
-    /// The index of every task in `tasks`. A value that cannot be read is left out, with
-    /// a warning: reading that task answers that it is corrupt, as before.
-    pub fn build(tasks: &sled::Tree) -> Result<TaskIndex, StoreError> {
+    /// The index of every task in `tasks`, with the turns they hold but those before their
+    /// session's last pruning (its `P` key in `sessions`). A value that cannot be read is
+    /// left out, with a warning: reading that task answers that it is corrupt, as before.
+    pub fn build(tasks: &sled::Tree, sessions: &sled::Tree) -> Result<TaskIndex, StoreError> {
         let mut entries = Entries::default();
         let mut unreadable = 0u64;
         for entry in tasks.scan_prefix([Prefix::Task as u8]) {
             let (_, value) = entry?;
             match indexed_fields(&value) {
-                Some((stamp, fields)) => {
+                Some((stamp, fields, turns)) => {
                     let (owner, task) = (&fields.owner, &fields.task);
-                    entries.put(&Indexed { owner, context_id: &task.context_id, task_id: &task.id, stamp }, None);
+                    let indexed = Indexed { owner, context_id: &task.context_id, task_id: &task.id, stamp };
+                    entries.put(&indexed, None);
+                    entries.hold_turns(&indexed, &turns);
                 }
                 None => unreadable += 1,
             }
@@ -87,7 +106,15 @@ impl TaskIndex {
         if unreadable > 0 {
             tracing::warn!(unreadable, "task values that could not be read are left out of ListTasks");
         }
-        Ok(TaskIndex(RwLock::new(entries)))
+        let index = TaskIndex(RwLock::new(entries));
+        let contexts: Vec<Box<[u8]>> = index.read().turns.keys().cloned().collect();
+        for context in contexts {
+            let pruned_to = sessions.get(index::key(Prefix::PrunedTo, &context))?;
+            if let Some(keep_from) = pruned_to.and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok()) {
+                index.drop_turns_before(&context, u64::from_be_bytes(keep_from));
+            }
+        }
+        Ok(index)
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Entries> {
@@ -106,9 +133,53 @@ impl TaskIndex {
         self.write().put(task, old);
     }
 
-    /// A task removed, which was stored under `task.stamp`.
-    pub fn remove(&self, task: &Indexed<'_>) {
-        self.write().remove(task);
+    /// A task removed, which was stored under `task.stamp` holding `turns`.
+    pub fn remove(&self, task: &Indexed<'_>, turns: &[HeldTurn]) {
+        let mut entries = self.write();
+        entries.remove(task);
+        entries.release_turns(task, turns);
+    }
+
+    /// A session turn that `task` holds from now on.
+    pub fn hold_turn(&self, task: &Indexed<'_>, turn: HeldTurn) {
+        self.write().hold_turns(task, &[turn]);
+    }
+
+    /// The turns the tasks of `context` (its storage key) hold, oldest first.
+    pub fn turns_of(&self, context: &[u8]) -> Vec<(u64, TurnIn)> {
+        let entries = self.read();
+        let turns = entries.turns.get(context).into_iter().flatten();
+        turns.map(|(first, turn)| (*first, turn.clone())).collect()
+    }
+
+    /// Which of `turns`, the turns `task` holds, the index still has (those a pruning has
+    /// not dropped).
+    pub fn still_held(&self, task: &Indexed<'_>, turns: &[HeldTurn]) -> Vec<HeldTurn> {
+        let entries = self.read();
+        let Some(held) = entries.turns.get(&context_of(task)[..]) else { return Vec::new() };
+        let holds = |turn: &&HeldTurn| held.get(&turn.first).is_some_and(|t| *t.task_id == *task.task_id);
+        turns.iter().filter(holds).copied().collect()
+    }
+
+    /// Drops the turns of `context` that end at or before message `keep_from`: the start of
+    /// its kept history.
+    pub fn drop_turns_before(&self, context: &[u8], keep_from: u64) {
+        let mut entries = self.write();
+        let Some(turns) = entries.turns.get_mut(context) else { return };
+        while let Some(oldest) = turns.first_entry() {
+            if oldest.key() + u64::from(oldest.get().count) > keep_from {
+                break;
+            }
+            oldest.remove();
+        }
+        if turns.is_empty() {
+            entries.turns.remove(context);
+        }
+    }
+
+    /// How many messages the held turns hold, all contexts together.
+    pub fn held_messages(&self) -> u64 {
+        self.read().turns.values().flat_map(|turns| turns.values()).map(|turn| u64::from(turn.count)).sum()
     }
 
     /// The ids of the tasks in an active state (start-up recovery).
@@ -234,6 +305,32 @@ impl Entries {
         self.count(counter_key(task.owner, Counter::Context(task.context_id)), false);
     }
 
+    fn hold_turns(&mut self, task: &Indexed<'_>, turns: &[HeldTurn]) {
+        if turns.is_empty() {
+            return;
+        }
+        let held = self.turns.entry(context_of(task).into()).or_default();
+        let task_id: Arc<str> = task.task_id.into();
+        for turn in turns {
+            held.insert(turn.first, TurnIn { count: turn.count, from: turn.from, task_id: Arc::clone(&task_id) });
+        }
+    }
+
+    /// Drops the turns of `turns` that the index has for `task` (not another task's, which
+    /// a later turn at the same number would be).
+    fn release_turns(&mut self, task: &Indexed<'_>, turns: &[HeldTurn]) {
+        let context = context_of(task);
+        let Some(held) = self.turns.get_mut(&context[..]) else { return };
+        for turn in turns {
+            if held.get(&turn.first).is_some_and(|t| *t.task_id == *task.task_id) {
+                held.remove(&turn.first);
+            }
+        }
+        if held.is_empty() {
+            self.turns.remove(&context[..]);
+        }
+    }
+
     /// One more (`up`) or one fewer task under `key`.
     fn count(&mut self, key: Vec<u8>, up: bool) {
         if up {
@@ -277,11 +374,19 @@ struct IndexedTask {
     context_id: String,
 }
 
-fn indexed_fields(value: &[u8]) -> Option<(Stamp, IndexedFields)> {
+fn indexed_fields(value: &[u8]) -> Option<(Stamp, IndexedFields, Vec<HeldTurn>)> {
     let parsed = task_value::parse(value).ok()?;
     let fields: IndexedFields = serde_json::from_slice(parsed.record_json()).ok()?;
     let stamp = Stamp::decode(value)?;
-    Some((stamp, fields))
+    Some((stamp, fields, parsed.turns().to_vec()))
+}
+
+/// owner ‖ context id: a context's storage key ([`crate::ContextKey`]), which the
+/// by-context entries start with and the held turns are kept under.
+fn context_of(task: &Indexed<'_>) -> Vec<u8> {
+    let mut key = task.owner.key_prefix();
+    push_segment(&mut key, task.context_id);
+    key
 }
 
 /// One counter of an owner.
@@ -327,8 +432,7 @@ fn time_key(task: &Indexed<'_>, millis: i64) -> Vec<u8> {
 }
 
 fn context_key(task: &Indexed<'_>, millis: i64) -> Vec<u8> {
-    let mut key = task.owner.key_prefix();
-    push_segment(&mut key, task.context_id);
+    let mut key = context_of(task);
     push_time_and_id(&mut key, millis, task.task_id);
     key
 }

@@ -17,7 +17,10 @@
 //!   step whose events were too many or too large to carry: [`carries`]);
 //! * [`TAG`] ‖ record length (u32 BE) ‖ record JSON ‖ { seq (u64 BE) ‖ length (u32 BE) ‖
 //!   event JSON }*, the events in ascending order;
-//! * either of these packed with LZ4 (`sled/packed.rs`, first byte 2), when that makes it
+//! * [`TURNS`] ‖ count (u16 BE) ‖ { first (u64 BE) ‖ count (u32 BE) ‖ from (u32 BE) }*
+//!   ‖ either of the above: the session turns whose messages the task's history holds
+//!   ([`HeldTurn`], `sessions.rs`), since format 6;
+//! * any of these packed with LZ4 (`sled/packed.rs`, first byte 2), when that makes it
 //!   shorter: an echo task's body of record and two snapshots shrinks by more than half.
 
 use super::index::Stamp;
@@ -28,6 +31,25 @@ use std::ops::Range;
 
 /// The first byte after the stamp of a value that carries events (JSON never starts so).
 const TAG: u8 = 1;
+
+/// The first byte of a body that starts with the session turns it holds (neither JSON nor
+/// [`TAG`] nor [`packed::LZ4`]).
+const TURNS: u8 = 4;
+
+/// The most turns a value lists; the newest are kept (a session's history limit drops
+/// older ones first: `sessions.rs`).
+const MAX_TURNS: usize = u16::MAX as usize;
+
+/// A session turn whose messages are the end of its task's history as that turn left it:
+/// the session holds no copy of them (`sessions.rs`). `first` is the number of the turn's
+/// first message in its session, `count` how many it appended, `from` where they start in
+/// the task's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeldTurn {
+    pub first: u64,
+    pub count: u32,
+    pub from: u32,
+}
 
 /// A step carries at most this many events in its record's value...
 const MAX_EVENTS: usize = 8;
@@ -50,6 +72,7 @@ pub(super) struct TaskValue<'a> {
     body: Cow<'a, [u8]>,
     record: Range<usize>,
     events: Vec<(u64, Range<usize>)>,
+    turns: Vec<HeldTurn>,
 }
 
 impl TaskValue<'_> {
@@ -62,6 +85,11 @@ impl TaskValue<'_> {
     pub fn events(&self) -> Vec<CarriedEvent<'_>> {
         self.events.iter().map(|(seq, at)| CarriedEvent { seq: *seq, json: &self.body[at.clone()] }).collect()
     }
+
+    /// The session turns the task's history holds, oldest first.
+    pub fn turns(&self) -> &[HeldTurn] {
+        &self.turns
+    }
 }
 
 /// Whether a step's `events` (seq, JSON) go in its record's value rather than to keys.
@@ -69,11 +97,22 @@ pub(super) fn carries<'a>(events: impl ExactSizeIterator<Item = &'a [u8]>) -> bo
     events.len() <= MAX_EVENTS && events.map(<[u8]>::len).sum::<usize>() <= MAX_EVENT_BYTES
 }
 
-/// The value for `record_json` stored under `stamp`, carrying `events`; its body packed
-/// when that makes it shorter (`sled/packed.rs`).
-pub(super) fn encode(stamp: Stamp, record_json: &[u8], events: &[CarriedEvent<'_>]) -> Vec<u8> {
+/// The value for `record_json` stored under `stamp`, carrying `events` and listing
+/// `turns` (at most the newest [`MAX_TURNS`]); its body packed when that makes it shorter
+/// (`sled/packed.rs`).
+pub(super) fn encode(stamp: Stamp, record_json: &[u8], events: &[CarriedEvent<'_>], turns: &[HeldTurn]) -> Vec<u8> {
     let event_bytes: usize = events.iter().map(|e| 12 + e.json.len()).sum();
-    let mut body = Vec::with_capacity(5 + record_json.len() + event_bytes);
+    let turns = &turns[turns.len().saturating_sub(MAX_TURNS)..];
+    let mut body = Vec::with_capacity(8 + 16 * turns.len() + record_json.len() + event_bytes);
+    if !turns.is_empty() {
+        body.push(TURNS);
+        body.extend_from_slice(&u16::try_from(turns.len()).unwrap_or(u16::MAX).to_be_bytes());
+        for turn in turns {
+            body.extend_from_slice(&turn.first.to_be_bytes());
+            body.extend_from_slice(&turn.count.to_be_bytes());
+            body.extend_from_slice(&turn.from.to_be_bytes());
+        }
+    }
     if events.is_empty() {
         body.extend_from_slice(record_json);
     } else {
@@ -98,10 +137,12 @@ pub(super) fn parse(value: &[u8]) -> Result<TaskValue<'_>, StoreError> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("task value: {what}"));
     let body = value.get(Stamp::LEN..).ok_or_else(|| corrupt("shorter than its stamp"))?;
     let body = packed::unpack(body, "task value")?;
-    if body.first() != Some(&TAG) {
-        return Ok(TaskValue { record: 0..body.len(), body, events: Vec::new() });
+    let mut at = 0;
+    let turns = parse_turns(&body, &mut at).ok_or_else(|| corrupt("turns cut short"))?;
+    if body.get(at) != Some(&TAG) {
+        return Ok(TaskValue { record: at..body.len(), body, events: Vec::new(), turns });
     }
-    let mut at = 1;
+    at += 1;
     let record = span(&body, &mut at, 4).and_then(|len| span(&body, &mut at, read_len(&body[len])));
     let record = record.ok_or_else(|| corrupt("record cut short"))?;
     let mut events = Vec::new();
@@ -112,7 +153,24 @@ pub(super) fn parse(value: &[u8]) -> Result<TaskValue<'_>, StoreError> {
             .ok_or_else(|| corrupt("event cut short"))?;
         events.push((u64::from_be_bytes(body[seq].try_into().unwrap_or_default()), json));
     }
-    Ok(TaskValue { body, record, events })
+    Ok(TaskValue { body, record, events, turns })
+}
+
+/// The turns a body starts with, if it does (moving `at` past them); `None` when cut short.
+fn parse_turns(body: &[u8], at: &mut usize) -> Option<Vec<HeldTurn>> {
+    if body.first() != Some(&TURNS) {
+        return Some(Vec::new());
+    }
+    *at = 1;
+    let count = usize::from(u16::from_be_bytes(body[span(body, at, 2)?].try_into().ok()?));
+    let mut turns = Vec::with_capacity(count);
+    for _ in 0..count {
+        let first = u64::from_be_bytes(body[span(body, at, 8)?].try_into().ok()?);
+        let count = u32::from_be_bytes(body[span(body, at, 4)?].try_into().ok()?);
+        let from = u32::from_be_bytes(body[span(body, at, 4)?].try_into().ok()?);
+        turns.push(HeldTurn { first, count, from });
+    }
+    Some(turns)
 }
 
 /// The next `n` bytes of `body` from `at`, moving `at` past them.
@@ -142,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_value_without_events_is_the_stamp_and_the_json_as_before() {
-        let value = encode(STAMP, b"{\"a\":1}", &[]);
+        let value = encode(STAMP, b"{\"a\":1}", &[], &[]);
         assert_eq!(&value[Stamp::LEN..], b"{\"a\":1}", "readable by every older build");
         let parsed = parse(&value).unwrap();
         assert_eq!((parsed.record_json(), parsed.events().len()), (&b"{\"a\":1}"[..], 0));
@@ -151,7 +209,7 @@ mod tests {
     #[test]
     fn events_round_trip_in_order() {
         let events = [CarriedEvent { seq: 4, json: b"{\"e\":4}" }, CarriedEvent { seq: 5, json: b"" }];
-        let value = encode(STAMP, b"{\"a\":1}", &events);
+        let value = encode(STAMP, b"{\"a\":1}", &events, &[]);
         assert_eq!(Stamp::decode(&value), Some(STAMP));
         let parsed = parse(&value).unwrap();
         assert_eq!(parsed.record_json(), b"{\"a\":1}");
@@ -163,7 +221,7 @@ mod tests {
         let record = format!("{{\"task\":\"{}\"}}", "history ".repeat(100));
         let event = format!("{{\"snapshot\":\"{}\"}}", "history ".repeat(100));
         let events = [CarriedEvent { seq: 7, json: event.as_bytes() }];
-        let value = encode(STAMP, record.as_bytes(), &events);
+        let value = encode(STAMP, record.as_bytes(), &events, &[]);
         assert_eq!(value[Stamp::LEN], crate::sled::packed::LZ4);
         assert!(value.len() * 4 < record.len() + event.len(), "{} bytes", value.len());
         assert_eq!(Stamp::decode(&value), Some(STAMP));
@@ -173,12 +231,26 @@ mod tests {
 
     #[test]
     fn a_value_cut_short_is_corrupt_not_misread() {
-        let value = encode(STAMP, b"{\"a\":1}", &[CarriedEvent { seq: 4, json: b"{\"e\":4}" }]);
+        let value = encode(STAMP, b"{\"a\":1}", &[CarriedEvent { seq: 4, json: b"{\"e\":4}" }], &[]);
         for cut in [Stamp::LEN + 3, Stamp::LEN + 8, value.len() - 1] {
             let err = parse(&value[..cut]).unwrap_err();
             assert!(matches!(err, StoreError::Corrupt(ref m) if m.contains("cut short")), "{cut}: {err:?}");
         }
         assert!(parse(&value[..4]).is_err(), "shorter than a stamp");
+    }
+
+    #[test]
+    fn turns_round_trip_before_the_record_and_events_and_are_checked_for_length() {
+        let turns = [HeldTurn { first: 0, count: 2, from: 0 }, HeldTurn { first: 7, count: 2, from: 2 }];
+        let events = [CarriedEvent { seq: 4, json: b"{\"e\":4}" }];
+        for events in [&events[..], &[]] {
+            let value = encode(STAMP, b"{\"a\":1}", events, &turns);
+            let parsed = parse(&value).unwrap();
+            assert_eq!(parsed.record_json(), b"{\"a\":1}");
+            assert_eq!((parsed.events(), parsed.turns()), (events.to_vec(), &turns[..]));
+            let err = parse(&value[..Stamp::LEN + 20]).unwrap_err();
+            assert!(matches!(err, StoreError::Corrupt(ref m) if m.contains("cut short")), "{err:?}");
+        }
     }
 
     #[test]

@@ -371,7 +371,7 @@ fn a_task_put_with_its_json_is_stored_as_put_task_stores_it() {
     let by_put = store.tasks.get(index::key(Prefix::Task, b"t1")).unwrap().unwrap();
     store.delete_task("t1").unwrap();
     let json = serde_json::to_vec(&task).unwrap();
-    store.put_task_json(&task, &json, &events).unwrap();
+    store.put_task_json(&task, &json, &events, None).unwrap();
     let by_json = store.tasks.get(index::key(Prefix::Task, b"t1")).unwrap().unwrap();
     assert_eq!(by_put, by_json);
     assert_eq!(store.task_version("t1").unwrap(), Some((3, TaskState::Working)));

@@ -396,10 +396,18 @@ fn run_streaming(
     duration: Duration,
     bare_throughput: Option<f64>,
 ) {
-    let streams = runtime.block_on(streams::streams_per_second(bin, options.connections, warmup, duration));
+    let streams = runtime.block_on(streams::streams_per_second(bin, "", options.connections, warmup, duration));
     say!("{}", streams.summary("a2ad SendStreamingMessage"));
     if let Some(bare) = bare_throughput {
         say!("ratio streams / bare: {:.3}", streams.throughput() / bare);
+    }
+    // Issue 35 asks for the tail of both stores.
+    let memory = "store: memory\n";
+    let on_memory = runtime.block_on(streams::streams_per_second(bin, memory, options.connections, warmup, duration));
+    say!("{}", on_memory.summary("a2ad SendStreamingMessage (store: memory)"));
+    for (label, result) in [("sled", &streams), ("memory", &on_memory)] {
+        let (p50, p99) = (result.latency_us.value_at_quantile(0.5), result.latency_us.value_at_quantile(0.99));
+        say!("streams ({label}) p99 / p50: {:.2}", p99 as f64 / p50.max(1) as f64);
     }
 
     let (events, elapsed) = runtime.block_on(streams::events_per_second(bin, 50_000));

@@ -19,9 +19,14 @@ stream-buffer: 250000
 
 /// A node with [`CONFIG`]; the config file lives as long as the node.
 pub fn start(bin: &Path, extra: &[&str]) -> (Node, tempfile::TempDir) {
+    start_with(bin, "", extra)
+}
+
+/// A node with [`CONFIG`] and then `more` (`store: memory`, say).
+fn start_with(bin: &Path, more: &str, extra: &[&str]) -> (Node, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = dir.path().join("a2ad.yml");
-    std::fs::write(&config, CONFIG).expect("config");
+    std::fs::write(&config, format!("{CONFIG}{more}")).expect("config");
     let mut args = vec!["--workers", "1", "--config", config.to_str().expect("utf-8 path")];
     args.extend_from_slice(extra);
     (Node::start(bin, &args), dir)
@@ -34,14 +39,16 @@ fn stream_body(conn: usize, _seq: u64) -> String {
 }
 
 /// Streams completed per second: 64 connections, each `SendStreamingMessage` read to its
-/// end (task, artifact update, final status).
+/// end (task, artifact update, final status), on a node whose config adds `more` (the
+/// store, say) to [`CONFIG`].
 pub async fn streams_per_second(
     bin: &Path,
+    more: &str,
     connections: usize,
     warmup: Duration,
     duration: Duration,
 ) -> client::LoadResult {
-    let (node, _config) = start(bin, &[]);
+    let (node, _config) = start_with(bin, more, &[]);
     let target = client::Target {
         addr: node.addr,
         path: "/",

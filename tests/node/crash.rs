@@ -214,3 +214,73 @@ async fn ready_is_200_while_the_node_takes_work_and_health_stays_liveness() {
     assert_eq!(ready.json::<Value>().await.unwrap()["status"], "ready");
     assert_eq!(client.get(format!("{base}/health")).send().await.unwrap().status(), 200);
 }
+
+/// An agent that answers with how many messages its input names: the session it was
+/// given (`input: json`, the history and the message) grows by the same number each turn.
+const COUNTING: &str = r#"session-history-limit: 100000
+agents:
+  - id: count
+    kind: command
+    command:
+      argv: [/bin/sh, -c, "n=$(grep -o messageId | wc -l); echo \"seen $n\""]
+      input: json
+"#;
+
+/// What the agent saw in each acknowledged turn, per context, in order.
+type Counts = Arc<Mutex<HashMap<String, Vec<u64>>>>;
+
+/// One turn of `context` on the counting agent: the number its answer names.
+async fn counted_turn(client: &reqwest::Client, url: &str, context: &str) -> Option<u64> {
+    let result = rpc(client, url, "SendMessage", send_params("next", json!({"contextId": context}))).await?;
+    let text = result["task"]["status"]["message"]["parts"][0]["text"].as_str()?;
+    text.strip_prefix("seen ")?.trim().parse().ok()
+}
+
+/// Turns one after another in one context, until the node dies.
+async fn counting_sender(url: String, context: String, counts: Counts) {
+    let client = reqwest::Client::new();
+    while let Some(seen) = counted_turn(&client, &url, &context).await {
+        counts.lock().unwrap().entry(context.clone()).or_default().push(seen);
+    }
+}
+
+/// The sessions under SIGKILL: a turn's messages are held by its task, not written to the
+/// session (the sled store, issue 35), so a context rebuilt after a crash must find every
+/// acknowledged turn in its tasks, once: the first turn after the restart sees what the
+/// last acknowledged one saw plus that turn's messages, and at most the one turn more that
+/// was in flight at the kill.
+#[actix_web::test]
+async fn sigkill_under_load_keeps_every_acknowledged_turn_in_its_session_once() {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("a2ad.yml"), COUNTING).unwrap();
+    let data = cwd.path().join("data");
+    let args = ["--config", "a2ad.yml", "--data-dir", data.to_str().unwrap()];
+    for round in 0..3 {
+        let counts = Counts::default();
+        let node = NodeProcess::start(cwd.path(), &args);
+        let contexts: Vec<String> = (0..4).map(|k| format!("session-{round}-{k}")).collect();
+        let workers: Vec<_> = contexts
+            .iter()
+            .map(|context| actix_web::rt::spawn(counting_sender(node.url.clone(), context.clone(), counts.clone())))
+            .collect();
+        let pause = 500 + uuid::Uuid::new_v4().as_u128() % (MAX_LOAD.as_millis() - 500);
+        actix_web::rt::time::sleep(Duration::from_millis(pause as u64)).await;
+        node.crash();
+        for worker in workers {
+            let _ = worker.await;
+        }
+        let counts = counts.lock().unwrap().clone();
+        let steps: BTreeSet<u64> = counts.values().flat_map(|seen| seen.windows(2).map(|w| w[1] - w[0])).collect();
+        assert_eq!(steps.len(), 1, "every turn adds as many messages, none is lost: {counts:?}");
+        let step = *steps.first().unwrap();
+        let node = NodeProcess::start(cwd.path(), &args);
+        let client = reqwest::Client::new();
+        for (context, seen) in &counts {
+            let last = *seen.last().unwrap();
+            let next = counted_turn(&client, &node.url, context).await.expect("a turn after the restart");
+            let (lost, doubled) = (next < last + step, next > last + 2 * step);
+            assert!(!lost && !doubled, "{context}: {last} then {next}, {step} a turn");
+        }
+        node.crash();
+    }
+}

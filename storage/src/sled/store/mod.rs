@@ -251,7 +251,11 @@ impl SledStore {
     }
 
     fn decode_task(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
-        let value = task_value::parse(bytes)?;
+        Self::decode_record(&task_value::parse(bytes)?)
+    }
+
+    /// The record of a parsed task value.
+    fn decode_record(value: &task_value::TaskValue<'_>) -> Result<TaskRecord, StoreError> {
         serde_json::from_slice(value.record_json()).map_err(|e| StoreError::Corrupt(format!("task record: {e}")))
     }
 }

@@ -64,10 +64,11 @@ impl SledStore {
         let Some(bytes) = self.tasks.get(&task_key)? else {
             return Ok(None);
         };
-        let record = Self::decode_task(&bytes)?;
+        let value = task_value::parse(&bytes)?;
+        let record = Self::decode_record(&value)?;
         // The index entries hold the stamp the record was stored under.
         let stamp = Stamp::decode(&bytes).unwrap_or_else(|| Stamp::of(&record));
-        let turns = task_value::parse(&bytes).map(|value| value.turns().to_vec()).unwrap_or_default();
+        let turns = value.turns().to_vec();
         let mut sessions = Writes::default();
         self.unreference(&Indexed::of(&record, stamp), &record, &turns, &mut sessions)?;
         // The record goes last, as in `put_task`: a removal a crash cut short is found

@@ -127,10 +127,16 @@ impl ContextKey {
     }
 
     pub(crate) fn storage_key(&self) -> Vec<u8> {
-        let mut key = self.owner.key_prefix();
-        push_segment(&mut key, &self.context_id);
-        key
+        context_storage_key(&self.owner, &self.context_id)
     }
+}
+
+/// owner ‖ context id: the storage key of [`ContextKey`] `{owner, context_id}`, for callers
+/// that hold the two apart (a task record's) and need no `ContextKey` of their own.
+pub(crate) fn context_storage_key(owner: &Owner, context_id: &str) -> Vec<u8> {
+    let mut key = owner.key_prefix();
+    push_segment(&mut key, context_id);
+    key
 }
 
 /// A task as stored: the wire task plus who owns it and which agent runs it.

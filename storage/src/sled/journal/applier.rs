@@ -240,7 +240,7 @@ impl AfterSync for Applier {
 
 /// The context keys a task step touches: the task's, and its session's.
 pub(super) fn contexts_of(record: &TaskRecord, session: Option<&SessionStep>) -> Vec<Vec<u8>> {
-    let key = ContextKey::new(record.owner.clone(), record.task.context_id.clone()).storage_key();
+    let key = crate::model::context_storage_key(&record.owner, &record.task.context_id);
     match session.map(|s| s.session.key.storage_key()).filter(|s| *s != key) {
         Some(other) => vec![key, other],
         None => vec![key],

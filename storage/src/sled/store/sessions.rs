@@ -54,6 +54,7 @@ use super::task_index::{Indexed, TurnIn};
 use super::task_value::HeldTurn;
 use super::writes::Writes;
 use super::{corrupt, SledStore};
+use crate::model::context_storage_key;
 use crate::sled::packed;
 use crate::{ContextKey, Scope, SessionRecord, SessionWrite, StoreError, TaskRecord, TaskStoreExt};
 use a2ad_protocol::Message;
@@ -274,7 +275,7 @@ impl SledStore {
         if held.is_empty() {
             return Ok(());
         }
-        let context = ContextKey::new(record.owner.clone(), record.task.context_id.clone()).storage_key();
+        let context = context_storage_key(&record.owner, &record.task.context_id);
         let Some(meta) = self.sessions.get(index::key(Prefix::SessionMeta, &context))? else { return Ok(()) };
         // Damage here is left as it is, with a warning: a removal that failed on it would
         // stay at the head of the log's queue and hold back every step behind it.
@@ -411,7 +412,7 @@ fn resolved(
     let (Ok(record), Ok(meta)) = (SledStore::decode_task(&task), serde_json::from_slice::<SessionRecord>(&meta)) else {
         return Ok(None);
     };
-    if record.context_key().storage_key() != context {
+    if context_storage_key(&record.owner, &record.task.context_id) != context {
         return Ok(None);
     }
     let Ok(messages) = referenced(&record.task.history, from, count, task_id) else { return Ok(None) };

@@ -24,7 +24,7 @@
 
 use super::index::{self, decode_owner, Prefix, Stamp};
 use super::task_value::{self, HeldTurn};
-use crate::model::push_segment;
+use crate::model::{context_storage_key, push_segment};
 use crate::{Cursor, Owner, StoreError, TaskEntry, TaskQuery, TaskRecord};
 use a2ad_protocol::TaskState;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -381,12 +381,10 @@ fn indexed_fields(value: &[u8]) -> Option<(Stamp, IndexedFields, Vec<HeldTurn>)>
     Some((stamp, fields, parsed.turns().to_vec()))
 }
 
-/// owner ‖ context id: a context's storage key ([`crate::ContextKey`]), which the
-/// by-context entries start with and the held turns are kept under.
+/// The task's context's storage key ([`crate::ContextKey`]), which the by-context entries
+/// start with and the held turns are kept under.
 fn context_of(task: &Indexed<'_>) -> Vec<u8> {
-    let mut key = task.owner.key_prefix();
-    push_segment(&mut key, task.context_id);
-    key
+    context_storage_key(task.owner, task.context_id)
 }
 
 /// One counter of an owner.

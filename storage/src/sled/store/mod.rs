@@ -330,11 +330,7 @@ impl SledStore {
         }
         batch.insert(index::key(Prefix::Task, id), task_value::encode(stamp, record_json, &carried, &turns));
         batch.apply(&self.tasks, self.atomicity)?;
-        let indexed = task_index::Indexed::of(record, stamp);
-        self.index.put(&indexed, old);
-        if let Some(turn) = turn {
-            self.index.hold_turn(&indexed, turn);
-        }
+        self.index.put(&task_index::Indexed::of(record, stamp), old, turn);
         Ok(old.and_then(|stamp| TaskState::from_number(i64::from(stamp.state))))
     }
 }

@@ -105,6 +105,12 @@ fn corrupt_key() -> StoreError {
     StoreError::Corrupt("session chunk key".into())
 }
 
+/// Whether a session write of `appended` messages, ending at message `count`, keeps them
+/// (as a chunk, or as a turn its task holds): it appends some, and the limit is not 0.
+fn keeps_turn(count: u64, appended: usize, history_limit: usize) -> bool {
+    appended > 0 && count > count.saturating_sub(history_limit as u64)
+}
+
 /// Past its history limit, a context's oldest chunks are removed once every
 /// `history_limit / PRUNE_EVERY` messages (at least every message): so a session keeps at
 /// most about an eighth more than its limit in the store, and reads cut it to the limit.
@@ -126,12 +132,11 @@ impl SledStore {
     /// writes no chunk for it.
     pub(crate) fn held_turn(write: &SessionWrite<'_>, task: &TaskRecord) -> Option<HeldTurn> {
         let (session, appended) = (write.session, write.appended);
-        let count = u32::try_from(appended.len()).ok()?;
-        let first = session.message_count.checked_sub(u64::from(count))?;
-        let keep_from = session.message_count.saturating_sub(write.history_limit as u64);
-        if count == 0 || session.message_count <= keep_from {
+        if !keeps_turn(session.message_count, appended.len(), write.history_limit) {
             return None;
         }
+        let count = u32::try_from(appended.len()).ok()?;
+        let first = session.message_count.checked_sub(u64::from(count))?;
         let from = turn_in_task(session, appended, task)?;
         Some(HeldTurn { first, count, from })
     }
@@ -155,7 +160,7 @@ impl SledStore {
         let keep_from = count.saturating_sub(history_limit as u64);
         let mut batch = Writes::default();
         // No chunk (nothing appended, or a limit of 0): the metadata has no other home.
-        let chunked = !appended.is_empty() && count > keep_from;
+        let chunked = keeps_turn(count, appended.len(), history_limit);
         if !chunked || first_new == 0 {
             let meta = index::key(Prefix::SessionMeta, &context);
             batch.insert(meta, serde_json::to_vec(session).map_err(corrupt)?);

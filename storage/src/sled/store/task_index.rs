@@ -127,10 +127,13 @@ impl TaskIndex {
     }
 
     /// A task written under `task.stamp`, which was stored under `old` before (`None`: a
-    /// new task). Even under the same stamp the entries are looked up, since a value that
-    /// was unreadable at open has none yet.
-    pub fn put(&self, task: &Indexed<'_>, old: Option<Stamp>) {
-        self.write().put(task, old);
+    /// new task), and holding `turn` from now on if its step holds one. Even under the same
+    /// stamp the entries are looked up, since a value that was unreadable at open has none
+    /// yet.
+    pub fn put(&self, task: &Indexed<'_>, old: Option<Stamp>, turn: Option<HeldTurn>) {
+        let mut entries = self.write();
+        entries.put(task, old);
+        entries.hold_turns(task, turn.as_slice());
     }
 
     /// A task removed, which was stored under `task.stamp` holding `turns`.
@@ -140,7 +143,9 @@ impl TaskIndex {
         entries.release_turns(task, turns);
     }
 
-    /// A session turn that `task` holds from now on.
+    /// A session turn that `task` holds from now on (tests: a write holds its turn through
+    /// [`TaskIndex::put`]).
+    #[cfg(test)]
     pub fn hold_turn(&self, task: &Indexed<'_>, turn: HeldTurn) {
         self.write().hold_turns(task, &[turn]);
     }
@@ -157,8 +162,7 @@ impl TaskIndex {
     pub fn still_held(&self, task: &Indexed<'_>, turns: &[HeldTurn]) -> Vec<HeldTurn> {
         let entries = self.read();
         let Some(held) = entries.turns.get(&context_of(task)[..]) else { return Vec::new() };
-        let holds = |turn: &&HeldTurn| held.get(&turn.first).is_some_and(|t| *t.task_id == *task.task_id);
-        turns.iter().filter(holds).copied().collect()
+        turns.iter().filter(|turn| holds(held, turn, task)).copied().collect()
     }
 
     /// Drops the turns of `context` that end at or before message `keep_from`: the start of
@@ -316,13 +320,12 @@ impl Entries {
         }
     }
 
-    /// Drops the turns of `turns` that the index has for `task` (not another task's, which
-    /// a later turn at the same number would be).
+    /// Drops the turns of `turns` that the index has for `task` ([`holds`]).
     fn release_turns(&mut self, task: &Indexed<'_>, turns: &[HeldTurn]) {
         let context = context_of(task);
         let Some(held) = self.turns.get_mut(&context[..]) else { return };
         for turn in turns {
-            if held.get(&turn.first).is_some_and(|t| *t.task_id == *task.task_id) {
+            if holds(held, turn, task) {
                 held.remove(&turn.first);
             }
         }
@@ -354,6 +357,12 @@ impl Entries {
             None => (&self.by_time, prefix),
         }
     }
+}
+
+/// Whether the index has `turn` as `task`'s (not another task's, which a later turn at the
+/// same number would be).
+fn holds(held: &BTreeMap<u64, TurnIn>, turn: &HeldTurn, task: &Indexed<'_>) -> bool {
+    held.get(&turn.first).is_some_and(|t| *t.task_id == *task.task_id)
 }
 
 fn is_active(state: u8) -> bool {
